@@ -1,0 +1,212 @@
+// Stream, capture, graph and host-function entry points of the simulated
+// libcudart.so.13.
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "tests/simgpu/error_state.h"
+#include "tests/simgpu/event.h"
+#include "tests/simgpu/kernel_launch.h"
+#include "tests/simgpu/sim_clock.h"
+#include "tests/simgpu/stream.h"
+
+namespace sim = xpu_timer::simgpu;
+
+// A captured graph: the durations of its kernels, replayed in order.
+struct CUgraph_st {
+  std::vector<uint64_t> kernels;
+};
+struct CUgraphExec_st {
+  std::vector<uint64_t> kernels;
+};
+
+namespace {
+
+std::atomic<uint64_t> g_next_capture_id{1};
+
+cudaError_t create_stream(cudaStream_t* out, unsigned flags, int priority) {
+  if (out == nullptr || (flags & ~static_cast<unsigned>(cudaStreamNonBlocking)) != 0) {
+    return sim::record_error(cudaErrorInvalidValue);
+  }
+  int device = 0;
+  cudaGetDevice(&device);
+  auto stream = sim::StreamRegistry::instance().create(device, flags, priority);
+  if (!stream) return sim::record_error(cudaErrorMemoryAllocation);
+  *out = stream->handle();
+  return cudaSuccess;
+}
+
+std::shared_ptr<sim::Stream> stream_of(cudaStream_t handle) {
+  return sim::StreamRegistry::instance().resolve(handle);
+}
+
+}  // namespace
+
+extern "C" {
+
+cudaError_t cudaStreamCreate(cudaStream_t* stream) {
+  return create_stream(stream, cudaStreamDefault, 0);
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) {
+  return create_stream(stream, flags, 0);
+}
+
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t* stream, unsigned int flags, int priority) {
+  return create_stream(stream, flags, priority);
+}
+
+cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
+  if (least != nullptr) *least = 0;
+  if (greatest != nullptr) *greatest = -5;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamGetPriority(cudaStream_t handle, int* priority) {
+  auto stream = stream_of(handle);
+  if (!stream) return sim::record_error(cudaErrorInvalidResourceHandle);
+  if (priority == nullptr) return sim::record_error(cudaErrorInvalidValue);
+  *priority = stream->priority();
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamGetFlags(cudaStream_t handle, unsigned int* flags) {
+  auto stream = stream_of(handle);
+  if (!stream) return sim::record_error(cudaErrorInvalidResourceHandle);
+  if (flags == nullptr) return sim::record_error(cudaErrorInvalidValue);
+  *flags = stream->flags();
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t handle) {
+  if (sim::StreamRegistry::instance().is_default(handle) ||
+      !sim::StreamRegistry::instance().destroy(handle)) {
+    return sim::record_error(cudaErrorInvalidResourceHandle);
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t handle) {
+  auto stream = stream_of(handle);
+  if (!stream) return sim::record_error(cudaErrorInvalidResourceHandle);
+  if (stream->capturing(nullptr)) return sim::record_error(cudaErrorStreamCaptureUnsupported);
+  stream->wait_idle();
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamQuery(cudaStream_t handle) {
+  auto stream = stream_of(handle);
+  if (!stream) return sim::record_error(cudaErrorInvalidResourceHandle);
+  if (stream->capturing(nullptr)) return sim::record_error(cudaErrorStreamCaptureUnsupported);
+  return stream->idle() ? cudaSuccess : cudaErrorNotReady;
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t handle, cudaEvent_t event_handle, unsigned int flags) {
+  auto stream = stream_of(handle);
+  auto event = sim::EventRegistry::instance().resolve(event_handle);
+  if (!stream || !event) return sim::record_error(cudaErrorInvalidResourceHandle);
+  if (flags != 0 && flags != cudaEventWaitExternal) return sim::record_error(cudaErrorInvalidValue);
+  const uint64_t seq = event->latest_record();
+  if (seq == 0) return cudaSuccess;  // waiting on a never-recorded event is a no-op
+  // The stream resumes at the later of its own time and the event's time.
+  stream->enqueue([event, seq](uint64_t start) {
+    event->wait(seq);
+    const uint64_t t = event->time_ns();
+    return t > start ? t : start;
+  });
+  return cudaSuccess;
+}
+
+cudaError_t cudaLaunchHostFunc(cudaStream_t handle, cudaHostFn_t fn, void* user_data) {
+  auto stream = stream_of(handle);
+  if (!stream) return sim::record_error(cudaErrorInvalidResourceHandle);
+  if (fn == nullptr) return sim::record_error(cudaErrorInvalidValue);
+  if (!stream->enqueue([fn, user_data](uint64_t) {
+        fn(user_data);
+        return sim::now_ns();
+      })) {
+    return sim::record_error(cudaErrorStreamCaptureUnsupported);
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t handle, enum cudaStreamCaptureMode mode) {
+  (void)mode;
+  if (sim::StreamRegistry::instance().is_default(handle)) {
+    return sim::record_error(cudaErrorStreamCaptureUnsupported);
+  }
+  auto stream = stream_of(handle);
+  if (!stream) return sim::record_error(cudaErrorInvalidResourceHandle);
+  if (!stream->begin_capture(g_next_capture_id.fetch_add(1))) {
+    return sim::record_error(cudaErrorIllegalState);
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t handle, cudaGraph_t* graph) {
+  auto stream = stream_of(handle);
+  if (!stream) return sim::record_error(cudaErrorInvalidResourceHandle);
+  if (graph == nullptr) return sim::record_error(cudaErrorInvalidValue);
+  auto g = std::make_unique<CUgraph_st>();
+  if (!stream->end_capture(&g->kernels)) return sim::record_error(cudaErrorIllegalState);
+  *graph = g.release();
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t handle, enum cudaStreamCaptureStatus* status) {
+  auto stream = stream_of(handle);
+  if (!stream) return sim::record_error(cudaErrorInvalidResourceHandle);
+  if (status == nullptr) return sim::record_error(cudaErrorInvalidValue);
+  *status =
+      stream->capturing(nullptr) ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamGetCaptureInfo(cudaStream_t handle, enum cudaStreamCaptureStatus* status_out,
+                                     unsigned long long* id_out, cudaGraph_t* graph_out,
+                                     const cudaGraphNode_t** dependencies_out,
+                                     const cudaGraphEdgeData** edge_data_out,
+                                     size_t* num_dependencies_out) {
+  auto stream = stream_of(handle);
+  if (!stream) return sim::record_error(cudaErrorInvalidResourceHandle);
+  if (status_out == nullptr) return sim::record_error(cudaErrorInvalidValue);
+  uint64_t id = 0;
+  const bool capturing = stream->capturing(&id);
+  *status_out = capturing ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+  if (id_out != nullptr) *id_out = capturing ? id : 0;
+  if (graph_out != nullptr) *graph_out = nullptr;
+  if (dependencies_out != nullptr) *dependencies_out = nullptr;
+  if (edge_data_out != nullptr) *edge_data_out = nullptr;
+  if (num_dependencies_out != nullptr) *num_dependencies_out = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph,
+                                 unsigned long long flags) {
+  (void)flags;
+  if (exec == nullptr || graph == nullptr) return sim::record_error(cudaErrorInvalidValue);
+  *exec = new CUgraphExec_st{graph->kernels};
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t handle) {
+  auto stream = stream_of(handle);
+  if (!stream) return sim::record_error(cudaErrorInvalidResourceHandle);
+  if (exec == nullptr) return sim::record_error(cudaErrorInvalidValue);
+  for (uint64_t ns : exec->kernels) sim::launch_kernel(*stream, ns);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  delete exec;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  delete graph;
+  return cudaSuccess;
+}
+
+}  // extern "C"

@@ -1,0 +1,61 @@
+// The ranks of a simulated torchrun job: spawns them with torchrun's
+// environment, reaps them, and on the first failure (or a forwarded signal)
+// terminates the others, SIGTERM first and SIGKILL after a grace period.
+// Single-threaded by design: the launcher blocks its signals and takes them
+// synchronously with sigtimedwait, so there are no async handlers at all.
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace xpu_timer::simgpu {
+
+struct LaunchConfig {
+  int nproc = 1;
+  std::string job_id;
+  double grace_s = 5.0;
+  std::vector<std::string> command;
+};
+
+class RankGroup {
+ public:
+  explicit RankGroup(LaunchConfig config);
+  // Blocks the signals it will take synchronously; call before run().
+  bool block_signals();
+  // Spawns every rank and waits for all. Returns the launcher's exit code:
+  // 0 if all ranks exited 0; else the first failed rank's exit code, or
+  // 128+signal if it was killed by a signal; 128+signal too when the
+  // launcher itself was told to stop by SIGTERM/SIGINT/SIGHUP.
+  int run();
+
+ private:
+  struct Rank {
+    pid_t pid = -1;
+    bool running = false;
+  };
+  bool spawn(int rank);
+  void reap();
+  void signal_all(int sig);
+  void start_termination(double now_s);
+
+  LaunchConfig config_;
+  sigset_t taken_{};
+  sigset_t original_mask_{};
+  std::vector<Rank> ranks_;
+  int exit_code_ = 0;
+  bool failed_ = false;
+  int received_signal_ = 0;
+  bool terminating_ = false;
+  bool killed_ = false;
+  double kill_deadline_s_ = 0;
+};
+
+// Removes /dev/shm/xpu_sim_<job id>_* (the job's NCCL rendezvous segments).
+void remove_job_segments(const std::string& job_id);
+// "SIGSEGV" for 11 and so on ("SIG<n>" when unknown).
+std::string signal_name(int sig);
+
+}  // namespace xpu_timer::simgpu

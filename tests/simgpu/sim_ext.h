@@ -1,0 +1,41 @@
+// C extension API of the simulated libcudart.so.13, used by the simulated
+// cuBLAS, cuBLASLt and NCCL (and by tests) to put work on a stream without
+// going through the public cuda* entry points, which an LD_PRELOADed hook
+// library may interpose. Exported as xpu_sim_*@@libcudart.so.13.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// CLOCK_MONOTONIC in nanoseconds (the clock of every simulated timestamp).
+uint64_t xpu_sim_now_ns(void);
+// Sleeps until the absolute CLOCK_MONOTONIC time `deadline_ns` (EINTR-safe).
+void xpu_sim_sleep_until_ns(uint64_t deadline_ns);
+
+// Enqueues a "kernel" that keeps `stream` busy for `duration_ns`.
+// While the stream is capturing, the kernel is appended to the capture instead.
+cudaError_t xpu_sim_launch_kernel(cudaStream_t stream, uint64_t duration_ns);
+
+// A task run on the stream's worker thread, in stream order. `start_ns` is the
+// simulated time the stream reached the task; the function returns the
+// simulated time it finished (>= start_ns), having slept until then itself.
+typedef uint64_t (*xpu_sim_task_fn)(void* arg, uint64_t start_ns);
+// Enqueues fn(arg, start); `destroy(arg)` (may be NULL) runs after fn, or
+// immediately when the task is dropped because the stream is capturing
+// (then *dropped is set to 1 when dropped is not NULL).
+cudaError_t xpu_sim_enqueue_task(cudaStream_t stream, xpu_sim_task_fn fn, void* arg,
+                                 void (*destroy)(void*), int* dropped);
+
+// 1 when `stream` is a valid stream in capture mode, else 0.
+int xpu_sim_stream_is_capturing(cudaStream_t stream);
+
+// Number of kernels dropped or recorded by capture so far (tests).
+uint64_t xpu_sim_captured_kernel_count(void);
+
+#ifdef __cplusplus
+}
+#endif

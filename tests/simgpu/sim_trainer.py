@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Python twin of sim_trainer (same flags): a training loop over
+libsim_workload.so loaded with ctypes.CDLL(mode=RTLD_LOCAL), as Python loads
+torch, so the Python frames of a stuck or crashing rank are real ones.
+Steps are numbered from 0. Python 3.8+, standard library only."""
+
+import argparse
+import ctypes
+import os
+import random
+import sys
+import time
+
+GEMM_APIS = ["gemmex", "stridedbatchedex", "sgemm", "hgemm", "sgemmstridedbatched",
+             "hgemmstridedbatched", "ltmatmul"]
+COLLECTIVES = ["allreduce", "allgather", "reducescatter", "broadcast", "reduce"]
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--gemm", default="1024,1024,1024", help="M,N,K")
+    p.add_argument("--gemm-api", default="gemmex", choices=GEMM_APIS + ["all"])
+    p.add_argument("--gemm-batch", type=int, default=2)
+    p.add_argument("--gemms-per-step", type=int, default=3)
+    p.add_argument("--collective", default="allreduce", choices=COLLECTIVES)
+    p.add_argument("--bytes", type=int, default=1 << 20)
+    p.add_argument("--hang-rank", type=int, default=-1)
+    p.add_argument("--hang-step", type=int, default=-1)
+    p.add_argument("--slow-rank", type=int, default=-1)
+    p.add_argument("--slow-ms", type=float, default=0.0)
+    p.add_argument("--jitter-ms", type=float, default=0.0)
+    p.add_argument("--step-ms", type=float, default=0.0)
+    p.add_argument("--crash-rank", type=int, default=-1)
+    p.add_argument("--crash-step", type=int, default=-1)
+    p.add_argument("--crash-kind", default="segv", choices=["segv", "abort", "exception"])
+    p.add_argument("--exit-code", type=int, default=0)
+    p.add_argument("--verbose", action="store_true")
+    p.add_argument("--lib-dir", default=None)
+    args = p.parse_args(argv)
+    try:
+        args.m, args.n, args.k = (int(x) for x in args.gemm.split(","))
+    except ValueError:
+        p.error("--gemm wants M,N,K")
+    return args
+
+
+def lib_dir(args):
+    if args.lib_dir:
+        return args.lib_dir
+    env = os.environ.get("XPU_TIMER_SIM_LIB_DIR")
+    if env:
+        return env
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.path.join(here, "..", "..", "build", "simgpu", "lib")
+
+
+def load_workload(directory):
+    lib = ctypes.CDLL(os.path.join(directory, "libsim_workload.so"), mode=os.RTLD_LOCAL)
+    lib.sim_init.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
+    lib.sim_gemm.argtypes = [ctypes.c_int] * 5
+    lib.sim_collective.argtypes = [ctypes.c_int, ctypes.c_long]
+    lib.sim_last_error.restype = ctypes.c_char_p
+    return lib
+
+
+def check(lib, rc, what):
+    if rc != 0:
+        sys.stderr.write("sim_trainer.py: %s failed: %s\n" % (what, lib.sim_last_error().decode()))
+        sys.exit(1)
+
+
+def stuck_in_host_code(rank, step):
+    """The hung rank sits here, outside any GPU work, for ever."""
+    print("rank %d stuck_in_host_code at step %d" % (rank, step), flush=True)
+    while True:
+        time.sleep(3600)
+
+
+def crash(lib, kind, step):
+    if kind == "segv":
+        lib.sim_crash_segv()
+        ctypes.string_at(0)  # not reached
+    elif kind == "abort":
+        lib.sim_crash_abort()
+    raise RuntimeError("simulated training failure at step %d" % step)
+
+
+def train_step(lib, args, rank, step, apis, rng):
+    if rank == args.crash_rank and step == args.crash_step:
+        print("rank %d crashing (%s) at step %d" % (rank, args.crash_kind, step), flush=True)
+        crash(lib, args.crash_kind, step)
+    for g in range(args.gemms_per_step):
+        api = apis[(step * args.gemms_per_step + g) % len(apis)]
+        check(lib, lib.sim_gemm(args.m, args.n, args.k, args.gemm_batch, api), "sim_gemm")
+    host_ms = args.step_ms
+    if args.jitter_ms > 0:
+        host_ms += rng.uniform(0.0, args.jitter_ms)
+    if rank == args.slow_rank:
+        host_ms += args.slow_ms
+    if host_ms > 0:
+        time.sleep(host_ms / 1000.0)
+    if rank == args.hang_rank and step == args.hang_step:
+        stuck_in_host_code(rank, step)
+    check(lib, lib.sim_collective(COLLECTIVES.index(args.collective), args.bytes),
+          "sim_collective")
+    check(lib, lib.sim_sync(), "sim_sync")
+
+
+def main(argv):
+    args = parse_args(argv)
+    rank = int(os.environ.get("RANK", "0"))
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    lib = load_workload(lib_dir(args))
+    apis = list(range(len(GEMM_APIS))) if args.gemm_api == "all" else [
+        GEMM_APIS.index(args.gemm_api)]
+    check(lib, lib.sim_init(rank, world, local_rank), "sim_init")
+    rng = random.Random(rank * 7919 + 17)
+    for step in range(args.steps):
+        train_step(lib, args, rank, step, apis, rng)
+        if args.verbose:
+            print("rank %d step %d done" % (rank, step), flush=True)
+    check(lib, lib.sim_finalize(), "sim_finalize")
+    print("rank %d done" % rank, flush=True)
+    return args.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,155 @@
+// sim_trainer: a training loop over libsim_workload.so, loaded with
+// dlopen(RTLD_NOW | RTLD_LOCAL) as Python loads torch, so the simulated
+// CUDA/cuBLAS/NCCL libraries stay out of the global symbol scope (a hook
+// that resolves them with dlsym(RTLD_NEXT) gets NULL, as on a GPU machine).
+// Each step: a few GEMMs, the collective, a sync. Flags: trainer_options.h.
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/env_config.h"
+#include "tests/simgpu/sim_config.h"
+#include "tests/simgpu/trainer_options.h"
+
+namespace sim = xpu_timer::simgpu;
+
+// The name tests and stack dumps look for: the hung rank sits here, outside
+// any GPU work, for ever (until a signal kills it).
+extern "C" __attribute__((noinline, used)) void stuck_in_host_code(int rank, int step) {
+  printf("rank %d stuck_in_host_code at step %d\n", rank, step);
+  fflush(stdout);
+  for (;;) pause();
+}
+
+namespace {
+
+struct WorkloadApi {
+  int (*init)(int, int, int);
+  int (*gemm)(int, int, int, int, int);
+  int (*collective)(int, long);
+  int (*sync)();
+  int (*finalize)();
+  void (*crash_segv)();
+  void (*crash_abort)();
+  int (*gemm_api_from_name)(const char*);
+  int (*collective_from_name)(const char*);
+  const char* (*last_error)();
+};
+
+[[noreturn]] void die(const std::string& message) {
+  fprintf(stderr, "sim_trainer: %s\n", message.c_str());
+  exit(1);
+}
+
+template <typename Fn>
+void bind(void* lib, const char* name, Fn* out) {
+  void* sym = dlsym(lib, name);
+  if (sym == nullptr) die(std::string("dlsym(") + name + "): " + dlerror());
+  *out = reinterpret_cast<Fn>(sym);
+}
+
+WorkloadApi load(const std::string& dir) {
+  const std::string path = dir + "/libsim_workload.so";
+  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) die("dlopen(" + path + "): " + dlerror());
+  WorkloadApi api{};
+  bind(lib, "sim_init", &api.init);
+  bind(lib, "sim_gemm", &api.gemm);
+  bind(lib, "sim_collective", &api.collective);
+  bind(lib, "sim_sync", &api.sync);
+  bind(lib, "sim_finalize", &api.finalize);
+  bind(lib, "sim_crash_segv", &api.crash_segv);
+  bind(lib, "sim_crash_abort", &api.crash_abort);
+  bind(lib, "sim_gemm_api_from_name", &api.gemm_api_from_name);
+  bind(lib, "sim_collective_from_name", &api.collective_from_name);
+  bind(lib, "sim_last_error", &api.last_error);
+  return api;
+}
+
+void sleep_ms(double ms) {
+  if (ms <= 0) return;
+  timespec ts{};
+  ts.tv_sec = static_cast<time_t>(ms / 1000);
+  ts.tv_nsec = static_cast<long>((ms - static_cast<double>(ts.tv_sec) * 1000) * 1e6);
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+void check(const WorkloadApi& api, int rc, const char* what) {
+  if (rc != 0) die(std::string(what) + " failed: " + api.last_error());
+}
+
+}  // namespace
+
+// --crash-kind exception lets an exception escape main on purpose.
+int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
+  sim::TrainerOptions opt;
+  std::string error;
+  if (!sim::parse_trainer_options(argc, argv, &opt, &error)) {
+    fprintf(stderr, "sim_trainer: %s\n%s", error.c_str(), sim::trainer_usage());
+    return 2;
+  }
+  const xpu_timer::RankIdentity id = xpu_timer::rank_identity_from_env();
+  std::string dir = opt.lib_dir;
+  if (dir.empty())
+    dir = xpu_timer::env_string("XPU_TIMER_SIM_LIB_DIR", XPU_TIMER_SIM_DEFAULT_LIB_DIR);
+  const WorkloadApi api = load(dir);
+  if (xpu_timer::env_bool("XPU_TIMER_SIM_CHECK_SCOPE", false)) {
+    // What a preloaded hook's dlsym(RTLD_NEXT/RTLD_DEFAULT) would find (tests).
+    printf("global scope: ncclAllReduce=%s cublasGemmEx=%s\n",
+           dlsym(RTLD_DEFAULT, "ncclAllReduce") != nullptr ? "present" : "absent",
+           dlsym(RTLD_DEFAULT, "cublasGemmEx") != nullptr ? "present" : "absent");
+    fflush(stdout);
+  }
+
+  std::vector<int> apis;
+  if (opt.gemm_api == "all") {
+    for (int i = 0; i < 7; ++i) apis.push_back(i);
+  } else {
+    const int a = api.gemm_api_from_name(opt.gemm_api.c_str());
+    if (a < 0) die("unknown --gemm-api " + opt.gemm_api);
+    apis.push_back(a);
+  }
+  const int coll = api.collective_from_name(opt.collective.c_str());
+  if (coll < 0) die("unknown --collective " + opt.collective);
+
+  check(api, api.init(id.rank, id.world_size, id.local_rank), "sim_init");
+  std::mt19937 rng(static_cast<unsigned>(id.rank) * 7919u + 17u);
+  std::uniform_real_distribution<double> jitter(0.0, opt.jitter_ms);
+
+  size_t next_api = 0;
+  for (int step = 0; step < opt.steps; ++step) {
+    if (id.rank == opt.crash_rank && step == opt.crash_step) {
+      printf("rank %d crashing (%s) at step %d\n", id.rank, opt.crash_kind.c_str(), step);
+      fflush(stdout);
+      if (opt.crash_kind == "segv") api.crash_segv();
+      if (opt.crash_kind == "abort") api.crash_abort();
+      throw std::runtime_error("simulated training failure at step " + std::to_string(step));
+    }
+    for (int g = 0; g < opt.gemms_per_step; ++g) {
+      const int which = apis[next_api++ % apis.size()];
+      check(api, api.gemm(opt.gemm_m, opt.gemm_n, opt.gemm_k, opt.gemm_batch, which), "sim_gemm");
+    }
+    sleep_ms(opt.step_ms);
+    if (opt.jitter_ms > 0) sleep_ms(jitter(rng));
+    if (id.rank == opt.slow_rank) sleep_ms(opt.slow_ms);
+    if (id.rank == opt.hang_rank && step == opt.hang_step) stuck_in_host_code(id.rank, step);
+    check(api, api.collective(coll, opt.bytes), "sim_collective");
+    check(api, api.sync(), "sim_sync");
+    if (opt.verbose) {
+      printf("rank %d step %d done\n", id.rank, step);
+      fflush(stdout);
+    }
+  }
+  check(api, api.finalize(), "sim_finalize");
+  printf("rank %d done\n", id.rank);
+  fflush(stdout);
+  return opt.exit_code;
+}

@@ -1,0 +1,85 @@
+/* C API of libsim_workload.so: the "user's program" side of the simulated
+ * GPU, loaded by the trainers with dlopen(RTLD_LOCAL) / ctypes exactly as
+ * Python loads torch. Not thread-safe: one host thread drives it, as one
+ * training loop does. Functions returning int return 0 on success and a
+ * negative value on failure; sim_last_error() then says what failed. */
+#ifndef XPU_TIMER_TESTS_SIMGPU_SIM_WORKLOAD_H_
+#define XPU_TIMER_TESTS_SIMGPU_SIM_WORKLOAD_H_
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* GEMM entry point exercised by sim_gemm (each one is a different hook). */
+enum SimGemmApi {
+  SIM_GEMM_EX = 0,                 /* cublasGemmEx, bf16 */
+  SIM_GEMM_STRIDED_BATCHED_EX = 1, /* cublasGemmStridedBatchedEx, bf16 */
+  SIM_SGEMM = 2,                   /* cublasSgemm_v2 */
+  SIM_HGEMM = 3,                   /* cublasHgemm */
+  SIM_SGEMM_STRIDED_BATCHED = 4,   /* cublasSgemmStridedBatched */
+  SIM_HGEMM_STRIDED_BATCHED = 5,   /* cublasHgemmStridedBatched */
+  SIM_LT_MATMUL = 6,               /* cublasLtMatmul, bf16 */
+  SIM_GEMM_API_COUNT = 7
+};
+
+/* Collective issued by sim_collective; `bytes` is the full tensor: the
+ * all-reduced / broadcast / reduced buffer, the gathered output of
+ * AllGather, the input of ReduceScatter (bf16 elements). */
+enum SimCollective {
+  SIM_ALLREDUCE = 0,
+  SIM_ALLGATHER = 1,
+  SIM_REDUCESCATTER = 2,
+  SIM_BROADCAST = 3,
+  SIM_REDUCE = 4
+};
+
+/* Memcpy direction of sim_memcpy. */
+enum SimMemcpyKind { SIM_H2D = 0, SIM_D2H = 1, SIM_D2D = 2 };
+
+/* cudaSetDevice(local_rank), a compute and a communication stream, cuBLAS and
+ * cuBLASLt handles, and an NCCL communicator of `world` ranks whose
+ * ncclUniqueId is derived from XPU_TIMER_SIM_JOB_ID (sim_make_unique_id).
+ * Blocks until every rank called it (like ncclCommInitRank). */
+int sim_init(int rank, int world, int local_rank);
+/* One GEMM (batch ignored by the non-batched APIs) on the compute stream. */
+int sim_gemm(int m, int n, int k, int batch, int api);
+/* One collective on the communication stream, ordered after the compute
+ * stream's work and before its later work (as PyTorch's ProcessGroupNCCL). */
+int sim_collective(int kind, long bytes);
+/* Waits until both streams are idle. */
+int sim_sync(void);
+/* cudaMemcpyAsync of `bytes` on the compute stream (kind: SimMemcpyKind). */
+int sim_memcpy(long bytes, int kind);
+/* Captures one GemmEx on the compute stream into a CUDA graph (the hook
+ * sees cublasGemmEx while cudaStreamIsCapturing says active), then launches
+ * the graph once. */
+int sim_capture_gemm(int m, int n, int k);
+/* n AllReduces of `bytes` between ncclGroupStart and ncclGroupEnd. */
+int sim_group_allreduce(int n, long bytes);
+/* Each rank sends `bytes` to rank+1 and receives from rank-1 in one group. */
+int sim_sendrecv_ring(long bytes);
+/* AllReduce on a sub-communicator of the ranks with equal rank % ngroups
+ * (ncclCommSplit on first use). */
+int sim_split_allreduce(int ngroups, long bytes);
+/* Destroys the communicator, handles and streams (after sim_sync). */
+int sim_finalize(void);
+/* Crashes the process from native code: a real invalid write, or abort(). */
+void sim_crash_segv(void);
+void sim_crash_abort(void);
+/* Name <-> enum helpers for the trainers' flags; -1 for unknown names.
+ * GEMM names: gemmex stridedbatchedex sgemm hgemm sgemmstridedbatched
+ * hgemmstridedbatched ltmatmul. Collectives: allreduce allgather
+ * reducescatter broadcast reduce. */
+int sim_gemm_api_from_name(const char* name);
+int sim_collective_from_name(const char* name);
+/* The deterministic ncclUniqueId of a job (the sim's stand-in for the
+ * TCPStore exchange): 128 bytes written to `out`. */
+void sim_make_unique_id(const char* job_id, unsigned char* out);
+/* Message of the last failure of this library (never NULL). */
+const char* sim_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* XPU_TIMER_TESTS_SIMGPU_SIM_WORKLOAD_H_ */

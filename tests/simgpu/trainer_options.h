@@ -1,0 +1,33 @@
+// Command-line flags of sim_trainer (the same as tests/simgpu/sim_trainer.py).
+// Steps are numbered from 0; a rank's step S is the (S+1)-th step.
+#pragma once
+
+#include <string>
+
+namespace xpu_timer::simgpu {
+
+struct TrainerOptions {
+  int steps = 10;
+  int gemm_m = 1024, gemm_n = 1024, gemm_k = 1024;
+  std::string gemm_api = "gemmex";  // a sim_gemm_api_from_name name, or "all" (rotate)
+  int gemm_batch = 2;               // batch of the strided-batched APIs
+  int gemms_per_step = 3;
+  std::string collective = "allreduce";
+  long bytes = 1 << 20;
+  int hang_rank = -1, hang_step = -1;
+  int slow_rank = -1;
+  double slow_ms = 0;
+  double jitter_ms = 0;
+  double step_ms = 0;
+  int crash_rank = -1, crash_step = -1;
+  std::string crash_kind = "segv";  // segv | abort | exception
+  int exit_code = 0;
+  bool verbose = false;
+  std::string lib_dir;  // --lib-dir, else XPU_TIMER_SIM_LIB_DIR, else the build's lib dir
+};
+
+// Parses argv; on error writes a message to *error and returns false.
+bool parse_trainer_options(int argc, char** argv, TrainerOptions* out, std::string* error);
+const char* trainer_usage();
+
+}  // namespace xpu_timer::simgpu

@@ -1,0 +1,122 @@
+// The two sim trainers under the launcher: normal runs, a hung rank that
+// leaves the others blocked in the collective, crashes and exit codes.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "tests/simgpu/test_process.h"
+
+namespace {
+
+namespace t = xpu_timer::simgpu::testing;
+
+bool have_python() { return system("python3 -c 'import ctypes' >/dev/null 2>&1") == 0; }
+
+std::vector<std::string> trainer_cmd(bool python) {
+  if (python) return {"python3", SIM_TRAINER_PY};
+  return {SIM_TRAINER};
+}
+
+std::unique_ptr<t::TestProcess> launch_trainer(bool python, int nproc,
+                                               const std::vector<std::string>& flags) {
+  std::vector<std::string> argv = {SIM_LAUNCH,  "--nproc", std::to_string(nproc),
+                                   "--grace-s", "2",       "--"};
+  for (const auto& a : trainer_cmd(python)) argv.push_back(a);
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  return t::TestProcess::start(argv, {std::string("XPU_TIMER_SIM_LIB_DIR=") + SIM_LIB_DIR});
+}
+
+int exit_code(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
+
+class TrainerTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    if (GetParam() && !have_python()) GTEST_SKIP() << "python3 with ctypes is not installed";
+  }
+  bool python() const { return GetParam(); }
+};
+
+TEST_P(TrainerTest, TwoRanksRunEveryGemmApiAndFinish) {
+  auto p =
+      launch_trainer(python(), 2,
+                     {"--steps", "4", "--gemm-api", "all", "--gemm", "512,512,512", "--collective",
+                      "allgather", "--bytes", "4096", "--jitter-ms", "2", "--verbose"});
+  ASSERT_TRUE(p);
+  int status = 0;
+  ASSERT_TRUE(p->wait_exit(30.0, &status)) << p->output();
+  EXPECT_EQ(exit_code(status), 0) << p->output();
+  EXPECT_NE(p->output().find("rank 0 step 3 done"), std::string::npos) << p->output();
+  EXPECT_NE(p->output().find("rank 0 done"), std::string::npos) << p->output();
+  EXPECT_NE(p->output().find("rank 1 done"), std::string::npos) << p->output();
+}
+
+TEST_P(TrainerTest, HungRankLeavesTheOthersBlockedInTheCollective) {
+  auto p = launch_trainer(
+      python(), 2,
+      {"--steps", "1000", "--hang-rank", "1", "--hang-step", "2", "--step-ms", "1", "--verbose"});
+  ASSERT_TRUE(p);
+  ASSERT_TRUE(p->wait_for_output("rank 1 stuck_in_host_code at step 2", 20.0)) << p->output();
+  ASSERT_TRUE(p->wait_for_output("rank 0 step 1 done", 10.0)) << p->output();
+  // Rank 0 cannot finish step 2 without rank 1: it must stay blocked.
+  EXPECT_FALSE(p->wait_for_output("rank 0 step 2 done", 1.2)) << p->output();
+  int status = 0;
+  EXPECT_FALSE(p->wait_exit(0.0, &status)) << "job ended: " << p->output();
+  ASSERT_TRUE(p->send_signal(SIGTERM));
+  ASSERT_TRUE(p->wait_exit(10.0, &status)) << p->output();
+  EXPECT_EQ(exit_code(status), 128 + SIGTERM) << p->output();
+}
+
+TEST_P(TrainerTest, ExitCodeFlagIsPropagated) {
+  auto p = launch_trainer(python(), 2, {"--steps", "2", "--exit-code", "3"});
+  ASSERT_TRUE(p);
+  int status = 0;
+  ASSERT_TRUE(p->wait_exit(30.0, &status)) << p->output();
+  EXPECT_EQ(exit_code(status), 3) << p->output();
+}
+
+TEST_P(TrainerTest, SegfaultingRankFailsTheJob) {
+  auto p = launch_trainer(
+      python(), 2,
+      {"--steps", "10", "--crash-rank", "1", "--crash-step", "1", "--crash-kind", "segv"});
+  ASSERT_TRUE(p);
+  int status = 0;
+  ASSERT_TRUE(p->wait_exit(30.0, &status)) << p->output();
+  EXPECT_EQ(exit_code(status), 128 + SIGSEGV) << p->output();
+  EXPECT_NE(p->output().find("rank 1 (pid "), std::string::npos) << p->output();
+}
+
+TEST_P(TrainerTest, AbortingRankFailsTheJob) {
+  auto p = launch_trainer(
+      python(), 2,
+      {"--steps", "10", "--crash-rank", "0", "--crash-step", "2", "--crash-kind", "abort"});
+  ASSERT_TRUE(p);
+  int status = 0;
+  ASSERT_TRUE(p->wait_exit(30.0, &status)) << p->output();
+  EXPECT_EQ(exit_code(status), 128 + SIGABRT) << p->output();
+}
+
+TEST_P(TrainerTest, UncaughtExceptionFailsTheJob) {
+  auto p = launch_trainer(
+      python(), 2,
+      {"--steps", "10", "--crash-rank", "1", "--crash-step", "0", "--crash-kind", "exception"});
+  ASSERT_TRUE(p);
+  int status = 0;
+  ASSERT_TRUE(p->wait_exit(30.0, &status)) << p->output();
+  // C++: std::terminate -> abort. Python: traceback and exit status 1.
+  EXPECT_EQ(exit_code(status), python() ? 1 : 128 + SIGABRT) << p->output();
+  EXPECT_NE(p->output().find("simulated training failure at step 0"), std::string::npos)
+      << p->output();
+}
+
+INSTANTIATE_TEST_SUITE_P(CppAndPython, TrainerTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? std::string("Python") : std::string("Cpp");
+                         });
+
+}  // namespace

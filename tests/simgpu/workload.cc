@@ -1,0 +1,398 @@
+// libsim_workload.so: a tiny training program over the simulated CUDA,
+// cuBLAS, cuBLASLt and NCCL (see sim_workload.h). It calls only public entry
+// points, so an LD_PRELOADed hook library sees exactly what it would see
+// from PyTorch.
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "tests/simgpu/sim_workload.h"
+
+namespace {
+
+struct Workload {
+  bool ready = false;
+  int rank = 0;
+  int world = 1;
+  cudaStream_t compute = nullptr;
+  cudaStream_t comm_stream = nullptr;
+  cudaEvent_t compute_done = nullptr;  // orders the collective after compute work
+  cudaEvent_t comm_done = nullptr;     // orders later compute work after the collective
+  cublasHandle_t blas = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  ncclComm_t comm = nullptr;
+  ncclComm_t split_comm = nullptr;
+  int split_groups = 0;
+  void* operands = nullptr;  // dummy operand memory: the sim never reads it
+  void* host_buf = nullptr;
+  void* dev_buf = nullptr;
+  size_t copy_bytes = 0;
+};
+
+Workload g;
+thread_local char t_error[512] = "";
+
+int fail(const char* what, const char* detail) {
+  snprintf(t_error, sizeof(t_error), "%s: %s", what, detail);
+  return -1;
+}
+
+#define SIM_CUDA(call)                                                 \
+  do {                                                                 \
+    const cudaError_t e_ = (call);                                     \
+    if (e_ != cudaSuccess) return fail(#call, cudaGetErrorString(e_)); \
+  } while (0)
+#define SIM_BLAS(call)                                                              \
+  do {                                                                              \
+    const cublasStatus_t s_ = (call);                                               \
+    if (s_ != CUBLAS_STATUS_SUCCESS) return fail(#call, cublasGetStatusString(s_)); \
+  } while (0)
+#define SIM_NCCL(call)                                                 \
+  do {                                                                 \
+    const ncclResult_t r_ = (call);                                    \
+    if (r_ != ncclSuccess) return fail(#call, ncclGetErrorString(r_)); \
+  } while (0)
+
+int require_init() { return g.ready ? 0 : fail("simgpu workload", "sim_init was not called"); }
+
+constexpr size_t kOperandBytes = 1 << 20;
+
+int lt_matmul(int m, int n, int k, int batch) {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  int rc = 0;
+  const cublasOperation_t transa = CUBLAS_OP_T;  // as torch's addmm path for nn.Linear
+  const cublasOperation_t transb = CUBLAS_OP_N;
+  const int32_t batch32 = batch;
+  const int64_t stride_a = static_cast<int64_t>(m) * k;
+  const int64_t stride_b = static_cast<int64_t>(k) * n;
+  const int64_t stride_c = static_cast<int64_t>(m) * n;
+  cublasLtMatmulHeuristicResult_t heuristic{};
+  int found = 0;
+  const float alpha = 1.0f, beta = 0.0f;
+  auto run = [&]() -> int {
+    SIM_BLAS(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    SIM_BLAS(
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof(transa)));
+    SIM_BLAS(
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof(transb)));
+    SIM_BLAS(cublasLtMatrixLayoutCreate(&a, CUDA_R_16BF, k, m, k));  // op(A) = A^T is m x k
+    SIM_BLAS(cublasLtMatrixLayoutCreate(&b, CUDA_R_16BF, k, n, k));
+    SIM_BLAS(cublasLtMatrixLayoutCreate(&c, CUDA_R_16BF, m, n, m));
+    if (batch > 1) {
+      SIM_BLAS(cublasLtMatrixLayoutSetAttribute(a, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch32,
+                                                sizeof(batch32)));
+      SIM_BLAS(cublasLtMatrixLayoutSetAttribute(b, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch32,
+                                                sizeof(batch32)));
+      SIM_BLAS(cublasLtMatrixLayoutSetAttribute(c, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch32,
+                                                sizeof(batch32)));
+      SIM_BLAS(cublasLtMatrixLayoutSetAttribute(a, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                &stride_a, sizeof(stride_a)));
+      SIM_BLAS(cublasLtMatrixLayoutSetAttribute(b, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                &stride_b, sizeof(stride_b)));
+      SIM_BLAS(cublasLtMatrixLayoutSetAttribute(c, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                &stride_c, sizeof(stride_c)));
+    }
+    SIM_BLAS(cublasLtMatmulPreferenceCreate(&pref));
+    const uint64_t workspace = 0;
+    SIM_BLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                  &workspace, sizeof(workspace)));
+    SIM_BLAS(cublasLtMatmulAlgoGetHeuristic(g.lt, desc, a, b, c, c, pref, 1, &heuristic, &found));
+    if (found < 1) return fail("cublasLtMatmulAlgoGetHeuristic", "no algorithm");
+    SIM_BLAS(cublasLtMatmul(g.lt, desc, &alpha, g.operands, a, g.operands, b, &beta, g.operands, c,
+                            g.operands, c, &heuristic.algo, nullptr, 0, g.compute));
+    return 0;
+  };
+  rc = run();
+  if (pref != nullptr) cublasLtMatmulPreferenceDestroy(pref);
+  if (c != nullptr) cublasLtMatrixLayoutDestroy(c);
+  if (b != nullptr) cublasLtMatrixLayoutDestroy(b);
+  if (a != nullptr) cublasLtMatrixLayoutDestroy(a);
+  if (desc != nullptr) cublasLtMatmulDescDestroy(desc);
+  return rc;
+}
+
+// Compute -> communication -> compute ordering around one NCCL call.
+template <typename Issue>
+int on_comm_stream(Issue issue) {
+  SIM_CUDA(cudaEventRecord(g.compute_done, g.compute));
+  SIM_CUDA(cudaStreamWaitEvent(g.comm_stream, g.compute_done, 0));
+  if (int rc = issue(); rc != 0) return rc;
+  SIM_CUDA(cudaEventRecord(g.comm_done, g.comm_stream));
+  SIM_CUDA(cudaStreamWaitEvent(g.compute, g.comm_done, 0));
+  return 0;
+}
+
+}  // namespace
+
+extern "C" {
+
+void sim_make_unique_id(const char* job_id, unsigned char* out) {
+  memset(out, 0, NCCL_UNIQUE_ID_BYTES);
+  snprintf(reinterpret_cast<char*>(out), NCCL_UNIQUE_ID_BYTES, "xpu-timer-sim-job:%s",
+           job_id != nullptr ? job_id : "");
+}
+
+const char* sim_last_error(void) { return t_error; }
+
+int sim_gemm_api_from_name(const char* name) {
+  static const char* const kNames[SIM_GEMM_API_COUNT] = {
+      "gemmex",  "stridedbatchedex", "sgemm", "hgemm", "sgemmstridedbatched", "hgemmstridedbatched",
+      "ltmatmul"};
+  for (int i = 0; name != nullptr && i < SIM_GEMM_API_COUNT; ++i) {
+    if (strcmp(name, kNames[i]) == 0) return i;
+  }
+  return -1;
+}
+
+int sim_collective_from_name(const char* name) {
+  static const char* const kNames[] = {"allreduce", "allgather", "reducescatter", "broadcast",
+                                       "reduce"};
+  for (int i = 0; name != nullptr && i < 5; ++i) {
+    if (strcmp(name, kNames[i]) == 0) return i;
+  }
+  return -1;
+}
+
+int sim_init(int rank, int world, int local_rank) {
+  if (g.ready) return fail("sim_init", "already initialised");
+  if (world < 1 || rank < 0 || rank >= world) return fail("sim_init", "invalid rank/world");
+  g.rank = rank;
+  g.world = world;
+  SIM_CUDA(cudaSetDevice(local_rank));
+  SIM_CUDA(cudaStreamCreateWithFlags(&g.compute, cudaStreamNonBlocking));
+  SIM_CUDA(cudaStreamCreateWithPriority(&g.comm_stream, cudaStreamNonBlocking, -1));
+  SIM_CUDA(cudaEventCreateWithFlags(&g.compute_done, cudaEventDisableTiming));
+  SIM_CUDA(cudaEventCreateWithFlags(&g.comm_done, cudaEventDisableTiming));
+  SIM_CUDA(cudaMalloc(&g.operands, kOperandBytes));
+  SIM_BLAS(cublasCreate(&g.blas));
+  SIM_BLAS(cublasSetStream(g.blas, g.compute));
+  SIM_BLAS(cublasSetMathMode(g.blas, CUBLAS_DEFAULT_MATH));
+  SIM_BLAS(cublasLtCreate(&g.lt));
+  ncclUniqueId id;
+  const char* job = getenv("XPU_TIMER_SIM_JOB_ID");
+  sim_make_unique_id(job != nullptr ? job : "nojob", reinterpret_cast<unsigned char*>(id.internal));
+  SIM_NCCL(ncclCommInitRank(&g.comm, world, id, rank));
+  g.ready = true;
+  return 0;
+}
+
+int sim_gemm(int m, int n, int k, int batch, int api) {
+  if (int rc = require_init(); rc != 0) return rc;
+  if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return fail("sim_gemm", "invalid shape");
+  const float alpha = 1.0f, beta = 0.0f;
+  const __half* halpha = reinterpret_cast<const __half*>(&alpha);  // values are never read
+  const auto* f = static_cast<const float*>(g.operands);
+  auto* fo = static_cast<float*>(g.operands);
+  const auto* h = static_cast<const __half*>(g.operands);
+  auto* ho = static_cast<__half*>(g.operands);
+  const long long sa = static_cast<long long>(m) * k;
+  const long long sb = static_cast<long long>(k) * n;
+  const long long sc = static_cast<long long>(m) * n;
+  switch (api) {
+    case SIM_GEMM_EX:
+      SIM_BLAS(cublasGemmEx(g.blas, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, g.operands,
+                            CUDA_R_16BF, m, g.operands, CUDA_R_16BF, k, &beta, g.operands,
+                            CUDA_R_16BF, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      return 0;
+    case SIM_GEMM_STRIDED_BATCHED_EX:
+      SIM_BLAS(cublasGemmStridedBatchedEx(g.blas, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha,
+                                          g.operands, CUDA_R_16BF, m, sa, g.operands, CUDA_R_16BF,
+                                          k, sb, &beta, g.operands, CUDA_R_16BF, m, sc, batch,
+                                          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      return 0;
+    case SIM_SGEMM:
+      SIM_BLAS(
+          cublasSgemm(g.blas, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, f, m, f, k, &beta, fo, m));
+      return 0;
+    case SIM_HGEMM:
+      SIM_BLAS(cublasHgemm(g.blas, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, halpha, h, m, h, k, halpha,
+                           ho, m));
+      return 0;
+    case SIM_SGEMM_STRIDED_BATCHED:
+      SIM_BLAS(cublasSgemmStridedBatched(g.blas, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, f, m,
+                                         sa, f, k, sb, &beta, fo, m, sc, batch));
+      return 0;
+    case SIM_HGEMM_STRIDED_BATCHED:
+      SIM_BLAS(cublasHgemmStridedBatched(g.blas, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, halpha, h, m,
+                                         sa, h, k, sb, halpha, ho, m, sc, batch));
+      return 0;
+    case SIM_LT_MATMUL:
+      return lt_matmul(m, n, k, batch);
+    default:
+      return fail("sim_gemm", "unknown GEMM api");
+  }
+}
+
+int sim_collective(int kind, long bytes) {
+  if (int rc = require_init(); rc != 0) return rc;
+  if (bytes < 0) return fail("sim_collective", "negative size");
+  const size_t elems = static_cast<size_t>(bytes) / 2;  // bf16
+  const size_t per_rank = elems / static_cast<size_t>(g.world);
+  void* buf = g.operands;  // never read or written by the sim
+  return on_comm_stream([&]() -> int {
+    switch (kind) {
+      case SIM_ALLREDUCE:
+        SIM_NCCL(ncclAllReduce(buf, buf, elems, ncclBfloat16, ncclSum, g.comm, g.comm_stream));
+        return 0;
+      case SIM_ALLGATHER:
+        SIM_NCCL(ncclAllGather(buf, buf, per_rank, ncclBfloat16, g.comm, g.comm_stream));
+        return 0;
+      case SIM_REDUCESCATTER:
+        SIM_NCCL(
+            ncclReduceScatter(buf, buf, per_rank, ncclBfloat16, ncclSum, g.comm, g.comm_stream));
+        return 0;
+      case SIM_BROADCAST:
+        SIM_NCCL(ncclBroadcast(buf, buf, elems, ncclBfloat16, 0, g.comm, g.comm_stream));
+        return 0;
+      case SIM_REDUCE:
+        SIM_NCCL(ncclReduce(buf, buf, elems, ncclBfloat16, ncclSum, 0, g.comm, g.comm_stream));
+        return 0;
+      default:
+        return fail("sim_collective", "unknown collective");
+    }
+  });
+}
+
+int sim_sync(void) {
+  if (int rc = require_init(); rc != 0) return rc;
+  SIM_CUDA(cudaStreamSynchronize(g.compute));
+  SIM_CUDA(cudaStreamSynchronize(g.comm_stream));
+  return 0;
+}
+
+int sim_memcpy(long bytes, int kind) {
+  if (int rc = require_init(); rc != 0) return rc;
+  if (bytes < 0 || kind < SIM_H2D || kind > SIM_D2D) return fail("sim_memcpy", "invalid argument");
+  const size_t n = static_cast<size_t>(bytes);
+  if (n > g.copy_bytes) {
+    cudaFreeHost(g.host_buf);
+    cudaFree(g.dev_buf);
+    g.host_buf = g.dev_buf = nullptr;
+    g.copy_bytes = 0;
+    SIM_CUDA(cudaMallocHost(&g.host_buf, n));
+    SIM_CUDA(cudaMalloc(&g.dev_buf, n));
+    g.copy_bytes = n;
+  }
+  switch (kind) {
+    case SIM_H2D:
+      SIM_CUDA(cudaMemcpyAsync(g.dev_buf, g.host_buf, n, cudaMemcpyHostToDevice, g.compute));
+      break;
+    case SIM_D2H:
+      SIM_CUDA(cudaMemcpyAsync(g.host_buf, g.dev_buf, n, cudaMemcpyDeviceToHost, g.compute));
+      break;
+    default:
+      SIM_CUDA(cudaMemsetAsync(g.dev_buf, 0, n, g.compute));
+      SIM_CUDA(cudaMemcpyAsync(g.dev_buf, g.dev_buf, n, cudaMemcpyDeviceToDevice, g.compute));
+      break;
+  }
+  return 0;
+}
+
+int sim_capture_gemm(int m, int n, int k) {
+  if (int rc = require_init(); rc != 0) return rc;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  SIM_CUDA(cudaStreamBeginCapture(g.compute, cudaStreamCaptureModeThreadLocal));
+  const int rc = sim_gemm(m, n, k, 1, SIM_GEMM_EX);
+  const cudaError_t end = cudaStreamEndCapture(g.compute, &graph);
+  if (rc != 0) return rc;
+  if (end != cudaSuccess) return fail("cudaStreamEndCapture", cudaGetErrorString(end));
+  const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  if (inst != cudaSuccess) return fail("cudaGraphInstantiate", cudaGetErrorString(inst));
+  const cudaError_t launch = cudaGraphLaunch(exec, g.compute);
+  cudaGraphExecDestroy(exec);
+  if (launch != cudaSuccess) return fail("cudaGraphLaunch", cudaGetErrorString(launch));
+  return 0;
+}
+
+int sim_group_allreduce(int n, long bytes) {
+  if (int rc = require_init(); rc != 0) return rc;
+  if (n < 0 || bytes < 0) return fail("sim_group_allreduce", "invalid argument");
+  return on_comm_stream([&]() -> int {
+    SIM_NCCL(ncclGroupStart());
+    for (int i = 0; i < n; ++i) {
+      const ncclResult_t r = ncclAllReduce(g.operands, g.operands, static_cast<size_t>(bytes) / 2,
+                                           ncclBfloat16, ncclSum, g.comm, g.comm_stream);
+      if (r != ncclSuccess) {
+        ncclGroupEnd();
+        return fail("ncclAllReduce", ncclGetErrorString(r));
+      }
+    }
+    SIM_NCCL(ncclGroupEnd());
+    return 0;
+  });
+}
+
+int sim_sendrecv_ring(long bytes) {
+  if (int rc = require_init(); rc != 0) return rc;
+  if (bytes < 0) return fail("sim_sendrecv_ring", "invalid argument");
+  const int next = (g.rank + 1) % g.world;
+  const int prev = (g.rank + g.world - 1) % g.world;
+  const size_t count = static_cast<size_t>(bytes);
+  return on_comm_stream([&]() -> int {
+    SIM_NCCL(ncclGroupStart());
+    // Receive listed first on purpose: the group must not deadlock on order.
+    const ncclResult_t r1 = ncclRecv(g.operands, count, ncclInt8, prev, g.comm, g.comm_stream);
+    const ncclResult_t r2 = ncclSend(g.operands, count, ncclInt8, next, g.comm, g.comm_stream);
+    SIM_NCCL(ncclGroupEnd());
+    SIM_NCCL(r1);
+    SIM_NCCL(r2);
+    return 0;
+  });
+}
+
+int sim_split_allreduce(int ngroups, long bytes) {
+  if (int rc = require_init(); rc != 0) return rc;
+  if (ngroups < 1 || bytes < 0) return fail("sim_split_allreduce", "invalid argument");
+  if (g.split_comm == nullptr || g.split_groups != ngroups) {
+    if (g.split_comm != nullptr) ncclCommDestroy(g.split_comm);
+    g.split_comm = nullptr;
+    SIM_NCCL(ncclCommSplit(g.comm, g.rank % ngroups, g.rank, &g.split_comm, nullptr));
+    g.split_groups = ngroups;
+  }
+  return on_comm_stream([&]() -> int {
+    SIM_NCCL(ncclAllReduce(g.operands, g.operands, static_cast<size_t>(bytes) / 2, ncclBfloat16,
+                           ncclSum, g.split_comm, g.comm_stream));
+    return 0;
+  });
+}
+
+int sim_finalize(void) {
+  if (int rc = require_init(); rc != 0) return rc;
+  if (int rc = sim_sync(); rc != 0) return rc;
+  if (g.split_comm != nullptr) ncclCommDestroy(g.split_comm);
+  ncclCommDestroy(g.comm);
+  cublasLtDestroy(g.lt);
+  cublasDestroy(g.blas);
+  cudaEventDestroy(g.compute_done);
+  cudaEventDestroy(g.comm_done);
+  cudaStreamDestroy(g.compute);
+  cudaStreamDestroy(g.comm_stream);
+  cudaFree(g.operands);
+  cudaFree(g.dev_buf);
+  cudaFreeHost(g.host_buf);
+  g = Workload();
+  return 0;
+}
+
+void sim_crash_segv(void) {
+  // A real invalid write (not raise()), so crash handlers see a genuine fault.
+  int* volatile target = nullptr;
+  *target = 42;
+  raise(SIGSEGV);  // not reached
+}
+
+void sim_crash_abort(void) { abort(); }
+
+}  // extern "C"
