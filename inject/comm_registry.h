@@ -1,0 +1,67 @@
+// The NCCL communicators this process knows: comm pointer -> CommEntry
+// (comm_hash, size, rank, device, per-communicator issued sequence number).
+//
+// Threads: entries are added by the communicator-constructor hooks (and, for
+// a communicator we never saw created, by the first collective hook using it)
+// under a mutex: rare. Lookups by the collective hooks are lock-free. The
+// Poller reads entries [0, size()) to fill the page's comms[]. Entries are
+// append-only and never freed, so an index stays valid for the process's
+// life; a pointer that NCCL reuses for a new communicator gets a new entry.
+// Lives in static storage with constant initialisation (no constructor or
+// destructor runs), so hooks may use it at any time, even during exit.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+namespace xpu_timer::inject {
+
+struct CommEntry {
+  static constexpr uint32_t kDestroyed = 1;  // ncclCommDestroy/Abort was called
+  static constexpr uint32_t kUnknown = 2;    // hash not shared by the other ranks
+
+  std::atomic<uint64_t> hash{0};
+  std::atomic<int32_t> nranks{0};
+  std::atomic<int32_t> rank{0};
+  std::atomic<int32_t> device{-1};  // -1: use the caller's current device
+  std::atomic<uint32_t> flags{0};
+  std::atomic<uint64_t> issued_seq{0};   // incremented by the hooks, 1-based seq
+  std::atomic<uint64_t> split_count{0};  // ncclCommSplit calls with this as parent
+};
+
+class CommRegistry {
+ public:
+  static constexpr uint32_t kCapacity = 4096;
+  static constexpr uint32_t kNone = UINT32_MAX;
+
+  constexpr CommRegistry() = default;
+
+  // Adds a new entry for `comm`. With `replace`, a newer communicator at the
+  // address of a destroyed one gets its own entry; without, an existing
+  // entry is returned instead. Returns the index, or kNone when full.
+  uint32_t add(const void* comm, uint64_t hash, int nranks, int rank, int device, uint32_t flags,
+               bool replace);
+  // Lock-free; kNone when unknown.
+  uint32_t find(const void* comm) const;
+  CommEntry& entry(uint32_t index) { return entries_[index]; }
+  const CommEntry& entry(uint32_t index) const { return entries_[index]; }
+  // Number of published entries (indices [0, size()) are valid).
+  uint32_t size() const { return count_.load(std::memory_order_acquire); }
+  void mark_destroyed(const void* comm);
+
+ private:
+  static constexpr uint32_t kMapSlots = 2 * kCapacity;  // load factor <= 1/2
+  static uint32_t slot_for(const void* comm);
+
+  std::mutex add_mu_;
+  std::atomic<uint32_t> count_{0};
+  CommEntry entries_[kCapacity];
+  std::atomic<uintptr_t> map_keys_[kMapSlots] = {};
+  std::atomic<uint32_t> map_values_[kMapSlots] = {};
+};
+
+// The process-wide registry.
+CommRegistry& comm_registry();
+
+}  // namespace xpu_timer::inject

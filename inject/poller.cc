@@ -1,0 +1,297 @@
+#include "inject/poller.h"
+
+#include <signal.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/log.h"
+#include "inject/clock.h"
+#include "inject/comm_registry.h"
+#include "inject/cuda_runtime_calls.h"
+#include "inject/dtype_mapping.h"
+#include "inject/event_pool.h"
+#include "inject/runtime.h"
+
+namespace xpu_timer::inject {
+namespace {
+
+constexpr uint64_t kBusyPassNs = 1000ull * 1000;      // work pending
+constexpr uint64_t kIdlePassNs = 5ull * 1000 * 1000;  // nothing pending
+constexpr uint64_t kDrainLimitNs = 30ull * 1000 * 1000 * 1000;
+constexpr int kMaxDrainPerPass = 1 << 16;
+
+bool capture_related(cudaError_t e) {
+  return e == cudaErrorStreamCaptureUnsupported || e == cudaErrorStreamCaptureInvalidated ||
+         e == cudaErrorStreamCaptureImplicit || e == cudaErrorStreamCaptureWrongThread;
+}
+
+void sleep_ns(uint64_t ns) {
+  timespec ts{static_cast<time_t>(ns / 1000000000ull), static_cast<long>(ns % 1000000000ull)};
+  nanosleep(&ts, nullptr);
+}
+
+}  // namespace
+
+Poller::Poller(RuntimeState* state) : state_(state), completed_seq_(CommRegistry::kCapacity, 0) {}
+
+bool Poller::start() {
+  // Block every signal in our thread: process-directed signals (SIGINT,
+  // SIGTERM, SIGCHLD...) must keep reaching the user's threads.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_t tid;
+  const int rc = pthread_create(&tid, nullptr, &Poller::thread_main, this);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (rc != 0) {
+    XPU_TIMER_LOG_WARN("pthread_create failed: %s; timing is off", std::strerror(rc));
+    return false;
+  }
+  pthread_detach(tid);
+  return true;
+}
+
+bool Poller::wait_done(uint64_t timeout_ns) const {
+  const uint64_t deadline = monotonic_ns() + timeout_ns;
+  while (!done_.load(std::memory_order_acquire)) {
+    if (monotonic_ns() >= deadline) return false;
+    sleep_ns(200 * 1000);
+  }
+  return true;
+}
+
+void* Poller::thread_main(void* self) {
+  pthread_setname_np(pthread_self(), "xpu_timer_poll");
+  auto* poller = static_cast<Poller*>(self);
+  // Our own hooks must never time calls made from this thread.
+  HookScope scope;
+  try {
+    poller->run();
+  } catch (...) {  // allocation failure in a container: stop timing, keep the job
+    switch_to_pass_through("background thread ran out of memory");
+  }
+  poller->done_.store(true, std::memory_order_release);
+  return nullptr;
+}
+
+void Poller::run() {
+  while (!stop_.load(std::memory_order_acquire)) {
+    const uint64_t now = monotonic_ns();
+    drain_queue();
+    if (cuda_ok_) complete_ready(now, /*honour_stop=*/true);
+    if (!draining_ && !state_->link.alive()) {
+      switch_to_pass_through("the supervisor closed its connection");
+      draining_ = true;
+      drain_deadline_ns_ = now + kDrainLimitNs;
+    }
+    publish(now);
+    const bool pending = inflight_ > 0 || state_->queue.approx_size() > 0;
+    if (draining_ && (!pending || now > drain_deadline_ns_ || !cuda_ok_)) break;
+    sleep_ns(pending ? kBusyPassNs : kIdlePassNs);
+  }
+  // Exit: one last non-blocking pass so the page's final counts include what
+  // finished since the previous pass (the CUDA runtime is still alive: the
+  // exit handler runs before its teardown).
+  if (stop_.load(std::memory_order_acquire) && !draining_) {
+    const uint64_t now = monotonic_ns();
+    drain_queue();
+    if (cuda_ok_) complete_ready(now, /*honour_stop=*/false);
+    publish(now);
+  }
+}
+
+void Poller::drain_queue() {
+  OpRecord rec;
+  for (int i = 0; i < kMaxDrainPerPass && state_->queue.try_pop(&rec); ++i) {
+    if (!rec.valid) {
+      if (rec.flags & OpRecord::kHasPair) return_pair(rec);
+      continue;
+    }
+    ++issued_total_;
+    ++inflight_;
+    fifos_[StreamKey(rec.device, rec.stream)].push_back(Pending{rec, 0});
+  }
+}
+
+void Poller::complete_ready(uint64_t now_ns, bool honour_stop) {
+  for (auto& [key, fifo] : fifos_) {
+    while (!fifo.empty() && !(honour_stop && stop_.load(std::memory_order_relaxed))) {
+      bool done = false;
+      if (!process_head(fifo.front(), now_ns, &done)) return;  // CUDA failed
+      if (!done) break;  // stream order: nothing behind the head finished first
+      fifo.pop_front();
+    }
+  }
+}
+
+bool Poller::process_head(Pending& p, uint64_t now_ns, bool* done) {
+  *done = false;
+  EventPool* pool = state_->pools.peek(p.rec.device);
+  if (pool == nullptr) {  // cannot happen: the hook took the pair from it
+    finish(p, 0, false, now_ns);
+    *done = true;
+    return true;
+  }
+  EventPair& pair = pool->pair(p.rec.pair_index);
+  const auto state = static_cast<PairState>(pair.state.load(std::memory_order_acquire));
+  if (state == PairState::kRecording) return true;  // still inside the host call
+  if (state != PairState::kEnded) {                 // nothing ran, nothing to time
+    finish(p, 0, false, now_ns);
+    *done = true;
+    return true;
+  }
+  if (!use_device(p.rec.device)) return false;
+  const CudaRuntimeCalls& cuda = cuda_calls();
+  cudaError_t err;
+  if (p.started_ns == 0) {
+    err = cuda.event_query(pair.start);
+    if (err == cudaSuccess) {
+      p.started_ns = now_ns;
+    } else if (err != cudaErrorNotReady) {
+      if (capture_related(err)) return true;  // transient: another thread captures
+      cuda_failed("cudaEventQuery", err);
+      return false;
+    }
+  }
+  err = cuda.event_query(pair.end);
+  if (err == cudaErrorNotReady || (err != cudaSuccess && capture_related(err))) return true;
+  if (err != cudaSuccess) {
+    cuda_failed("cudaEventQuery", err);
+    return false;
+  }
+  if (p.started_ns == 0) p.started_ns = now_ns;
+  float ms = 0;
+  err = cuda.event_elapsed_time(&ms, pair.start, pair.end);
+  if (err != cudaSuccess) {
+    cuda_failed("cudaEventElapsedTime", err);
+    return false;
+  }
+  const double ns = static_cast<double>(ms) * 1e6;
+  finish(p, ns > 0 ? static_cast<uint64_t>(ns) : 0, true, now_ns);
+  *done = true;
+  return true;
+}
+
+void Poller::finish(const Pending& p, uint64_t duration_ns, bool timed, uint64_t now_ns) {
+  const OpRecord& r = p.rec;
+  ++completed_total_;
+  --inflight_;
+  for (int i = 0; i < r.nmarks; ++i) {
+    uint64_t& done = completed_seq_[r.marks[i].comm_index];
+    done = std::max(done, r.marks[i].seq);
+  }
+  last_completed_ = op_ref_of(p);
+  have_last_completed_ = true;
+  if (timed) {
+    const auto kind = static_cast<proto::OpKind>(r.kind);
+    const MetricsTable::Key key{r.name, r.dtype,
+                                log2_bucket(kind == proto::OpKind::kGemm ? r.flops : r.bytes),
+                                kind == proto::OpKind::kNccl ? r.nranks : 0};
+    if (!metrics_.add(key, duration_ns, r.bytes, r.flops, now_ns) && metrics_lost_++ == 0) {
+      XPU_TIMER_LOG_WARN("more than %d metric keys: further new keys are not aggregated",
+                         proto::kMaxMetrics);
+    }
+  }
+  return_pair(r);
+}
+
+void Poller::return_pair(const OpRecord& rec) {
+  EventPool* pool = state_->pools.peek(rec.device);
+  if (pool != nullptr) pool->give_back(rec.pair_index);
+}
+
+bool Poller::use_device(int device) {
+  if (device == current_device_) return true;
+  const CudaRuntimeCalls& cuda = cuda_calls();
+  const cudaError_t err = cuda.set_device(device);
+  if (err != cudaSuccess) {
+    cuda_failed("cudaSetDevice", err);
+    return false;
+  }
+  if (current_device_ < 0 && cuda.thread_exchange_capture_mode != nullptr) {
+    // Relaxed mode for this thread: our event queries neither fail nor
+    // invalidate a global-mode graph capture running on a user thread.
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    if (cuda.thread_exchange_capture_mode(&mode) != cudaSuccess) cuda.get_last_error();
+  }
+  current_device_ = device;
+  return true;
+}
+
+void Poller::cuda_failed(const char* call, int err) {
+  ++poller_errors_;
+  cuda_ok_ = false;
+  XPU_TIMER_LOG_WARN("%s failed in the background thread (cudaError %d)", call, err);
+  switch_to_pass_through("a CUDA call of the background thread failed");
+  // No more CUDA calls from here: forget what is pending (its events leak).
+  fifos_.clear();
+  inflight_ = 0;
+}
+
+proto::OpRef Poller::op_ref_of(const Pending& p) {
+  proto::OpRef ref{};
+  ref.name = p.rec.name;
+  ref.kind = p.rec.kind;
+  ref.dtype = p.rec.dtype;
+  ref.group_size = p.rec.group_size;
+  ref.comm_hash = p.rec.comm_hash;
+  ref.seq = p.rec.seq;
+  ref.launch_ns = p.rec.launch_ns;
+  ref.started_ns = p.started_ns;
+  ref.bytes = p.rec.bytes;
+  ref.flops = p.rec.flops;
+  return ref;
+}
+
+void Poller::fill_comms(proto::StatusPage* page) {
+  // Live communicators first, then destroyed ones still owing completions.
+  const CommRegistry& reg = comm_registry();
+  const uint32_t n = reg.size();
+  uint32_t out = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (uint32_t i = 0; i < n && out < static_cast<uint32_t>(proto::kMaxComms); ++i) {
+      const CommEntry& e = reg.entry(i);
+      const bool destroyed = e.flags.load(std::memory_order_relaxed) & CommEntry::kDestroyed;
+      const uint64_t issued = e.issued_seq.load(std::memory_order_relaxed);
+      if (pass == 0 ? destroyed : (!destroyed || issued <= completed_seq_[i])) continue;
+      proto::CommSlot& s = page->comms[out++];
+      s.comm_hash = e.hash.load(std::memory_order_relaxed);
+      s.nranks = e.nranks.load(std::memory_order_relaxed);
+      s.rank = e.rank.load(std::memory_order_relaxed);
+      s.issued_seq = issued;
+      s.completed_seq = std::min(completed_seq_[i], issued);
+    }
+  }
+  page->ncomms = out;
+}
+
+void Poller::publish(uint64_t now_ns) {
+  proto::StatusPage* page = state_->page.page();
+  const Pending* oldest = nullptr;
+  for (const auto& [key, fifo] : fifos_) {
+    if (!fifo.empty() &&
+        (oldest == nullptr || fifo.front().rec.launch_ns < oldest->rec.launch_ns)) {
+      oldest = &fifo.front();
+    }
+  }
+  const HookCounters& c = state_->counters;
+  state_->page.begin_write();
+  page->issued_total = issued_total_;
+  page->completed_total = completed_total_;
+  page->inflight_count = inflight_;
+  page->oldest_inflight = oldest != nullptr ? op_ref_of(*oldest) : proto::OpRef{};
+  if (have_last_completed_) page->last_completed = last_completed_;
+  page->dropped_queue_full = c.dropped_queue_full.load(std::memory_order_relaxed);
+  page->skipped_capture = c.skipped_capture.load(std::memory_order_relaxed);
+  page->hook_errors = c.hook_errors.load(std::memory_order_relaxed) + poller_errors_;
+  page->queue_depth = state_->queue.approx_size();
+  fill_comms(page);
+  metrics_.drain_dirty([page](uint32_t i, const proto::MetricSlot& s) { page->metrics[i] = s; });
+  page->nmetrics = metrics_.size();
+  state_->page.end_write();
+  state_->page.heartbeat(now_ns);
+}
+
+}  // namespace xpu_timer::inject

@@ -1,0 +1,89 @@
+// The background thread of the injected library. Every pass (about 1 ms
+// while work is pending, 5 ms when idle) it:
+//   1. drains the hooks' record queue into one FIFO per (device, stream),
+//   2. queries the head record of each FIFO in launch order (cudaEventQuery),
+//      notes when its start event completed and, once its end event did,
+//      turns the pair into a duration, gives the events back to their pool
+//      and folds the operation into the metrics and per-communicator progress,
+//   3. publishes issued/completed totals, the oldest in-flight operation,
+//      comms[], metrics[] and counters into the status page under its
+//      seqlock, and refreshes the heartbeat,
+//   4. checks whether the supervisor is still connected.
+//
+// Threads: its own thread only (started by the Runtime, all signals blocked),
+// except request_stop()/wait_done() which the exit handler calls. Its first
+// CUDA call is cudaSetDevice(device of the first record), so it never creates
+// a context on device 0 of a rank that uses another GPU.
+#pragma once
+
+#include <pthread.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "common/protocol.h"
+#include "inject/metrics_table.h"
+#include "inject/op_record.h"
+
+namespace xpu_timer::inject {
+
+struct RuntimeState;
+
+class Poller {
+ public:
+  explicit Poller(RuntimeState* state);
+  Poller(const Poller&) = delete;
+  Poller& operator=(const Poller&) = delete;
+
+  bool start();
+  void request_stop() { stop_.store(true, std::memory_order_release); }
+  // Waits up to timeout_ns for the thread to leave its loop; never joins a
+  // thread that does not come back (it is detached).
+  bool wait_done(uint64_t timeout_ns) const;
+
+ private:
+  struct Pending {
+    OpRecord rec;
+    uint64_t started_ns;
+  };
+  using StreamKey = std::pair<int, uintptr_t>;  // (device, cudaStream_t)
+
+  static void* thread_main(void* self);
+  void run();
+  void drain_queue();
+  void complete_ready(uint64_t now_ns, bool honour_stop);
+  // False when a CUDA error of ours ended timing.
+  bool process_head(Pending& p, uint64_t now_ns, bool* done);
+  void finish(const Pending& p, uint64_t duration_ns, bool timed, uint64_t now_ns);
+  void return_pair(const OpRecord& rec);
+  bool use_device(int device);
+  void cuda_failed(const char* call, int err);
+  void publish(uint64_t now_ns);
+  void fill_comms(proto::StatusPage* page);
+  static proto::OpRef op_ref_of(const Pending& p);
+
+  RuntimeState* const state_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> done_{false};
+
+  std::map<StreamKey, std::deque<Pending>> fifos_;
+  uint64_t issued_total_ = 0;
+  uint64_t completed_total_ = 0;
+  uint32_t inflight_ = 0;
+  uint64_t poller_errors_ = 0;  // our CUDA errors seen on this thread
+  bool cuda_ok_ = true;         // false after a CUDA error of ours: no more CUDA calls
+  bool draining_ = false;       // supervisor gone: finish what is pending, then exit
+  uint64_t drain_deadline_ns_ = 0;
+  int current_device_ = -1;
+  bool have_last_completed_ = false;
+  proto::OpRef last_completed_{};
+  std::vector<uint64_t> completed_seq_;  // per CommRegistry index
+  MetricsTable metrics_;
+  uint64_t metrics_lost_ = 0;
+};
+
+}  // namespace xpu_timer::inject

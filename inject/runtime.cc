@@ -1,0 +1,195 @@
+#include "inject/runtime.h"
+
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/log.h"
+#include "common/protocol.h"
+#include "inject/cuda_runtime_calls.h"
+#include "inject/poller.h"
+
+namespace xpu_timer::inject {
+namespace {
+
+// All constant-initialised: valid before our constructor and after exit.
+std::atomic<int> g_mode{static_cast<int>(Mode::kUninit)};
+std::atomic<RuntimeState*> g_state{nullptr};
+std::atomic<bool> g_pass_through_logged{false};
+
+// initial-exec: no allocation and no __tls_get_addr call on the hot path. The
+// library is preloaded, so its TLS is in the static block.
+__attribute__((tls_model("initial-exec"))) thread_local int t_hook_depth = 0;
+
+constexpr uint64_t kExitWaitNs = 500ull * 1000 * 1000;
+
+void set_mode(Mode m) { g_mode.store(static_cast<int>(m), std::memory_order_release); }
+
+// Runs from exit(), before the destructors of libraries loaded earlier (our
+// handler was registered after they were constructed), so the CUDA runtime
+// is still alive while the Poller finishes its last pass.
+void on_process_exit() {
+  RuntimeState* st = g_state.load(std::memory_order_acquire);
+  if (st == nullptr || st->pid != getpid()) return;  // a forked child: not ours
+  set_mode(Mode::kPassThrough);
+  if (st->poller != nullptr) {
+    st->poller->request_stop();
+    if (!st->poller->wait_done(kExitWaitNs)) {
+      XPU_TIMER_LOG_WARN("background thread did not stop within 500 ms at exit");
+    }
+  }
+  st->page.unlink_file();
+  st->link.close_fd();
+}
+
+// Child of fork(): only the forking thread survives, so there is no Poller;
+// DataLoader workers inherit LD_PRELOAD and RANK but are not the rank. Only
+// async-signal-safe work here.
+void on_fork_child() {
+  if (g_mode.load(std::memory_order_relaxed) == static_cast<int>(Mode::kUninit)) {
+    return;  // forked before we started: the child may start on its own
+  }
+  set_mode(Mode::kPassThrough);
+  RuntimeState* st = g_state.load(std::memory_order_relaxed);
+  // Our copy of the socket would hide the parent's death from the supervisor.
+  if (st != nullptr) st->link.close_fd();
+}
+
+__attribute__((constructor)) void register_fork_handler() {
+  // The only work done at load time: LD_PRELOAD also puts us into bash,
+  // torchrun and every other process of the job.
+  pthread_atfork(nullptr, nullptr, on_fork_child);
+}
+
+void fill_register_msg(const RuntimeState& st, proto::RegisterMsg* msg) {
+  std::memset(msg, 0, sizeof(*msg));
+  msg->header.magic = proto::kMessageMagic;
+  msg->header.version = proto::kProtocolVersion;
+  msg->header.type = static_cast<uint16_t>(proto::MsgType::kRegister);
+  msg->header.bytes = sizeof(proto::RegisterMsg);
+  msg->pid = st.pid;
+  msg->rank = st.identity.rank;
+  msg->local_rank = st.identity.local_rank;
+  msg->world_size = st.identity.world_size;
+  msg->local_world_size = st.identity.local_world_size;
+  msg->group_rank = st.identity.group_rank;
+  if (gethostname(msg->hostname, sizeof(msg->hostname) - 1) != 0) msg->hostname[0] = '\0';
+  std::snprintf(msg->status_path, sizeof(msg->status_path), "%s", st.page.path());
+}
+
+// Returns the new mode. Runs on the first hooking thread, inside its hook.
+Mode initialize() {
+  const RankIdentity id = rank_identity_from_env();
+  char tag[48];
+  std::snprintf(tag, sizeof(tag), "xpu_timer inject[rank %d]", id.rank);
+  set_log_tag(tag);
+  if (env_bool("XPU_TIMER_DEBUG_MODE", false)) set_log_level(LogLevel::kDebug);
+
+  if (env_bool(proto::kEnvDisable, false)) {
+    XPU_TIMER_LOG_DEBUG("%s=1: hooks pass through", proto::kEnvDisable);
+    return Mode::kPassThrough;
+  }
+  const char* socket_path = std::getenv(proto::kEnvSocket);
+  if (socket_path == nullptr || socket_path[0] == '\0') {
+    XPU_TIMER_LOG_INFO("%s is not set (not started by xpu_timer_supervisor): hooks pass through",
+                       proto::kEnvSocket);
+    return Mode::kPassThrough;
+  }
+  const char* run_dir = std::getenv(proto::kEnvRunDir);
+  if (run_dir == nullptr || run_dir[0] == '\0') {
+    XPU_TIMER_LOG_WARN("%s is not set: hooks pass through", proto::kEnvRunDir);
+    return Mode::kPassThrough;
+  }
+  if (!load_cuda_runtime_calls(mutable_cuda_calls())) return Mode::kPassThrough;
+
+  RuntimeState* st = new RuntimeState;
+  st->identity = id;
+  st->pid = getpid();
+  if (!st->page.create(run_dir, id, st->pid)) {
+    delete st;
+    return Mode::kPassThrough;
+  }
+  proto::RegisterMsg msg;
+  fill_register_msg(*st, &msg);
+  if (!st->link.connect_and_register(socket_path, msg)) {
+    st->page.unlink_file();
+    delete st;
+    return Mode::kPassThrough;
+  }
+  st->poller = new Poller(st);
+  if (!st->poller->start()) {
+    st->page.unlink_file();
+    st->link.close_fd();
+    return Mode::kPassThrough;  // st is leaked on purpose: tiny, and never half-used
+  }
+  g_state.store(st, std::memory_order_release);
+  if (std::atexit(on_process_exit) != 0) {
+    XPU_TIMER_LOG_WARN("atexit failed; the status page file is left behind at exit");
+  }
+  XPU_TIMER_LOG_INFO("watching this rank; status page %s", st->page.path());
+  return Mode::kActive;
+}
+
+}  // namespace
+
+Mode mode() { return static_cast<Mode>(g_mode.load(std::memory_order_acquire)); }
+
+RuntimeState* runtime_state() { return g_state.load(std::memory_order_acquire); }
+
+// Another thread is initialising: wait for it (bounded) rather than pass an
+// NCCL call through untimed, which would leave this rank's per-communicator
+// sequence numbers one behind the other ranks' for good. Initialisation
+// takes milliseconds; the bound only guards against the unforeseen.
+Mode wait_for_initialisation() {
+  constexpr int kMaxWaits = 20000;  // x 100 us = 2 s
+  const timespec pause{0, 100 * 1000};
+  int m = g_mode.load(std::memory_order_acquire);
+  for (int i = 0; i < kMaxWaits && m == static_cast<int>(Mode::kInitializing); ++i) {
+    nanosleep(&pause, nullptr);
+    m = g_mode.load(std::memory_order_acquire);
+  }
+  return static_cast<Mode>(m);
+}
+
+RuntimeState* active_runtime() {
+  int m = g_mode.load(std::memory_order_acquire);
+  if (m == static_cast<int>(Mode::kActive)) return g_state.load(std::memory_order_relaxed);
+  if (m == static_cast<int>(Mode::kInitializing)) {
+    return wait_for_initialisation() == Mode::kActive ? g_state.load(std::memory_order_acquire)
+                                                      : nullptr;
+  }
+  if (m != static_cast<int>(Mode::kUninit)) return nullptr;
+  if (!g_mode.compare_exchange_strong(m, static_cast<int>(Mode::kInitializing))) {
+    return wait_for_initialisation() == Mode::kActive ? g_state.load(std::memory_order_acquire)
+                                                      : nullptr;
+  }
+  Mode result = Mode::kPassThrough;
+  try {
+    result = initialize();
+  } catch (...) {  // allocation failure: never let it reach the C ABI
+    XPU_TIMER_LOG_WARN("initialisation failed (out of memory?): hooks pass through");
+    result = Mode::kPassThrough;
+  }
+  // A fork child handler or an exit handler may have run meanwhile: only
+  // leave kInitializing.
+  int expected = static_cast<int>(Mode::kInitializing);
+  g_mode.compare_exchange_strong(expected, static_cast<int>(result));
+  return mode() == Mode::kActive ? g_state.load(std::memory_order_acquire) : nullptr;
+}
+
+void switch_to_pass_through(const char* why) {
+  int expected = static_cast<int>(Mode::kActive);
+  g_mode.compare_exchange_strong(expected, static_cast<int>(Mode::kPassThrough));
+  if (!g_pass_through_logged.exchange(true)) {
+    XPU_TIMER_LOG_WARN("timing switched off for the rest of this process: %s", why);
+  }
+}
+
+HookScope::HookScope() : nested_(t_hook_depth++ > 0) {}
+HookScope::~HookScope() { --t_hook_depth; }
+
+}  // namespace xpu_timer::inject

@@ -1,0 +1,80 @@
+// Process-wide state of the injected library and its life cycle: lazy start
+// at the first hooked call, pass-through modes, fork and exit handling.
+//
+// Threads: init runs on the first user thread that calls a hook; hooks on
+// other threads wait for it (bounded, 2 s) so that no NCCL call escapes the
+// per-communicator sequence numbers. mode() is read by every hook.
+// RuntimeState is created once, never freed (hooks and the Poller may still
+// touch it while the process exits), and reached through runtime_state().
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "common/env_config.h"
+#include "inject/bounded_queue.h"
+#include "inject/event_pool.h"
+#include "inject/op_record.h"
+#include "inject/status_page_writer.h"
+#include "inject/supervisor_link.h"
+
+namespace xpu_timer::inject {
+
+class Poller;
+
+enum class Mode : int {
+  kUninit = 0,        // no hook ran yet in this process
+  kInitializing = 1,  // one thread is initialising; other hooks wait for it
+  kActive = 2,        // hooks time calls
+  kPassThrough = 3,   // for the rest of the process: hooks only call through
+};
+
+// Counters the hooks bump (rarely: only on the unusual paths).
+struct HookCounters {
+  std::atomic<uint64_t> dropped_queue_full{0};
+  std::atomic<uint64_t> skipped_capture{0};
+  std::atomic<uint64_t> hook_errors{0};
+};
+
+struct RuntimeState {
+  static constexpr size_t kQueueCapacity = 8192;
+
+  RankIdentity identity;
+  pid_t pid = 0;
+  BoundedQueue<OpRecord> queue{kQueueCapacity};
+  EventPools pools;
+  HookCounters counters;
+  StatusPageWriter page;
+  SupervisorLink link;
+  Poller* poller = nullptr;
+};
+
+Mode mode();
+// The state; nullptr before a successful initialisation.
+RuntimeState* runtime_state();
+
+// Called at the top of every hook (outside re-entrancy): initialises on the
+// first call. Returns the state when calls are to be timed, else nullptr.
+RuntimeState* active_runtime();
+
+// Turns timing off for the rest of the process (a CUDA error of ours, the
+// supervisor went away). Logs `why` once. Any thread.
+void switch_to_pass_through(const char* why);
+
+// Re-entrancy guard: a hook called from inside a hook (our own CUDA calls,
+// a library calling another hooked entry point) passes straight through.
+class HookScope {
+ public:
+  HookScope();
+  ~HookScope();
+  HookScope(const HookScope&) = delete;
+  HookScope& operator=(const HookScope&) = delete;
+  bool nested() const { return nested_; }
+
+ private:
+  bool nested_;
+};
+
+}  // namespace xpu_timer::inject

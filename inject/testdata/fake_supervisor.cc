@@ -1,0 +1,140 @@
+#include "inject/testdata/fake_supervisor.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace xpu_timer::inject::testing {
+
+std::unique_ptr<proto::StatusPage> RegisteredRank::snapshot() const {
+  auto copy = std::make_unique<proto::StatusPage>();
+  if (!proto::read_status_page(page, copy.get(), 1000)) return nullptr;
+  return copy;
+}
+
+void RegisteredRank::disconnect() {
+  if (fd >= 0) close(fd);
+  fd = -1;
+}
+
+FakeSupervisor::FakeSupervisor() {
+  char tmpl[] = "/tmp/xpu_inject_test_XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) return;
+  dir_ = tmpl;
+  socket_path_ = dir_ + "/supervisor.sock";
+  listen_fd_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (listen_fd_ < 0) return;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, socket_path_.c_str(), sizeof(addr.sun_path) - 1);
+  if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      listen(listen_fd_, 16) != 0) {
+    close(listen_fd_);
+    listen_fd_ = -1;
+  }
+}
+
+FakeSupervisor::~FakeSupervisor() {
+  for (auto& r : ranks_) {
+    r->disconnect();
+    if (r->page != nullptr)
+      munmap(const_cast<proto::StatusPage*>(r->page), sizeof(proto::StatusPage));
+  }
+  for (int fd : extra_fds_) close(fd);
+  if (listen_fd_ >= 0) close(listen_fd_);
+  if (!dir_.empty()) {
+    for (const auto& f : page_files()) unlink((dir_ + "/" + f).c_str());
+    unlink(socket_path_.c_str());
+    rmdir(dir_.c_str());
+  }
+}
+
+std::vector<std::string> FakeSupervisor::env() const {
+  return {std::string(proto::kEnvSocket) + "=" + socket_path_,
+          std::string(proto::kEnvRunDir) + "=" + dir_};
+}
+
+bool FakeSupervisor::connection_pending(double timeout_s) {
+  pollfd p{listen_fd_, POLLIN, 0};
+  if (poll(&p, 1, static_cast<int>(timeout_s * 1000)) <= 0) return false;
+  const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+  if (fd >= 0) extra_fds_.push_back(fd);
+  return fd >= 0;
+}
+
+RegisteredRank* FakeSupervisor::accept_rank(double timeout_s, std::string* error) {
+  pollfd p{listen_fd_, POLLIN, 0};
+  if (poll(&p, 1, static_cast<int>(timeout_s * 1000)) <= 0) {
+    *error = "no connection within the timeout";
+    return nullptr;
+  }
+  auto rank = std::make_unique<RegisteredRank>();
+  rank->fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+  if (rank->fd < 0) {
+    *error = std::string("accept: ") + std::strerror(errno);
+    return nullptr;
+  }
+  pollfd q{rank->fd, POLLIN, 0};
+  if (poll(&q, 1, static_cast<int>(timeout_s * 1000)) <= 0) {
+    *error = "no RegisterMsg within the timeout";
+    return nullptr;
+  }
+  const ssize_t n = recv(rank->fd, &rank->msg, sizeof(rank->msg), 0);
+  if (n != static_cast<ssize_t>(sizeof(rank->msg)) ||
+      rank->msg.header.magic != proto::kMessageMagic ||
+      rank->msg.header.version != proto::kProtocolVersion ||
+      rank->msg.header.type != static_cast<uint16_t>(proto::MsgType::kRegister) ||
+      rank->msg.header.bytes != sizeof(proto::RegisterMsg)) {
+    *error = "malformed RegisterMsg";
+    return nullptr;
+  }
+  const int page_fd = open(rank->msg.status_path, O_RDONLY | O_CLOEXEC);
+  if (page_fd < 0) {
+    *error = std::string("open page: ") + std::strerror(errno);
+    return nullptr;
+  }
+  struct stat st;
+  if (fstat(page_fd, &st) != 0 || st.st_size != static_cast<off_t>(sizeof(proto::StatusPage))) {
+    close(page_fd);
+    *error = "page has the wrong size";
+    return nullptr;
+  }
+  void* mem = mmap(nullptr, sizeof(proto::StatusPage), PROT_READ, MAP_SHARED, page_fd, 0);
+  close(page_fd);
+  if (mem == MAP_FAILED) {
+    *error = std::string("mmap page: ") + std::strerror(errno);
+    return nullptr;
+  }
+  rank->page = static_cast<const proto::StatusPage*>(mem);
+  if (rank->page->magic != proto::kStatusPageMagic ||
+      rank->page->version != proto::kProtocolVersion ||
+      rank->page->page_bytes != sizeof(proto::StatusPage)) {
+    *error = "page header does not validate";
+    return nullptr;
+  }
+  ranks_.push_back(std::move(rank));
+  return ranks_.back().get();
+}
+
+std::vector<std::string> FakeSupervisor::page_files() const {
+  std::vector<std::string> out;
+  DIR* d = opendir(dir_.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".page") == 0) out.push_back(name);
+  }
+  closedir(d);
+  return out;
+}
+
+}  // namespace xpu_timer::inject::testing

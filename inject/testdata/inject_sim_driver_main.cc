@@ -1,0 +1,156 @@
+// inject_sim_driver: runs a scripted sequence of simulated-GPU operations for
+// the injected library's integration tests. Like sim_trainer (and Python
+// loading torch) it loads libsim_workload.so with dlopen(RTLD_LOCAL), so the
+// simulated CUDA/cuBLAS/NCCL libraries are not in the global symbol scope.
+//
+// Usage: inject_sim_driver STEP...   where STEP is one of
+//   init                         sim_init(RANK, WORLD_SIZE, LOCAL_RANK)
+//   gemm:API:M:N:K:BATCH         one GEMM (API: sim_gemm_api_from_name names)
+//   coll:KIND:BYTES              one collective (allreduce, allgather, ...)
+//   group:N:BYTES                N AllReduces in one ncclGroupStart/End
+//   ring:BYTES                   send to rank+1, receive from rank-1, one group
+//   split:NGROUPS:BYTES          AllReduce on ncclCommSplit(rank % NGROUPS)
+//   capture:M:N:K                a GemmEx captured into a CUDA graph, then launched
+//   sync                         wait for both streams
+//   scope                        print whether ncclAllReduce is in the global scope
+//   fork                         fork a child that exits at once through exit()
+//   wait                         print "READY", then block until stdin closes
+//   finalize                     sim_finalize()
+//   exit:CODE                    exit status of the driver (default 0)
+#include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Api {
+  int (*init)(int, int, int);
+  int (*gemm)(int, int, int, int, int);
+  int (*collective)(int, long);
+  int (*group_allreduce)(int, long);
+  int (*sendrecv_ring)(long);
+  int (*split_allreduce)(int, long);
+  int (*capture_gemm)(int, int, int);
+  int (*sync)();
+  int (*finalize)();
+  int (*gemm_api_from_name)(const char*);
+  int (*collective_from_name)(const char*);
+  const char* (*last_error)();
+};
+
+[[noreturn]] void die(const std::string& m) {
+  std::fprintf(stderr, "inject_sim_driver: %s\n", m.c_str());
+  std::exit(100);
+}
+
+template <typename Fn>
+void bind(void* lib, const char* name, Fn* out) {
+  void* p = dlsym(lib, name);
+  if (p == nullptr) die(std::string("dlsym ") + name);
+  *out = reinterpret_cast<Fn>(p);
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    const size_t colon = s.find(':', start);
+    out.push_back(s.substr(start, colon - start));
+    if (colon == std::string::npos) return out;
+    start = colon + 1;
+  }
+}
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? std::atoi(v) : fallback;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* dir = std::getenv("XPU_TIMER_SIM_LIB_DIR");
+  if (dir == nullptr) die("XPU_TIMER_SIM_LIB_DIR is not set");
+  const std::string path = std::string(dir) + "/libsim_workload.so";
+  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) die(std::string("dlopen: ") + dlerror());
+  Api api{};
+  bind(lib, "sim_init", &api.init);
+  bind(lib, "sim_gemm", &api.gemm);
+  bind(lib, "sim_collective", &api.collective);
+  bind(lib, "sim_group_allreduce", &api.group_allreduce);
+  bind(lib, "sim_sendrecv_ring", &api.sendrecv_ring);
+  bind(lib, "sim_split_allreduce", &api.split_allreduce);
+  bind(lib, "sim_capture_gemm", &api.capture_gemm);
+  bind(lib, "sim_sync", &api.sync);
+  bind(lib, "sim_finalize", &api.finalize);
+  bind(lib, "sim_gemm_api_from_name", &api.gemm_api_from_name);
+  bind(lib, "sim_collective_from_name", &api.collective_from_name);
+  bind(lib, "sim_last_error", &api.last_error);
+
+  int exit_code = 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::vector<std::string> a = split(argv[i]);
+    const std::string& op = a[0];
+    auto arg = [&](size_t j) -> long {
+      if (j >= a.size()) die(std::string("missing argument in ") + argv[i]);
+      return std::atol(a[j].c_str());
+    };
+    int rc = 0;
+    if (op == "init") {
+      rc = api.init(env_int("RANK", 0), env_int("WORLD_SIZE", 1), env_int("LOCAL_RANK", 0));
+    } else if (op == "gemm") {
+      const int which = api.gemm_api_from_name(a.size() > 1 ? a[1].c_str() : "");
+      if (which < 0) die("unknown GEMM api in " + std::string(argv[i]));
+      rc = api.gemm(arg(2), arg(3), arg(4), arg(5), which);
+    } else if (op == "coll") {
+      const int kind = api.collective_from_name(a.size() > 1 ? a[1].c_str() : "");
+      if (kind < 0) die("unknown collective in " + std::string(argv[i]));
+      rc = api.collective(kind, arg(2));
+    } else if (op == "group") {
+      rc = api.group_allreduce(arg(1), arg(2));
+    } else if (op == "ring") {
+      rc = api.sendrecv_ring(arg(1));
+    } else if (op == "split") {
+      rc = api.split_allreduce(arg(1), arg(2));
+    } else if (op == "capture") {
+      rc = api.capture_gemm(arg(1), arg(2), arg(3));
+    } else if (op == "sync") {
+      rc = api.sync();
+    } else if (op == "scope") {
+      std::printf("global ncclCommCount %s, global cublasCreate_v2 %s\n",
+                  dlsym(RTLD_DEFAULT, "ncclCommCount") == nullptr ? "absent" : "present",
+                  dlsym(RTLD_DEFAULT, "cublasCreate_v2") == nullptr ? "absent" : "present");
+      std::fflush(stdout);
+    } else if (op == "fork") {
+      std::fflush(stdout);
+      const pid_t pid = fork();
+      if (pid < 0) die("fork failed");
+      if (pid == 0) std::exit(0);  // runs the atexit handlers inherited from the parent
+      int status = 0;
+      waitpid(pid, &status, 0);
+      std::printf("child exited %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+      std::fflush(stdout);
+    } else if (op == "wait") {
+      std::printf("READY\n");
+      std::fflush(stdout);
+      char buf[64];
+      while (read(0, buf, sizeof(buf)) > 0) {
+      }
+    } else if (op == "finalize") {
+      rc = api.finalize();
+    } else if (op == "exit") {
+      exit_code = static_cast<int>(arg(1));
+    } else {
+      die(std::string("unknown step ") + argv[i]);
+    }
+    if (rc != 0) die(std::string(argv[i]) + " failed: " + api.last_error());
+  }
+  return exit_code;
+}

@@ -1,0 +1,134 @@
+#include "inject/timed_call.h"
+
+#include "inject/clock.h"
+#include "inject/comm_registry.h"
+#include "inject/cuda_runtime_calls.h"
+#include "inject/event_pool.h"
+#include "inject/runtime.h"
+
+namespace xpu_timer::inject {
+namespace {
+
+// A failed runtime call of ours leaves its error as the thread's "last
+// error", which PyTorch reads with cudaGetLastError after its own launches:
+// take it back so the user never sees our failure.
+void count_cuda_error(RuntimeState* st) {
+  st->counters.hook_errors.fetch_add(1, std::memory_order_relaxed);
+  cuda_calls().get_last_error();
+}
+
+void advance_comms(const OpDesc& d, OpRecord* rec) {
+  CommRegistry& reg = comm_registry();
+  rec->nmarks = 0;
+  for (uint32_t i = 0; i < d.ncomms && i < static_cast<uint32_t>(kMaxCommMarks); ++i) {
+    CommEntry& e = reg.entry(d.comms[i].comm_index);
+    const uint64_t seq =
+        e.issued_seq.fetch_add(d.comms[i].count, std::memory_order_relaxed) + d.comms[i].count;
+    rec->marks[i] = CommMark{d.comms[i].comm_index, 0, seq};
+    rec->nmarks = static_cast<uint8_t>(i + 1);
+    if (i == d.last_comm) {
+      rec->comm_hash = e.hash.load(std::memory_order_relaxed);
+      rec->seq = seq;
+      rec->nranks = static_cast<uint32_t>(e.nranks.load(std::memory_order_relaxed));
+    }
+  }
+}
+
+}  // namespace
+
+bool TimedCall::begin(RuntimeState* st, const OpDesc& d, cudaStream_t stream) {
+  const CudaRuntimeCalls& cuda = cuda_calls();
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cuda.stream_is_capturing(stream, &capture) != cudaSuccess) {
+    count_cuda_error(st);
+    return false;
+  }
+  if (capture != cudaStreamCaptureStatusNone) {
+    // Recording an event into a capture would change the user's graph; the
+    // operation runs at replay time, which we do not see: no seq either.
+    st->counters.skipped_capture.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  int device = d.device;
+  if (device < 0 && cuda.get_device(&device) != cudaSuccess) {
+    count_cuda_error(st);
+    return false;
+  }
+
+  OpRecord rec{};
+  rec.name = static_cast<uint16_t>(d.name);
+  rec.kind = static_cast<uint8_t>(proto::op_kind_of(d.name));
+  rec.dtype = static_cast<uint8_t>(d.dtype);
+  rec.device = device;
+  rec.group_size = d.group_size;
+  rec.bytes = d.bytes;
+  rec.flops = d.flops;
+  rec.stream = reinterpret_cast<uintptr_t>(stream);
+  // Sequence numbers advance even when the call goes untimed below, so that
+  // they stay identical across ranks; a later completion on the same
+  // communicator catches completed_seq up.
+  advance_comms(d, &rec);
+
+  uint64_t pos = 0;
+  auto* cell = st->queue.try_reserve(&pos);
+  if (cell == nullptr) {
+    st->counters.dropped_queue_full.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  EventPool* pool = st->pools.get(device);
+  uint32_t index = 0;
+  int err = cudaSuccess;
+  EventPair* pair = pool != nullptr ? pool->take(&index, &err) : nullptr;
+  if (pair == nullptr) {
+    // The cell is ours: publish it empty so the Poller can move past it.
+    cell->item = OpRecord{};
+    st->queue.publish(cell, pos);
+    if (err != cudaSuccess) {
+      count_cuda_error(st);
+      switch_to_pass_through("cudaEventCreateWithFlags failed");
+    } else if (pool == nullptr) {  // device id out of range, or out of memory
+      st->counters.hook_errors.fetch_add(1, std::memory_order_relaxed);
+    } else {  // every pair of the device is in flight: same remedy as a full queue
+      st->counters.dropped_queue_full.fetch_add(1, std::memory_order_relaxed);
+    }
+    return false;
+  }
+  pair->state.store(static_cast<uint32_t>(PairState::kRecording), std::memory_order_relaxed);
+  rec.pair_index = index;
+  rec.launch_ns = monotonic_ns();
+  if (cuda.event_record(pair->start, stream) != cudaSuccess) {
+    pair->state.store(static_cast<uint32_t>(PairState::kAbandoned), std::memory_order_relaxed);
+    rec.valid = 0;  // the Poller only gives the pair back
+    rec.flags = OpRecord::kHasPair;
+    cell->item = rec;
+    st->queue.publish(cell, pos);
+    count_cuda_error(st);
+    return false;
+  }
+  rec.valid = 1;
+  rec.flags = OpRecord::kHasPair;
+  cell->item = rec;
+  st->queue.publish(cell, pos);  // release: the pair's state and events are visible
+  st_ = st;
+  pair_ = pair;
+  stream_ = stream;
+  return true;
+}
+
+void TimedCall::end(bool call_ok) {
+  if (pair_ == nullptr) return;
+  PairState state = PairState::kCallFailed;
+  if (call_ok) {
+    if (cuda_calls().event_record(pair_->end, stream_) == cudaSuccess) {
+      state = PairState::kEnded;
+    } else {
+      state = PairState::kAbandoned;
+      count_cuda_error(st_);
+    }
+  }
+  // Release: the Poller that reads kEnded may query the end event.
+  pair_->state.store(static_cast<uint32_t>(state), std::memory_order_release);
+  pair_ = nullptr;
+}
+
+}  // namespace xpu_timer::inject

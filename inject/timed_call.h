@@ -1,0 +1,62 @@
+// The hot path shared by every hook: decide whether a call is timed, record
+// the start event, publish the record, and after the real call record the
+// end event. No locks, no allocation, no system calls in the steady state.
+//
+// Order (see DESIGN.md "The hot path"):
+//   begin(): capture check -> comm seq numbers -> reserve a queue cell (full:
+//   count, untimed) -> take an event pair -> record start -> publish the
+//   record with the pair in state kRecording.
+//   end():   record end -> pair state kEnded (or kCallFailed when the real
+//   call failed, kAbandoned when our record failed).
+// Publishing before the real call lets the Poller see an operation whose
+// host call never returns (e.g. NCCL blocking while connecting to a peer
+// that never comes) as in flight; the pair state tells it not to query the
+// end event yet (an event never recorded reads as complete).
+//
+// Threads: any user thread; one TimedCall object per hook invocation.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "common/protocol.h"
+#include "inject/op_record.h"
+
+namespace xpu_timer::inject {
+
+struct RuntimeState;
+struct EventPair;
+
+// A communicator an operation (or each member of a group) advances.
+struct CommUse {
+  uint32_t comm_index;  // CommRegistry index
+  uint32_t count;       // members on that communicator
+};
+
+struct OpDesc {
+  proto::OpName name = proto::OpName::kUnknown;
+  proto::DType dtype = proto::DType::kUnknown;
+  uint32_t group_size = 1;
+  uint64_t bytes = 0;
+  uint64_t flops = 0;
+  int device = -1;  // -1: the caller's current device
+  uint32_t ncomms = 0;
+  CommUse comms[kMaxCommMarks] = {};
+  uint32_t last_comm = 0;  // index into comms[] of the last member's communicator
+};
+
+class TimedCall {
+ public:
+  // False when this call is not timed (the caller just calls through).
+  bool begin(RuntimeState* st, const OpDesc& desc, cudaStream_t stream);
+  // call_ok: the real function reported success (or NCCL's ncclInProgress).
+  void end(bool call_ok);
+
+ private:
+  RuntimeState* st_ = nullptr;
+  EventPair* pair_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+};
+
+}  // namespace xpu_timer::inject
