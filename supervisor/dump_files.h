@@ -1,0 +1,16 @@
+// Files of the dump directory: creation of the directory and atomic
+// replacement of small files (hang.json, supervisor.port), so a reader never
+// sees half a file. Any thread.
+#pragma once
+
+#include <string>
+
+namespace xpu_timer::supervisor {
+
+// mkdir -p; false with a one-line `error`.
+bool make_directories(const std::string& path, std::string* error);
+
+// Writes `content` to path.tmp.<pid> and renames it over `path`.
+bool write_file_atomically(const std::string& path, const std::string& content, std::string* error);
+
+}  // namespace xpu_timer::supervisor

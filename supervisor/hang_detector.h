@@ -1,0 +1,109 @@
+// Hang detection over snapshots of the ranks' status pages. Pure logic, no
+// I/O, so it is unit-tested on synthetic snapshots. Owned and called by the
+// poll loop (asio thread); its report is copied out for HTTP.
+//
+// Semantics (DESIGN.md "Hang detection"):
+//  - stuck: an operation in flight launched longer than the timeout ago;
+//  - unresponsive: the page's heartbeat has not moved for max(10 s, timeout)
+//    while the process lives (its page is then not trusted);
+//  - missing (only while some rank is stuck): behind on a communicator that a
+//    stuck rank waits on (issued_seq < the stuck seq), or no operation in
+//    flight, or never registered;
+//  - exited: the process is gone.
+// A hang is at least one stuck rank. It clears when a rank that was stuck
+// completes more operations (or is replaced by a new process); if the stuck
+// ranks merely die, the last hang report stays for the post-mortem.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "supervisor/rank_sample.h"
+
+namespace xpu_timer::supervisor {
+
+enum class RankState { kOk, kStuck, kMissing, kUnresponsive, kExited };
+const char* rank_state_name(RankState s);
+
+enum class MissingReason { kNone, kBehind, kIdle, kNeverRegistered };
+const char* missing_reason_name(MissingReason r);
+
+struct RankVerdict {
+  int rank = 0;
+  RankState state = RankState::kOk;
+  bool registered = false;
+  pid_t pid = 0;
+  int local_rank = -1;
+  std::string host;
+  // kStuck: the oldest operation in flight.
+  bool has_op = false;
+  proto::OpRef op{};
+  double pending_s = 0;   // now - op.launch_ns
+  double running_s = -1;  // now - op.started_ns; -1 when not started on the GPU
+  // kMissing
+  MissingReason reason = MissingReason::kNone;
+  bool has_comm = false;  // the fields below describe the stuck communicator
+  uint64_t comm_hash = 0;
+  uint64_t waited_seq = 0;  // the collective the stuck ranks are in
+  uint64_t issued_seq = 0;
+  uint64_t last_completed_seq = 0;
+  // kUnresponsive
+  double heartbeat_age_s = 0;
+};
+
+// Stuck ranks that wait in the same operation (same communicator and
+// sequence number for NCCL, same name otherwise).
+struct StuckGroup {
+  uint8_t kind = 0;   // proto::OpKind
+  uint16_t name = 0;  // proto::OpName
+  uint64_t comm_hash = 0;
+  uint64_t seq = 0;
+  std::vector<int> ranks;
+  std::vector<int> missing;  // ranks behind on this communicator
+  double pending_s = 0;      // the longest wait among `ranks`
+};
+
+struct HangReport {
+  bool hung = false;
+  std::optional<double> detected_at_unix_s;
+  double timeout_s = 0;
+  std::string summary = "no hang";
+  std::vector<RankVerdict> ranks;  // every expected rank, sorted
+  std::vector<StuckGroup> groups;
+};
+
+// One snapshot classified with no history (the core of the detector).
+HangReport classify_snapshot(const Snapshot& snap, double timeout_s);
+
+// "ranks 0,1,3 stuck in AllReduce #6 on comm 1a2b3c4d5e6f7a8b for 5.2 s; rank 2
+// missing (last completed #5 on that comm)". Durations omitted when
+// `with_durations` is false (used to tell a changed hang from an older one).
+std::string hang_sentence(const HangReport& report, bool with_durations = true);
+
+// "rank 3" / "ranks 0,1,3" (up to 8 ranks) / "ranks 0-15/17" (folded beyond).
+std::string ranks_phrase(const std::vector<int>& ranks);
+std::string comm_hex(uint64_t comm_hash);
+
+enum class HangEvent { kNone, kDetected, kChanged, kCleared };
+
+class HangDetector {
+ public:
+  explicit HangDetector(double timeout_s) : timeout_s_(timeout_s) {}
+
+  HangEvent update(const Snapshot& snap);
+  const HangReport& report() const { return report_; }
+  double timeout_s() const { return timeout_s_; }
+
+ private:
+  double timeout_s_;
+  HangReport report_;
+  std::string signature_;
+  // Ranks seen stuck in the current hang: rank -> (pid, completed_total).
+  std::map<int, std::pair<pid_t, uint64_t>> stuck_baseline_;
+};
+
+}  // namespace xpu_timer::supervisor

@@ -1,0 +1,28 @@
+// What each HTTP request gets, independent of the transport: the supervisor's
+// routes and their error answers. Pure dispatch over the handlers; any thread
+// (the handlers themselves must be thread-safe). Every handler exception
+// becomes a 500 with a one-line body.
+#pragma once
+
+#include <functional>
+#include <string>
+
+namespace xpu_timer::supervisor {
+
+struct HttpHandlers {
+  std::function<std::string()> hang_json;
+  std::function<std::string()> ranks_json;
+  std::function<std::string()> metrics_text;
+};
+
+struct HttpAnswer {
+  int status = 200;
+  std::string content_type;
+  std::string body;
+};
+
+// `method` as sent ("GET"), `target` the request target ("/metrics?x=1").
+HttpAnswer route_request(const HttpHandlers& handlers, const std::string& method,
+                         const std::string& target);
+
+}  // namespace xpu_timer::supervisor

@@ -1,0 +1,163 @@
+#include "supervisor/metrics_exporter.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+namespace xpu_timer::supervisor {
+namespace {
+
+bool has_line(const std::string& text, const std::string& line) {
+  return text.find("\n" + line + "\n") != std::string::npos || text.rfind(line + "\n", 0) == 0;
+}
+
+size_t count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+std::unique_ptr<proto::StatusPage> page_with_allreduce_and_gemm() {
+  auto page = std::make_unique<proto::StatusPage>();
+  page->inflight_count = 2;
+  page->dropped_queue_full = 7;
+  page->skipped_capture = 3;
+  page->hook_errors = 1;
+  page->nmetrics = 3;
+  proto::MetricSlot& ar = page->metrics[0];
+  ar.name = static_cast<uint16_t>(proto::OpName::kAllReduce);
+  ar.dtype = static_cast<uint8_t>(proto::DType::kBF16);
+  ar.size_bucket = 20;
+  ar.nranks = 4;
+  ar.count = 3;
+  ar.sum_ns = 1500000;  // 1.5 ms
+  ar.sum_bytes = 3u << 20;
+  ar.hist[6] = 1;  // <= 640 us
+  ar.hist[7] = 2;  // <= 1.28 ms
+  // metrics[1] unused (name 0) must be skipped.
+  proto::MetricSlot& mm = page->metrics[2];
+  mm.name = static_cast<uint16_t>(proto::OpName::kGemmEx);
+  mm.dtype = static_cast<uint8_t>(proto::DType::kF16);
+  mm.size_bucket = 30;
+  mm.count = 1;
+  mm.sum_ns = 12000000001ull;
+  mm.sum_flops = 2000000000ull;
+  mm.hist[proto::kHistBuckets - 1] = 1;
+  return page;
+}
+
+TEST(MetricsExporter, ExactLinesForOnePage) {
+  auto page = page_with_allreduce_and_gemm();
+  MetricsWriter w;
+  RankMetricsInput in;
+  in.rank = 5;
+  in.local_rank = 1;
+  in.host = "node\"a\\b\nc";
+  in.up = true;
+  in.stuck = true;
+  in.heartbeat_age_s = 0.25;
+  in.page = page.get();
+  w.add_rank(in);
+  const std::string text = w.finish(true);
+  const std::string l = "rank=\"5\",local_rank=\"1\",host=\"node\\\"a\\\\b\\nc\"";
+  const std::string ar =
+      l + ",op=\"AllReduce\",kind=\"nccl\",dtype=\"bf16\",size_bucket=\"20\",nranks=\"4\"";
+  const std::string mm = l + ",op=\"GemmEx\",kind=\"gemm\",dtype=\"fp16\",size_bucket=\"30\"";
+
+  EXPECT_TRUE(has_line(text, "# HELP xpu_timer_rank_up 1 while the rank's process is alive."));
+  EXPECT_TRUE(has_line(text, "# TYPE xpu_timer_rank_up gauge"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_rank_up{" + l + "} 1"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_hang{" + l + "} 1"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_inflight_operations{" + l + "} 2"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_heartbeat_age_seconds{" + l + "} 0.250"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_dropped_records_total{" + l + "} 7"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_skipped_capture_total{" + l + "} 3"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_hook_errors_total{" + l + "} 1"));
+  EXPECT_TRUE(has_line(text, "# TYPE xpu_timer_operations_total counter"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_operations_total{" + ar + "} 3"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_operations_total{" + mm + "} 1"));
+  EXPECT_TRUE(has_line(text, "# TYPE xpu_timer_operation_latency_seconds histogram"));
+  EXPECT_TRUE(
+      has_line(text, "xpu_timer_operation_latency_seconds_bucket{" + ar + ",le=\"1e-05\"} 0"));
+  EXPECT_TRUE(
+      has_line(text, "xpu_timer_operation_latency_seconds_bucket{" + ar + ",le=\"0.00032\"} 0"));
+  EXPECT_TRUE(
+      has_line(text, "xpu_timer_operation_latency_seconds_bucket{" + ar + ",le=\"0.00064\"} 1"));
+  EXPECT_TRUE(
+      has_line(text, "xpu_timer_operation_latency_seconds_bucket{" + ar + ",le=\"0.00128\"} 3"));
+  EXPECT_TRUE(
+      has_line(text, "xpu_timer_operation_latency_seconds_bucket{" + ar + ",le=\"41.94304\"} 3"));
+  EXPECT_TRUE(
+      has_line(text, "xpu_timer_operation_latency_seconds_bucket{" + ar + ",le=\"+Inf\"} 3"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_operation_latency_seconds_sum{" + ar + "} 0.001500000"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_operation_latency_seconds_count{" + ar + "} 3"));
+  EXPECT_TRUE(
+      has_line(text, "xpu_timer_operation_latency_seconds_bucket{" + mm + ",le=\"41.94304\"} 0"));
+  EXPECT_TRUE(
+      has_line(text, "xpu_timer_operation_latency_seconds_bucket{" + mm + ",le=\"+Inf\"} 1"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_operation_latency_seconds_sum{" + mm + "} 12.000000001"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_nccl_bytes_total{" + ar + "} 3145728"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_gemm_flops_total{" + mm + "} 2000000000"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_job_hung 1"));
+  // One HELP/TYPE per family; 24 buckets per slot; unused slot skipped.
+  EXPECT_EQ(count(text, "# TYPE xpu_timer_operation_latency_seconds "), 1u);
+  EXPECT_EQ(count(text, "xpu_timer_operation_latency_seconds_bucket{"), 2u * proto::kHistBuckets);
+  EXPECT_EQ(count(text, "xpu_timer_operations_total{"), 2u);
+  EXPECT_EQ(text.back(), '\n');
+}
+
+TEST(MetricsExporter, RankWithoutReadablePageHasOnlyLiveness) {
+  MetricsWriter w;
+  RankMetricsInput in;
+  in.rank = 0;
+  in.host = "h";
+  w.add_rank(in);
+  const std::string text = w.finish(false);
+  EXPECT_TRUE(has_line(text, "xpu_timer_rank_up{rank=\"0\",local_rank=\"0\",host=\"h\"} 0"));
+  EXPECT_EQ(text.find("xpu_timer_operations_total"), std::string::npos);
+  EXPECT_TRUE(has_line(text, "xpu_timer_job_hung 0"));
+}
+
+TEST(MetricsExporter, GarbageCountsAreBounded) {
+  auto page = std::make_unique<proto::StatusPage>();
+  page->nmetrics = 0xffffffffu;  // a corrupt page must not read past metrics[]
+  page->metrics[proto::kMaxMetrics - 1].name = static_cast<uint16_t>(proto::OpName::kSend);
+  page->metrics[proto::kMaxMetrics - 1].dtype = 200;  // unknown dtype
+  MetricsWriter w;
+  RankMetricsInput in;
+  in.page = page.get();
+  w.add_rank(in);
+  const std::string text = w.finish(false);
+  EXPECT_NE(text.find("op=\"Send\",kind=\"nccl\",dtype=\"unknown\""), std::string::npos);
+}
+
+TEST(MetricsExporter, ScalesTo1024Ranks) {
+  auto page = page_with_allreduce_and_gemm();
+  MetricsWriter w;
+  for (int r = 0; r < 1024; ++r) {
+    RankMetricsInput in;
+    in.rank = r;
+    in.local_rank = r % 8;
+    in.host = "node" + std::to_string(r / 8);
+    in.up = true;
+    in.page = page.get();
+    w.add_rank(in);
+  }
+  const std::string text = w.finish(false);
+  EXPECT_EQ(count(text, "xpu_timer_rank_up{"), 1024u);
+  EXPECT_EQ(count(text, "# TYPE xpu_timer_rank_up "), 1u);
+}
+
+TEST(MetricsExporter, SecondsFromNanoseconds) {
+  std::string s;
+  append_ns_as_seconds(&s, 0);
+  EXPECT_EQ(s, "0.000000000");
+  s.clear();
+  append_ns_as_seconds(&s, 18446744073709551615ull);
+  EXPECT_EQ(s, "18446744073.709551615");
+}
+
+}  // namespace
+}  // namespace xpu_timer::supervisor

@@ -1,0 +1,44 @@
+// Command line and environment of xpu_timer_supervisor. Pure parsing, used by
+// the main thread once at startup.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace xpu_timer::supervisor {
+
+enum class OnHang { kKeep, kKill };
+
+struct Options {
+  int port = 18888;  // 0: let the kernel pick a free port
+  std::string host = "127.0.0.1";
+  double hang_timeout_s = 300.0;
+  std::string dump_dir = "./xpu_timer_dump";
+  OnHang on_hang = OnHang::kKeep;
+  int poll_ms = 500;
+  double kill_grace_s = 10.0;
+  std::vector<std::string> command;  // the job: argv[0] and its arguments
+};
+
+struct ParseResult {
+  enum class Status { kOk, kHelp, kError };
+  Status status = Status::kOk;
+  Options options;
+  std::string error;  // one line, for kError
+};
+
+// Reads an environment variable; nullptr when unset. Injected so tests do not
+// touch the process environment.
+using EnvLookup = std::function<const char*(const char*)>;
+
+// Defaults come from XPU_TIMER_BASEPORT, XPU_TIMER_HANG_TIMEOUT and
+// XPU_TIMER_HANG_KILL, then the command line overrides them. Accepts
+// "--opt value" and "--opt=value"; the command follows "--" (or starts at the
+// first argument that is not an option).
+ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup& env);
+
+// "usage: xpu_timer_supervisor [--port P] ... -- COMMAND..."
+std::string usage_line();
+
+}  // namespace xpu_timer::supervisor

@@ -1,0 +1,96 @@
+#include "supervisor/options.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace xpu_timer::supervisor {
+namespace {
+
+ParseResult parse(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
+  return parse_options(args, [env](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  });
+}
+
+TEST(Options, Defaults) {
+  const ParseResult r = parse({"--", "python", "train.py"});
+  ASSERT_EQ(r.status, ParseResult::Status::kOk);
+  EXPECT_EQ(r.options.port, 18888);
+  EXPECT_EQ(r.options.host, "127.0.0.1");
+  EXPECT_DOUBLE_EQ(r.options.hang_timeout_s, 300.0);
+  EXPECT_EQ(r.options.dump_dir, "./xpu_timer_dump");
+  EXPECT_EQ(r.options.on_hang, OnHang::kKeep);
+  EXPECT_EQ(r.options.poll_ms, 500);
+  EXPECT_DOUBLE_EQ(r.options.kill_grace_s, 10.0);
+  EXPECT_EQ(r.options.command, (std::vector<std::string>{"python", "train.py"}));
+}
+
+TEST(Options, EnvironmentThenCommandLine) {
+  const ParseResult r = parse({"--hang-timeout=2.5", "--", "x"}, {{"XPU_TIMER_BASEPORT", "19000"},
+                                                                  {"XPU_TIMER_HANG_TIMEOUT", "60"},
+                                                                  {"XPU_TIMER_HANG_KILL", "1"}});
+  ASSERT_EQ(r.status, ParseResult::Status::kOk);
+  EXPECT_EQ(r.options.port, 19000);
+  EXPECT_DOUBLE_EQ(r.options.hang_timeout_s, 2.5);
+  EXPECT_EQ(r.options.on_hang, OnHang::kKill);
+}
+
+TEST(Options, AllOptionsBothForms) {
+  const ParseResult r =
+      parse({"--port", "0", "--host=0.0.0.0", "--dump-dir", "/tmp/d", "--on-hang", "kill",
+             "--poll-ms=20", "--kill-grace", "0.5", "torchrun", "--nproc", "2", "--", "t.py"});
+  ASSERT_EQ(r.status, ParseResult::Status::kOk) << r.error;
+  EXPECT_EQ(r.options.port, 0);
+  EXPECT_EQ(r.options.host, "0.0.0.0");
+  EXPECT_EQ(r.options.dump_dir, "/tmp/d");
+  EXPECT_EQ(r.options.on_hang, OnHang::kKill);
+  EXPECT_EQ(r.options.poll_ms, 20);
+  EXPECT_DOUBLE_EQ(r.options.kill_grace_s, 0.5);
+  // The command keeps its own options and "--".
+  EXPECT_EQ(r.options.command,
+            (std::vector<std::string>{"torchrun", "--nproc", "2", "--", "t.py"}));
+}
+
+TEST(Options, BadInputIsAnErrorNamingTheProblem) {
+  struct Case {
+    std::vector<std::string> args;
+    std::map<std::string, std::string> env;
+    std::string error;
+  };
+  const Case cases[] = {
+      {{"--port", "70000", "--", "x"}, {}, "--port must be a port number 0-65535, got '70000'"},
+      {{"--port", "12ab", "--", "x"}, {}, "--port must be a port number 0-65535, got '12ab'"},
+      {{"--hang-timeout", "0", "--", "x"},
+       {},
+       "--hang-timeout must be a positive number of seconds, got '0'"},
+      {{"--hang-timeout", "nan", "--", "x"},
+       {},
+       "--hang-timeout must be a positive number of seconds, got 'nan'"},
+      {{"--on-hang", "maybe", "--", "x"}, {}, "--on-hang must be 'keep' or 'kill', got 'maybe'"},
+      {{"--poll-ms", "0", "--", "x"},
+       {},
+       "--poll-ms must be a whole number of milliseconds >= 1, got '0'"},
+      {{"--kill-grace", "-1", "--", "x"},
+       {},
+       "--kill-grace must be a number of seconds >= 0, got '-1'"},
+      {{"--frobnicate", "--", "x"}, {}, "unknown option '--frobnicate'"},
+      {{"--port"}, {}, "option --port needs a value"},
+      {{"--port", "1"}, {}, "no command to run (put it after --)"},
+      {{"--"}, {}, "no command to run (put it after --)"},
+      {{"--", "x"},
+       {{"XPU_TIMER_BASEPORT", "abc"}},
+       "XPU_TIMER_BASEPORT must be a port number 0-65535, got 'abc'"},
+  };
+  for (const Case& c : cases) {
+    const ParseResult r = parse(c.args, c.env);
+    EXPECT_EQ(r.status, ParseResult::Status::kError) << c.error;
+    EXPECT_EQ(r.error, c.error);
+  }
+}
+
+TEST(Options, Help) { EXPECT_EQ(parse({"--help"}).status, ParseResult::Status::kHelp); }
+
+}  // namespace
+}  // namespace xpu_timer::supervisor

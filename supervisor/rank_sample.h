@@ -1,0 +1,45 @@
+// What the hang detector knows about one expected rank at one instant: a
+// compact copy of the status page's liveness part plus process liveness.
+// Plain values; built by the poll loop (asio thread), consumed there.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/protocol.h"
+
+namespace xpu_timer::supervisor {
+
+struct RankSample {
+  int rank = 0;
+  bool registered = false;  // false: expected on this node, never registered
+  int local_rank = -1;
+  pid_t pid = 0;
+  std::string host;
+  bool alive = false;          // process exists and is not a zombie
+  bool connected = false;      // its registration socket is still open
+  bool page_ok = false;        // the seqlock read of the page succeeded
+  uint64_t registered_ns = 0;  // CLOCK_MONOTONIC of the registration
+  uint64_t heartbeat_ns = 0;
+  uint64_t issued_total = 0;
+  uint64_t completed_total = 0;
+  uint32_t inflight_count = 0;
+  proto::OpRef oldest_inflight{};
+  proto::OpRef last_completed{};
+  std::vector<proto::CommSlot> comms;
+  uint64_t dropped_queue_full = 0;
+  uint64_t skipped_capture = 0;
+  uint64_t hook_errors = 0;
+  uint64_t queue_depth = 0;
+};
+
+struct Snapshot {
+  uint64_t now_ns = 0;            // CLOCK_MONOTONIC, the clock of every page time
+  double now_unix_s = 0;          // wall clock of the same instant, for reports
+  std::vector<RankSample> ranks;  // sorted by rank
+};
+
+}  // namespace xpu_timer::supervisor

@@ -1,0 +1,73 @@
+#include "supervisor/rank_sampler.h"
+
+#include <time.h>
+
+#include <algorithm>
+
+#include "supervisor/process_table.h"
+
+namespace xpu_timer::supervisor {
+
+uint64_t monotonic_now_ns() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+double unix_now_s() {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+RankSample sample_rank(const RankRecord& record, proto::StatusPage* scratch) {
+  RankSample s;
+  s.rank = record.reg.rank;
+  s.registered = true;
+  s.local_rank = record.reg.local_rank;
+  s.pid = record.reg.pid;
+  s.host = record.reg.host;
+  s.connected = record.connected;
+  s.alive = process_alive(record.reg.pid, record.start_time);
+  s.registered_ns = record.registered_ns;
+  if (record.page == nullptr) return s;
+  uint64_t beat = 0;
+  if (record.page->heartbeat(&beat)) s.heartbeat_ns = beat;
+  if (!record.page->read(scratch)) return s;
+  s.page_ok = true;
+  s.issued_total = scratch->issued_total;
+  s.completed_total = scratch->completed_total;
+  s.inflight_count = scratch->inflight_count;
+  s.oldest_inflight = scratch->oldest_inflight;
+  s.last_completed = scratch->last_completed;
+  const uint32_t ncomms = std::min<uint32_t>(scratch->ncomms, proto::kMaxComms);
+  s.comms.assign(scratch->comms, scratch->comms + ncomms);
+  s.dropped_queue_full = scratch->dropped_queue_full;
+  s.skipped_capture = scratch->skipped_capture;
+  s.hook_errors = scratch->hook_errors;
+  s.queue_depth = scratch->queue_depth;
+  return s;
+}
+
+Snapshot take_snapshot(const std::vector<RankRecord>& records, proto::StatusPage* scratch) {
+  Snapshot snap;
+  const std::vector<int> expected = expected_ranks(records);
+  snap.ranks.reserve(expected.size());
+  size_t next = 0;  // records are sorted by rank (the registry is a std::map)
+  for (int rank : expected) {
+    while (next < records.size() && records[next].reg.rank < rank) ++next;
+    if (next < records.size() && records[next].reg.rank == rank) {
+      snap.ranks.push_back(sample_rank(records[next], scratch));
+    } else {
+      RankSample missing;
+      missing.rank = rank;
+      snap.ranks.push_back(missing);
+    }
+  }
+  // Sample the clocks after the pages: a page time is then never in the future.
+  snap.now_ns = monotonic_now_ns();
+  snap.now_unix_s = unix_now_s();
+  return snap;
+}
+
+}  // namespace xpu_timer::supervisor

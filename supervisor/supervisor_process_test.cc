@@ -1,0 +1,429 @@
+// Runs the real xpu_timer_supervisor binary on real child processes. The
+// job writes to fd 3 (a pipe to this test) when it is ready; this test acts
+// as the ranks' injected library (status pages + socket registration) to
+// drive hang detection and the HTTP endpoints end to end.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/protocol.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+namespace proto = xpu_timer::proto;
+constexpr uint64_t kComm = 0x1a2b3c4d5e6f7a8bull;
+
+uint64_t mono_ns() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct HttpReply {
+  int status = 0;
+  std::string headers;
+  std::string body;
+};
+
+HttpReply http_get(int port, const std::string& path) {
+  HttpReply reply;
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return reply;
+  }
+  const std::string req = "GET " + path + " HTTP/1.0\r\nHost: x\r\n\r\n";
+  if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
+    close(fd);
+    return reply;
+  }
+  std::string all;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = read(fd, buf, sizeof(buf));
+    if (n <= 0) break;
+    all.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  const size_t split = all.find("\r\n\r\n");
+  if (all.rfind("HTTP/1.", 0) != 0 || split == std::string::npos) return reply;
+  reply.status = std::atoi(all.c_str() + 9);
+  reply.headers = all.substr(0, split);
+  reply.body = all.substr(split + 4);
+  return reply;
+}
+
+class SupervisorProcessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char templ[] = "/tmp/xpu_sup_test.XXXXXX";
+    ASSERT_NE(mkdtemp(templ), nullptr);
+    dir_ = templ;
+    fake_lib_ = dir_ + "/libfake_inject.so";
+    std::ofstream(fake_lib_).put('\n');
+  }
+  void TearDown() override {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (ready_fd_ >= 0) close(ready_fd_);
+    for (int fd : rank_fds_) close(fd);
+    std::string cmd = "rm -rf '" + dir_ + "'";
+    ASSERT_EQ(system(cmd.c_str()), 0);
+  }
+
+  // Starts the supervisor with fd 3 of the job connected to ready_fd_.
+  void start(const std::vector<std::string>& args, bool watched) {
+    int fds[2];
+    ASSERT_EQ(pipe2(fds, O_CLOEXEC), 0);
+    pid_ = fork();
+    ASSERT_GE(pid_, 0);
+    if (pid_ == 0) {
+      dup2(fds[1], 3);  // dup2 clears close-on-exec on the copy
+      setenv("XPU_TIMER_INJECT_LIB", watched ? fake_lib_.c_str() : "/nonexistent/lib.so", 1);
+      unsetenv("XPU_TIMER_HANG_TIMEOUT");
+      unsetenv("XPU_TIMER_HANG_KILL");
+      unsetenv("XPU_TIMER_BASEPORT");
+      std::vector<std::string> full = {XPU_TIMER_SUPERVISOR_BIN, "--port", "0", "--dump-dir",
+                                       dir_ + "/dump"};
+      full.insert(full.end(), args.begin(), args.end());
+      std::vector<char*> argv;
+      for (std::string& a : full) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(121);
+    }
+    close(fds[1]);
+    ready_fd_ = fds[0];
+  }
+
+  // A line the job wrote to fd 3 ("" on timeout or EOF).
+  std::string read_ready_line(std::chrono::milliseconds timeout = 10s) {
+    std::string line;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd p{ready_fd_, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      char c;
+      if (read(ready_fd_, &c, 1) != 1) break;
+      if (c == '\n') return line;
+      line += c;
+    }
+    return line;
+  }
+
+  // Waits for the supervisor to end; -1 on timeout.
+  int wait_exit(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      const pid_t r = waitpid(pid_, &status, WNOHANG);
+      if (r == pid_) {
+        pid_ = -1;
+        return status;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    return -1;
+  }
+
+  int http_port() {
+    const std::string path = dir_ + "/dump/supervisor.port";
+    for (int i = 0; i < 1000; ++i) {
+      const std::string text = read_file(path);
+      if (!text.empty()) return std::atoi(text.c_str());
+      std::this_thread::sleep_for(10ms);
+    }
+    return -1;
+  }
+
+  // ---- the fake injected library ----
+  proto::StatusPage* create_page(const std::string& run_dir, int rank, int world) {
+    const std::string path =
+        run_dir + "/rank-" + std::to_string(rank) + "-" + std::to_string(getpid()) + ".page";
+    const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    EXPECT_GE(fd, 0);
+    EXPECT_EQ(ftruncate(fd, sizeof(proto::StatusPage)), 0);
+    void* addr =
+        mmap(nullptr, sizeof(proto::StatusPage), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    auto* page = static_cast<proto::StatusPage*>(addr);
+    page->magic = proto::kStatusPageMagic;
+    page->version = proto::kProtocolVersion;
+    page->page_bytes = sizeof(proto::StatusPage);
+    page->pid = getpid();
+    page->rank = rank;
+    page->local_rank = rank;
+    page->world_size = world;
+    page->local_world_size = world;
+    page->heartbeat_ns.store(mono_ns());
+    page->ncomms = 1;
+    page->comms[0] = proto::CommSlot{kComm, world, rank, 5, 5};
+    page->issued_total = page->completed_total = 5;
+    pages_[rank] = page;
+    paths_[rank] = path;
+    return page;
+  }
+
+  void register_rank(const std::string& socket_path, int rank, int world) {
+    proto::RegisterMsg m;
+    std::memset(&m, 0, sizeof(m));
+    m.header.magic = proto::kMessageMagic;
+    m.header.version = proto::kProtocolVersion;
+    m.header.type = static_cast<uint16_t>(proto::MsgType::kRegister);
+    m.header.bytes = sizeof(m);
+    m.pid = getpid();
+    m.rank = rank;
+    m.local_rank = rank;
+    m.world_size = world;
+    m.local_world_size = world;
+    std::strcpy(m.hostname, "fakehost");
+    std::snprintf(m.status_path, sizeof(m.status_path), "%s", paths_[rank].c_str());
+    send_packet(socket_path, &m, sizeof(m));
+  }
+
+  void send_packet(const std::string& socket_path, const void* data, size_t len) {
+    const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", socket_path.c_str());
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    ASSERT_EQ(send(fd, data, len, 0), static_cast<ssize_t>(len));
+    rank_fds_.push_back(fd);
+  }
+
+  template <typename F>
+  void update(int rank, F&& edit) {
+    proto::StatusPage* p = pages_[rank];
+    p->seq.fetch_add(1);
+    edit(p);
+    p->seq.fetch_add(1);
+  }
+
+  void beat_all() {
+    for (auto& [rank, page] : pages_) page->heartbeat_ns.store(mono_ns());
+  }
+
+  // Polls GET /hang until its "hung" equals `want` (heartbeats kept fresh).
+  nlohmann::json wait_hung(int port, bool want) {
+    for (int i = 0; i < 500; ++i) {
+      beat_all();
+      const HttpReply r = http_get(port, "/hang");
+      if (r.status == 200) {
+        auto j = nlohmann::json::parse(r.body, nullptr, false);
+        if (!j.is_discarded() && j["hung"] == want) return j;
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    return nullptr;
+  }
+
+  void start_stuck(int rank, uint64_t seq) {
+    update(rank, [&](proto::StatusPage* p) {
+      p->issued_total += 1;
+      p->inflight_count = 1;
+      p->oldest_inflight = proto::OpRef{};
+      p->oldest_inflight.name = static_cast<uint16_t>(proto::OpName::kAllReduce);
+      p->oldest_inflight.kind = static_cast<uint8_t>(proto::OpKind::kNccl);
+      p->oldest_inflight.dtype = static_cast<uint8_t>(proto::DType::kBF16);
+      p->oldest_inflight.group_size = 1;
+      p->oldest_inflight.comm_hash = kComm;
+      p->oldest_inflight.seq = seq;
+      p->oldest_inflight.launch_ns = mono_ns() - 3'000'000'000ull;
+      p->oldest_inflight.bytes = 1 << 20;
+      p->comms[0].issued_seq = seq;
+    });
+  }
+
+  std::string dir_;
+  std::string fake_lib_;
+  pid_t pid_ = -1;
+  int ready_fd_ = -1;
+  std::vector<int> rank_fds_;
+  std::map<int, proto::StatusPage*> pages_;
+  std::map<int, std::string> paths_;
+};
+
+TEST_F(SupervisorProcessTest, ExitCodeOfTheJobIsOurs) {
+  start({"--", "sh", "-c", "exit 3"}, false);
+  const int status = wait_exit(20s);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 3);
+}
+
+TEST_F(SupervisorProcessTest, DeathBySignalIsReproduced) {
+  start({"--", "sh", "-c", "kill -TERM $$"}, false);
+  const int status = wait_exit(20s);
+  ASSERT_TRUE(WIFSIGNALED(status)) << status;
+  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+}
+
+TEST_F(SupervisorProcessTest, CommandNotFoundIs127AndBadOptionIs2) {
+  start({"--", "/nonexistent/command"}, false);
+  int status = wait_exit(20s);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 127);
+  close(ready_fd_);
+  start({"--on-hang", "sometimes", "--", "true"}, false);
+  status = wait_exit(20s);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+}
+
+TEST_F(SupervisorProcessTest, SigtermEndsTheJobAndAStubbornGrandchildWithNoOrphan) {
+  // The grandchild ignores SIGTERM (the disposition survives exec) and says
+  // its pid on fd 3; its parent shell waits and dies of the forwarded SIGTERM.
+  start({"--kill-grace", "1", "--", "sh", "-c",
+         "sh -c 'trap \"\" TERM; echo $$ >&3; exec sleep 1000' & wait"},
+        false);
+  const std::string line = read_ready_line();
+  ASSERT_FALSE(line.empty()) << "the job never said it was ready";
+  const pid_t grandchild = std::atoi(line.c_str());
+  ASSERT_GT(grandchild, 0);
+  ASSERT_EQ(kill(grandchild, 0), 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(pid_, SIGTERM), 0);
+  const int status = wait_exit(15s);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_NE(status, -1) << "the supervisor did not end";
+  ASSERT_TRUE(WIFSIGNALED(status)) << status;
+  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  EXPECT_LT(took, 6s);
+  EXPECT_GE(took, 900ms);  // the grandchild got its grace
+  EXPECT_EQ(kill(grandchild, 0), -1);
+  EXPECT_EQ(errno, ESRCH);
+  if (kill(grandchild, 0) == 0) kill(grandchild, SIGKILL);
+}
+
+TEST_F(SupervisorProcessTest, FakeRanksHangIsReportedAndClears) {
+  start({"--hang-timeout", "1", "--poll-ms", "50", "--", "sh", "-c",
+         "echo \"$XPU_TIMER_SOCKET $XPU_TIMER_RUN_DIR\" >&3; exec sleep 1000"},
+        true);
+  const std::string line = read_ready_line();
+  const size_t space = line.find(' ');
+  ASSERT_NE(space, std::string::npos) << "job said '" << line << "'";
+  const std::string socket_path = line.substr(0, space);
+  const std::string run_dir = line.substr(space + 1);
+  ASSERT_FALSE(socket_path.empty());
+  const int port = http_port();
+  ASSERT_GT(port, 0);
+
+  // A malformed packet costs its connection only.
+  const char garbage[10] = "garbage!!";
+  send_packet(socket_path, garbage, sizeof(garbage));
+
+  for (int r = 0; r < 4; ++r) {
+    create_page(run_dir, r, 4);
+    register_rank(socket_path, r, 4);
+  }
+  for (int r : {0, 1, 3}) start_stuck(r, 6);
+
+  nlohmann::json hang = wait_hung(port, true);
+  ASSERT_TRUE(hang.is_object()) << "no hang reported";
+  const std::string summary = hang["summary"];
+  EXPECT_EQ(summary.rfind("ranks 0,1,3 stuck in AllReduce #6 on comm 1a2b3c4d5e6f7a8b for ", 0), 0u)
+      << summary;
+  EXPECT_NE(summary.find("; rank 2 missing (last completed #5 on that comm)"), std::string::npos)
+      << summary;
+  ASSERT_EQ(hang["ranks"].size(), 4u);
+  EXPECT_EQ(hang["ranks"][2]["state"], "missing");
+  EXPECT_EQ(hang["ranks"][0]["state"], "stuck");
+  EXPECT_EQ(hang["ranks"][0]["operation"]["comm"], "1a2b3c4d5e6f7a8b");
+
+  const auto file = nlohmann::json::parse(read_file(dir_ + "/dump/hang.json"), nullptr, false);
+  ASSERT_FALSE(file.is_discarded());
+  EXPECT_EQ(file["hung"], true);
+
+  const HttpReply metrics = http_get(port, "/metrics");
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_NE(metrics.headers.find("text/plain; version=0.0.4"), std::string::npos);
+  EXPECT_NE(metrics.body.find("xpu_timer_hang{rank=\"0\",local_rank=\"0\",host=\"fakehost\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(metrics.body.find("xpu_timer_hang{rank=\"2\",local_rank=\"2\",host=\"fakehost\"} 0\n"),
+            std::string::npos);
+  EXPECT_NE(metrics.body.find("xpu_timer_job_hung 1\n"), std::string::npos);
+
+  const HttpReply ranks = http_get(port, "/ranks");
+  EXPECT_EQ(ranks.status, 200);
+  const auto rj = nlohmann::json::parse(ranks.body, nullptr, false);
+  ASSERT_TRUE(rj.is_array());
+  EXPECT_EQ(rj.size(), 4u);
+
+  EXPECT_EQ(http_get(port, "/nope").status, 404);
+  EXPECT_EQ(http_get(port, "/healthz").body, "ok\n");
+
+  // Everyone completes #6: the hang clears.
+  for (int r = 0; r < 4; ++r) {
+    update(r, [](proto::StatusPage* p) {
+      p->inflight_count = 0;
+      p->issued_total = p->completed_total = 6;
+      p->comms[0].issued_seq = p->comms[0].completed_seq = 6;
+    });
+  }
+  EXPECT_TRUE(wait_hung(port, false).is_object());
+
+  ASSERT_EQ(kill(pid_, SIGTERM), 0);
+  const int status = wait_exit(15s);
+  ASSERT_TRUE(WIFSIGNALED(status)) << status;
+  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  const std::string log = read_file(dir_ + "/dump/supervisor.log");
+  EXPECT_NE(log.find("hang: ranks 0,1,3 stuck in AllReduce #6"), std::string::npos) << log;
+  EXPECT_NE(log.find("hang cleared"), std::string::npos) << log;
+  EXPECT_NE(log.find("rank link 1: dropped: message of 10 bytes is too short"), std::string::npos)
+      << log;
+}
+
+TEST_F(SupervisorProcessTest, OnHangKillEndsTheJob) {
+  start({"--hang-timeout", "1", "--poll-ms", "50", "--on-hang", "kill", "--kill-grace", "2", "--",
+         "sh", "-c", "echo \"$XPU_TIMER_SOCKET $XPU_TIMER_RUN_DIR\" >&3; exec sleep 1000"},
+        true);
+  const std::string line = read_ready_line();
+  const size_t space = line.find(' ');
+  ASSERT_NE(space, std::string::npos) << "job said '" << line << "'";
+  create_page(line.substr(space + 1), 0, 1);
+  register_rank(line.substr(0, space), 0, 1);
+  start_stuck(0, 6);
+  beat_all();
+  const int status = wait_exit(15s);
+  ASSERT_NE(status, -1) << "the job was not killed";
+  ASSERT_TRUE(WIFSIGNALED(status)) << status;
+  EXPECT_EQ(WTERMSIG(status), SIGTERM);  // the job's death, passed on
+  const auto file = nlohmann::json::parse(read_file(dir_ + "/dump/hang.json"), nullptr, false);
+  ASSERT_FALSE(file.is_discarded());
+  EXPECT_EQ(file["summary"].get<std::string>().rfind("rank 0 stuck in AllReduce #6", 0), 0u);
+}
+
+}  // namespace

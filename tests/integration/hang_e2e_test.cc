@@ -1,0 +1,111 @@
+// End to end: a real supervisor, the injected library and a 4-rank simulated
+// job in which one rank stops calling collectives. The supervisor must report
+// the others stuck in that collective and the quiet rank missing, within
+// timeout + 2 s of the collective's launch, and with --on-hang kill end the job.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "tests/integration/supervisor_fixture.h"
+
+namespace xpu_timer::testing {
+namespace {
+
+struct HangCase {
+  const char* collective;
+  const char* op_name;
+  int hang_rank;
+  bool python;
+};
+
+std::string case_name(const ::testing::TestParamInfo<HangCase>& info) {
+  return std::string(info.param.collective) + "_rank" + std::to_string(info.param.hang_rank) +
+         (info.param.python ? "_python" : "_cpp");
+}
+
+class HangE2E : public ::testing::TestWithParam<HangCase> {};
+
+constexpr double kTimeoutS = 2.0;
+
+TEST_P(HangE2E, ReportsStuckAndMissingRanksWithinTimeoutPlusTwoSeconds) {
+  const HangCase& c = GetParam();
+  SupervisedJob job("hang-" + std::string(c.collective),
+                    {"--hang-timeout", "2", "--on-hang", "kill", "--kill-grace", "3"},
+                    sim_job(4, c.python,
+                            {"--steps", "100000", "--step-ms", "20", "--collective", c.collective,
+                             "--bytes", "65536", "--hang-rank", std::to_string(c.hang_rank),
+                             "--hang-step", "5"}));
+  const std::string hang_path = job.dump_dir() + "/hang.json";
+  ASSERT_TRUE(wait_until([&] { return file_exists(hang_path); }, std::chrono::seconds(40)))
+      << "no hang.json; supervisor console:\n"
+      << job.log();
+  const auto hang = nlohmann::json::parse(read_file(hang_path));
+  ASSERT_TRUE(hang.at("hung").get<bool>()) << hang.dump(2);
+
+  std::set<int> stuck, missing;
+  std::set<uint64_t> seqs;
+  std::set<std::string> comms;
+  uint64_t missing_last_completed = 0;
+  for (const auto& r : hang.at("ranks")) {
+    const int rank = r.at("rank").get<int>();
+    const std::string state = r.at("state").get<std::string>();
+    if (state == "stuck") {
+      stuck.insert(rank);
+      const auto& op = r.at("operation");
+      EXPECT_EQ(op.at("kind").get<std::string>(), "nccl");
+      EXPECT_EQ(op.at("name").get<std::string>(), c.op_name);
+      seqs.insert(op.at("seq").get<uint64_t>());
+      comms.insert(op.at("comm").get<std::string>());
+      const double pending = r.at("pending_s").get<double>();
+      EXPECT_GE(pending, kTimeoutS);
+      EXPECT_LE(pending, kTimeoutS + 2.0) << "detected too late";
+    } else if (state == "missing") {
+      missing.insert(rank);
+      missing_last_completed = r.at("last_completed_seq").get<uint64_t>();
+    } else {
+      ADD_FAILURE() << "rank " << rank << " in unexpected state " << state;
+    }
+  }
+  std::set<int> expected_stuck = {0, 1, 2, 3};
+  expected_stuck.erase(c.hang_rank);
+  EXPECT_EQ(stuck, expected_stuck) << hang.dump(2);
+  EXPECT_EQ(missing, std::set<int>{c.hang_rank}) << hang.dump(2);
+  ASSERT_EQ(seqs.size(), 1u) << "stuck ranks disagree on the collective's sequence number";
+  EXPECT_EQ(comms.size(), 1u);
+  EXPECT_EQ(missing_last_completed + 1, *seqs.begin());
+  EXPECT_NE(hang.at("summary").get<std::string>().find(std::string("stuck in ") + c.op_name),
+            std::string::npos)
+      << hang.at("summary");
+
+  // --on-hang kill: the job is ended and the supervisor follows it.
+  auto status = job.child().wait_for(std::chrono::seconds(30));
+  ASSERT_TRUE(status.has_value()) << "supervisor still running after --on-hang kill";
+  EXPECT_FALSE(status->exited && status->code == 0) << describe(*status);
+}
+
+INSTANTIATE_TEST_SUITE_P(AnyRankAnyCollective, HangE2E,
+                         ::testing::Values(HangCase{"allreduce", "AllReduce", 2, true},
+                                           HangCase{"allgather", "AllGather", 0, false},
+                                           HangCase{"reducescatter", "ReduceScatter", 3, true},
+                                           HangCase{"broadcast", "Broadcast", 1, false}),
+                         case_name);
+
+TEST(HealthyE2E, StragglerAndJitterUnderAShortTimeoutAreNoHang) {
+  // Rank 1 is 0.8 s late every step and every rank jitters by up to 0.2 s:
+  // the others wait up to ~1 s in each all-reduce, below the 1.5 s timeout.
+  SupervisedJob job("healthy", {"--hang-timeout", "1.5"},
+                    sim_job(4, false,
+                            {"--steps", "12", "--step-ms", "10", "--slow-rank", "1",
+                             "--slow-ms", "800", "--jitter-ms", "200"}));
+  auto status = job.child().wait_for(std::chrono::seconds(90));
+  ASSERT_TRUE(status.has_value()) << job.log();
+  EXPECT_TRUE(status->exited && status->code == 0) << describe(*status) << "\n" << job.log();
+  EXPECT_FALSE(file_exists(job.dump_dir() + "/hang.json")) << read_file(job.dump_dir() + "/hang.json");
+  EXPECT_EQ(job.log().find("hang:"), std::string::npos) << job.log();
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_NE(job.log().find("rank " + std::to_string(r) + " done"), std::string::npos) << r;
+  }
+}
+
+}  // namespace
+}  // namespace xpu_timer::testing

@@ -1,0 +1,72 @@
+#include "tests/integration/supervisor_fixture.h"
+
+#include <gtest/gtest.h>
+
+namespace xpu_timer::testing {
+
+std::string supervisor_bin() { return build_dir() + "/bin/xpu_timer_supervisor"; }
+std::string inject_lib() { return build_dir() + "/lib/libxpu_timer_inject.so"; }
+std::string sim_launch_bin() { return build_dir() + "/bin/xpu_timer_sim_launch"; }
+std::string sim_trainer_bin() { return build_dir() + "/bin/sim_trainer"; }
+std::string sim_trainer_py() { return source_dir() + "/tests/simgpu/sim_trainer.py"; }
+std::string sim_lib_dir() { return build_dir() + "/simgpu/lib"; }
+
+std::vector<std::string> sim_job(int nproc, bool python, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {sim_launch_bin(), "--nproc", std::to_string(nproc), "--"};
+  if (python) {
+    argv.push_back(python3());
+    argv.push_back(sim_trainer_py());
+  } else {
+    argv.push_back(sim_trainer_bin());
+  }
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+std::vector<std::string> sim_env() {
+  return {"XPU_TIMER_SIM_LIB_DIR=" + sim_lib_dir(), "PYTHONUNBUFFERED=1",
+          // The tests choose every setting explicitly.
+          "XPU_TIMER_HANG_TIMEOUT=", "XPU_TIMER_HANG_KILL=", "XPU_TIMER_BASEPORT=",
+          "LD_PRELOAD="};
+}
+
+SupervisedJob::SupervisedJob(const std::string& name, std::vector<std::string> sup_args,
+                             std::vector<std::string> job, std::vector<std::string> env) {
+  dump_dir_ = make_temp_dir(name);
+  std::vector<std::string> argv = {supervisor_bin(), "--port", "0", "--dump-dir", dump_dir_};
+  argv.insert(argv.end(), sup_args.begin(), sup_args.end());
+  argv.push_back("--");
+  argv.insert(argv.end(), job.begin(), job.end());
+  auto full_env = sim_env();
+  full_env.insert(full_env.end(), env.begin(), env.end());
+  child_ = std::make_unique<Child>(argv, full_env, dump_dir_ + "/console.log");
+}
+
+std::string SupervisedJob::log() const { return read_file(dump_dir_ + "/console.log"); }
+
+int SupervisedJob::port() {
+  if (port_ != 0) return port_;
+  const std::string path = dump_dir_ + "/supervisor.port";
+  if (!wait_until([&] { return file_exists(path); }, std::chrono::seconds(15))) return 0;
+  port_ = std::atoi(read_file(path).c_str());
+  return port_;
+}
+
+nlohmann::json SupervisedJob::get_json(const std::string& path) {
+  const int p = port();
+  if (p == 0) return nullptr;
+  auto reply = http_get(p, path);
+  if (!reply || reply->status != 200) return nullptr;
+  return nlohmann::json::parse(reply->body, nullptr, /*allow_exceptions=*/false);
+}
+
+bool SupervisedJob::wait_registered(int n, std::chrono::milliseconds timeout) {
+  return wait_until(
+      [&] {
+        auto j = get_json("/ranks");
+        return j.is_array() && static_cast<int>(j.size()) >= n;
+      },
+      timeout);
+}
+
+}  // namespace xpu_timer::testing

@@ -1,0 +1,49 @@
+// Runs xpu_timer_supervisor over a simulated job the way a user would, for the
+// end-to-end tests: real supervisor, real injected library, real sim ranks.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tests/integration/process_harness.h"
+
+namespace xpu_timer::testing {
+
+std::string supervisor_bin();
+std::string inject_lib();
+std::string sim_launch_bin();
+std::string sim_trainer_bin();
+std::string sim_trainer_py();
+std::string sim_lib_dir();
+
+// argv of a sim job: `xpu_timer_sim_launch --nproc N -- <trainer> ARGS...`;
+// `python` picks sim_trainer.py over the C++ sim_trainer.
+std::vector<std::string> sim_job(int nproc, bool python, const std::vector<std::string>& args);
+// Environment every sim job needs (where the sim libraries are).
+std::vector<std::string> sim_env();
+
+class SupervisedJob {
+ public:
+  // Starts the supervisor with `sup_args` (before "--") over `job`.
+  SupervisedJob(const std::string& name, std::vector<std::string> sup_args,
+                std::vector<std::string> job, std::vector<std::string> env = {});
+  const std::string& dump_dir() const { return dump_dir_; }
+  std::string log() const;  // supervisor's console (its log and the job's output)
+  Child& child() { return *child_; }
+  // Port from <dump-dir>/supervisor.port; 0 if it did not appear in time.
+  int port();
+  // GET path and parse JSON; null json on failure.
+  nlohmann::json get_json(const std::string& path);
+  // Waits until /ranks lists `n` ranks; false on timeout.
+  bool wait_registered(int n, std::chrono::milliseconds timeout);
+
+ private:
+  std::string dump_dir_;
+  std::unique_ptr<Child> child_;
+  int port_ = 0;
+};
+
+}  // namespace xpu_timer::testing
