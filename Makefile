@@ -5,7 +5,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test demo clean
+.PHONY: all deps configure build test demo clean dist sanitize
 
 all: build
 
@@ -26,3 +26,18 @@ demo: build
 
 clean:
 	rm -rf $(BUILD)
+
+dist: deps
+	scripts/make_dist.sh
+
+# Unit tests under ASan+UBSan and under TSan (the supervisor's threads and the
+# injected library's background thread). End-to-end tests are left out: a
+# sanitized libxpu_timer_inject.so cannot be preloaded into unsanitized ranks.
+SAN_TARGETS ?= common_test supervisor_test inject_unit_test
+sanitize: deps
+	cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=Debug -DXPU_TIMER_SANITIZE=address $(CMAKE_FLAGS)
+	cmake --build $(BUILD)-asan -j$(JOBS) --target $(SAN_TARGETS)
+	cd $(BUILD)-asan && for t in $(SAN_TARGETS); do UBSAN_OPTIONS=halt_on_error=1 ./bin/$$t --gtest_brief=1 || exit 1; done
+	cmake -S . -B $(BUILD)-tsan -DCMAKE_BUILD_TYPE=Debug -DXPU_TIMER_SANITIZE=thread $(CMAKE_FLAGS)
+	cmake --build $(BUILD)-tsan -j$(JOBS) --target $(SAN_TARGETS)
+	cd $(BUILD)-tsan && for t in $(SAN_TARGETS); do TSAN_OPTIONS=halt_on_error=1 ./bin/$$t --gtest_brief=1 || exit 1; done
