@@ -84,7 +84,8 @@ TEST_F(ElfTest, ExportsExactlyTheHooks) {
                                        "ncclCommInitRankScalable",
                                        "ncclCommSplit",
                                        "ncclCommDestroy",
-                                       "ncclCommAbort"};
+                                       "ncclCommAbort",
+                                       "xpu_timer_bench_set_paused"};
   EXPECT_EQ(defined, hooks);
 }
 

@@ -155,6 +155,12 @@ Mode wait_for_initialisation() {
   return static_cast<Mode>(m);
 }
 
+bool set_paused(bool paused) {
+  int expected = static_cast<int>(paused ? Mode::kActive : Mode::kPaused);
+  const int desired = static_cast<int>(paused ? Mode::kPaused : Mode::kActive);
+  return g_mode.compare_exchange_strong(expected, desired) || expected == desired;
+}
+
 RuntimeState* active_runtime() {
   int m = g_mode.load(std::memory_order_acquire);
   if (m == static_cast<int>(Mode::kActive)) return g_state.load(std::memory_order_relaxed);

@@ -29,6 +29,7 @@ enum class Mode : int {
   kInitializing = 1,  // one thread is initialising; other hooks wait for it
   kActive = 2,        // hooks time calls
   kPassThrough = 3,   // for the rest of the process: hooks only call through
+  kPaused = 4,        // hooks call through until resumed (A/B benchmarks); the poller runs on
 };
 
 // Counters the hooks bump (rarely: only on the unusual paths).
@@ -62,6 +63,11 @@ RuntimeState* active_runtime();
 // Turns timing off for the rest of the process (a CUDA error of ours, the
 // supervisor went away). Logs `why` once. Any thread.
 void switch_to_pass_through(const char* why);
+
+// Pauses (true) or resumes (false) timing of an active runtime; returns false
+// when the runtime is not active or paused. While paused no sequence numbers
+// advance, so every rank must pause and resume between the same collectives.
+bool set_paused(bool paused);
 
 // Re-entrancy guard: a hook called from inside a hook (our own CUDA calls,
 // a library calling another hooked entry point) passes straight through.

@@ -40,7 +40,8 @@ def main(argv):
     parts = []
     for (name, seq, comm), ranks in sorted(groups.items(), key=lambda kv: kv[1][0]["rank"]):
         pending = max(r.get("pending_s", 0) for r in ranks)
-        parts.append("ranks %s stuck in %s #%s on comm %s (pending %.1f s)" % (
+        parts.append("%s %s stuck in %s #%s on comm %s (pending %.1f s)" % (
+            "ranks" if len(ranks) > 1 else "rank",
             ",".join(str(r["rank"]) for r in ranks), name, seq, comm, pending))
     for state in ("missing", "unresponsive", "exited"):
         ranks = [r for r in doc.get("ranks", []) if r.get("state") == state]

@@ -1,0 +1,321 @@
+"""Overhead of xpu-timer on real training steps, A/B interleaved in one job.
+
+Run under the supervisor (so libxpu_timer_inject.so is preloaded and active):
+
+    xpu_timer_supervisor -- torchrun --nproc_per_node=2 bench/gpu/overhead.py
+
+Each workload runs warm-up rounds, then rounds in the order A B B A A B B A ...
+(A = timing on, B = timing paused through xpu_timer_bench_set_paused, the
+injected library's one exported control: paused hooks call straight through,
+exactly like an unwatched process). A round is `--steps` steps between two
+cuda synchronizations. Rank 0 prints, per workload, the median step time of A
+and of B, the median and spread of the per-pair ratios A/B, and checks through
+the status page counters that the A rounds were really timed and the B rounds
+were not.
+
+Workloads:
+  ddp       GPT-style decoder (bf16) with DDP all-reduce
+  tp        tensor-parallel style: all-reduces on a second stream overlapping matmuls
+  launch    launch-bound: many small matmuls and small all-reduces
+Micro-benchmark: added host time per hooked cublasGemmEx call (ctypes, hooked
+symbol vs the real one from the loaded libcublas) and per torch all_reduce /
+matmul launch (paused vs timed).
+"""
+import argparse
+import ctypes
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def control():
+    lib = ctypes.CDLL(None)
+    try:
+        f = lib.xpu_timer_bench_set_paused
+    except AttributeError:
+        return None
+    f.argtypes = [ctypes.c_int]
+    f.restype = ctypes.c_int
+    return f
+
+
+class Block(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(d)
+        self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
+        self.ln2 = nn.LayerNorm(d)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+    def forward(self, x, mask):
+        h = self.ln1(x)
+        x = x + self.attn(h, h, h, attn_mask=mask, need_weights=False, is_causal=True)[0]
+        return x + self.mlp(self.ln2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, layers, d, heads, vocab, seq):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.pos = nn.Parameter(torch.zeros(1, seq, d))
+        self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+        self.register_buffer("mask", torch.triu(torch.full((seq, seq), float("-inf")), 1))
+
+    def forward(self, idx):
+        x = self.emb(idx) + self.pos[:, : idx.shape[1]]
+        for b in self.blocks:
+            x = b(x, self.mask)
+        return self.head(self.ln(x))
+
+
+def make_ddp(args, dev):
+    model = GPT(args.layers, args.width, args.width // 64, 32000, args.seq).to(dev, torch.bfloat16)
+    model = DDP(model, device_ids=[dev.index])
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    idx = torch.randint(0, 32000, (args.batch, args.seq), device=dev)
+    tgt = torch.randint(0, 32000, (args.batch, args.seq), device=dev)
+
+    def step():
+        logits = model(idx)
+        loss = nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]).float(), tgt.view(-1))
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return step
+
+
+def make_tp(args, dev):
+    # Megatron-style row/column parallel MLP: each layer's partial output is
+    # all-reduced on a communication stream while the next matmul runs.
+    d = args.width * 2
+    ws = [torch.randn(d, d, device=dev, dtype=torch.bfloat16) / d ** 0.5 for _ in range(args.layers)]
+    x0 = torch.randn(args.batch * 512, d, device=dev, dtype=torch.bfloat16)
+    comm = torch.cuda.Stream(device=dev)
+
+    def step():
+        x = x0
+        pending = None
+        for w in ws:
+            y = x @ w
+            if pending is not None:
+                torch.cuda.current_stream().wait_stream(comm)
+            comm.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(comm):
+                dist.all_reduce(y)
+                pending = y
+            x = torch.relu(x @ w)  # overlaps the all-reduce of y
+        torch.cuda.current_stream().wait_stream(comm)
+
+    return step
+
+
+def make_launch(args, dev):
+    a = torch.randn(64, 64, device=dev, dtype=torch.bfloat16)
+    g = torch.ones(1024, device=dev)
+
+    def step():
+        x = a
+        for i in range(200):
+            x = torch.mm(x, a)
+            if i % 10 == 0:
+                dist.all_reduce(g)
+
+    return step
+
+
+WORKLOADS = {"ddp": make_ddp, "tp": make_tp, "launch": make_launch}
+
+
+def timed_round(step, steps):
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / steps
+
+
+def set_mode(ctl, timed):
+    # Every rank switches between the same two collectives.
+    dist.barrier()
+    torch.cuda.synchronize()
+    if ctl(0 if timed else 1) != 0:
+        raise SystemExit("xpu_timer_bench_set_paused refused: is the job running under the supervisor?")
+    dist.barrier()
+
+
+def issued_total(rank):
+    """Operations rank `rank` pushed so far, from the supervisor's /ranks (or None)."""
+    port = os.environ.get("XPU_TIMER_BENCH_PORT")
+    if not port:
+        return None
+    import urllib.request
+    time.sleep(0.02)  # the poller publishes within a few ms of completion
+    with urllib.request.urlopen("http://127.0.0.1:%s/ranks" % port, timeout=5) as r:
+        for entry in json.loads(r.read().decode()):
+            if entry["rank"] == rank:
+                return entry["issued_total"]
+    return None
+
+
+def ab_rounds(name, step, args, ctl, rank):
+    for _ in range(args.warmup):
+        timed_round(step, args.steps)
+    a_times, b_times = [], []
+    order = []
+    for i in range(args.rounds):
+        order += ["A", "B"] if i % 2 == 0 else ["B", "A"]
+    counted = {"A": [], "B": []}
+    for mode in order:
+        set_mode(ctl, mode == "A")
+        before = issued_total(rank) if rank == 0 else None
+        t = timed_round(step, args.steps)
+        after = issued_total(rank) if rank == 0 else None
+        if before is not None and after is not None:
+            counted[mode].append(after - before)
+        (a_times if mode == "A" else b_times).append(t)
+    set_mode(ctl, True)
+    ratios = [a / b for a, b in zip(a_times, b_times)]
+    med = statistics.median(ratios)
+    q = statistics.quantiles(ratios, n=4) if len(ratios) >= 4 else [min(ratios), med, max(ratios)]
+    res = {
+        "workload": name,
+        "rounds_each": len(a_times),
+        "steps_per_round": args.steps,
+        "median_step_ms_with": statistics.median(a_times) * 1e3,
+        "median_step_ms_without": statistics.median(b_times) * 1e3,
+        "median_ratio": med,
+        "ratio_p25": q[0],
+        "ratio_p75": q[-1],
+        "ratio_min": min(ratios),
+        "ratio_max": max(ratios),
+        # Operations xpu-timer recorded per round: > 0 with timing on, 0 paused.
+        "recorded_ops_per_round_with": statistics.median(counted["A"]) if counted["A"] else None,
+        "recorded_ops_per_round_without": max(counted["B"]) if counted["B"] else None,
+    }
+    if rank == 0:
+        print(json.dumps(res), flush=True)
+    return res
+
+
+def find_libcublas():
+    with open("/proc/self/maps") as f:
+        for line in f:
+            path = line.split()[-1] if len(line.split()) >= 6 else ""
+            if os.path.basename(path).startswith("libcublas.so"):
+                return path
+    return None
+
+
+def micro_gemm(dev, calls, chunks):
+    """Added host time per cublasGemmEx: the hooked symbol vs the real one."""
+    torch.mm(torch.ones(8, 8, device=dev), torch.ones(8, 8, device=dev))  # load cuBLAS
+    handle = ctypes.c_void_p(torch.cuda.current_blas_handle())
+    real = ctypes.CDLL(find_libcublas()).cublasGemmEx
+    hooked = ctypes.CDLL(None).cublasGemmEx  # LD_PRELOAD comes first in the global scope
+    n = 64
+    a = torch.ones(n, n, device=dev, dtype=torch.bfloat16)
+    c = torch.empty(n, n, device=dev, dtype=torch.bfloat16)
+    alpha, beta = ctypes.c_float(1.0), ctypes.c_float(0.0)
+    CUDA_R_16BF, COMPUTE_32F, GEMM_DEFAULT = 14, 68, -1
+    args = (handle, 0, 0, n, n, n, ctypes.byref(alpha), ctypes.c_void_p(a.data_ptr()), CUDA_R_16BF, n,
+            ctypes.c_void_p(a.data_ptr()), CUDA_R_16BF, n, ctypes.byref(beta),
+            ctypes.c_void_p(c.data_ptr()), CUDA_R_16BF, n, COMPUTE_32F, GEMM_DEFAULT)
+    for f in (real, hooked):
+        f.restype = ctypes.c_int
+        assert f(*args) == 0, "cublasGemmEx failed"
+    per = {"real": [], "hooked": []}
+    for i in range(chunks):
+        for name, f in (("real", real), ("hooked", hooked)) if i % 2 == 0 else (("hooked", hooked), ("real", real)):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                f(*args)
+            per[name].append((time.perf_counter() - t0) / calls)
+            torch.cuda.synchronize()
+    diffs = [h - r for h, r in zip(per["hooked"], per["real"])]
+    return {"cublasGemmEx_real_us": statistics.median(per["real"]) * 1e6,
+            "cublasGemmEx_hooked_us": statistics.median(per["hooked"]) * 1e6,
+            "cublasGemmEx_added_us": statistics.median(diffs) * 1e6}
+
+
+def micro_torch(ctl, dev, calls, chunks):
+    """Added host time per torch launch of a small matmul and all_reduce."""
+    a = torch.ones(64, 64, device=dev, dtype=torch.bfloat16)
+    g = torch.ones(256, device=dev)
+    out = {}
+    for name, fn in (("torch_mm", lambda: torch.mm(a, a)), ("torch_all_reduce", lambda: dist.all_reduce(g))):
+        per = {True: [], False: []}
+        for i in range(chunks):
+            for timed in ((True, False) if i % 2 == 0 else (False, True)):
+                set_mode(ctl, timed)
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                for _ in range(calls):
+                    fn()
+                per[timed].append((time.perf_counter() - t0) / calls)
+                torch.cuda.synchronize()
+        set_mode(ctl, True)
+        diffs = [t - u for t, u in zip(per[True], per[False])]
+        out[name + "_untimed_us"] = statistics.median(per[False]) * 1e6
+        out[name + "_timed_us"] = statistics.median(per[True]) * 1e6
+        out[name + "_added_us"] = statistics.median(diffs) * 1e6
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--workloads", default="ddp,tp,launch")
+    p.add_argument("--rounds", type=int, default=20, help="A/B pairs per workload")
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--layers", type=int, default=12)
+    p.add_argument("--width", type=int, default=2048)
+    p.add_argument("--seq", type=int, default=1024)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--micro-calls", type=int, default=2000)
+    p.add_argument("--micro-chunks", type=int, default=10)
+    args = p.parse_args()
+
+    rank = int(os.environ["RANK"])
+    local_rank = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(local_rank)
+    dev = torch.device("cuda", local_rank)
+    dist.init_process_group("nccl", device_id=dev)
+    ctl = control()
+    if ctl is None:
+        raise SystemExit("libxpu_timer_inject.so is not preloaded: run under xpu_timer_supervisor")
+    results = []
+    for name in args.workloads.split(","):
+        step = WORKLOADS[name](args, dev)
+        step()  # first hooked calls start the injected runtime
+        torch.cuda.synchronize()
+        results.append(ab_rounds(name, step, args, ctl, rank))
+        del step
+        torch.cuda.empty_cache()
+    micro = micro_gemm(dev, args.micro_calls, args.micro_chunks)
+    micro.update(micro_torch(ctl, dev, args.micro_calls // 4, args.micro_chunks))
+    if rank == 0:
+        print(json.dumps({"micro": micro}), flush=True)
+        print("\n%-8s %12s %12s %10s %18s" % ("workload", "with ms", "without ms", "ratio", "ratio p25..p75"))
+        for r in results:
+            print("%-8s %12.3f %12.3f %10.4f %8.4f..%-8.4f" % (
+                r["workload"], r["median_step_ms_with"], r["median_step_ms_without"], r["median_ratio"],
+                r["ratio_p25"], r["ratio_p75"]))
+        for k, v in micro.items():
+            print("%-28s %8.2f us" % (k, v))
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
