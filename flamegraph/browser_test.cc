@@ -1,0 +1,144 @@
+// The SVG's script in a real browser: headless Chromium loads the flame graph
+// with `#zoom=<frame>&search=<regex>` (applied by the script on load exactly
+// as a click and a search would be), and the DOM it dumps must show the zoomed
+// frame and its child stretched to the full width, frames outside hidden, and
+// exactly the matching frames highlighted. Skipped where chromium is missing.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <map>
+#include <regex>
+#include <set>
+#include <string>
+
+#include "flamegraph/bench/synthetic_dump.h"
+#include "flamegraph/dump_merger.h"
+#include "flamegraph/svg_renderer.h"
+#include "flamegraph/test_folder.h"
+
+namespace xpu_timer::flamegraph {
+namespace {
+
+constexpr char kChromium[] = "/usr/bin/chromium";
+
+struct DomFrame {
+  std::string cls;
+  bool highlighted = false;
+  double width = 0;
+};
+
+std::map<std::string, DomFrame> frames_in_dom(const std::string& dom) {
+  std::map<std::string, DomFrame> out;
+  const std::regex g(R"(<g ([^>]*)><title>[^<]*</title><rect ([^>]*)>)");
+  const std::regex id(R"re(id="(f\d+)")re"), cls(R"re(class="([^"]*)")re"),
+      width(R"re(width="([\d.]+)")re");
+  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), g); it != std::sregex_iterator();
+       ++it) {
+    const std::string attrs = (*it)[1], rect = (*it)[2];
+    std::smatch m;
+    if (!std::regex_search(attrs, m, id)) continue;
+    DomFrame f;
+    const std::string key = m[1];
+    if (std::regex_search(attrs, m, cls)) f.cls = m[1];
+    f.highlighted = attrs.find("data-hl=\"1\"") != std::string::npos;
+    if (std::regex_search(rect, m, width)) f.width = std::stod(m[1]);
+    out[key] = f;
+  }
+  return out;
+}
+
+uint32_t find_node(const MergedView& view, const std::string& prefix) {
+  for (uint32_t i = 1; i < view.nodes.size(); ++i) {
+    if (view.nodes[i].text.rfind(prefix, 0) == 0) return i;
+  }
+  ADD_FAILURE() << "no frame starting with " << prefix;
+  return 0;
+}
+
+bool descends_from(const MergedView& view, uint32_t node, uint32_t ancestor) {
+  for (; node != kRootNode; node = view.nodes[node].parent) {
+    if (node == ancestor) return true;
+  }
+  return ancestor == kRootNode;
+}
+
+TEST(Browser, ZoomStretchesTheFrameAndSearchHighlightsExactlyTheMatches) {
+  if (::access(kChromium, X_OK) != 0) {
+    GTEST_SKIP() << kChromium << " not installed (Debian package chromium): browser test skipped";
+  }
+  TestFolder dir;
+  SyntheticDumpSpec spec;
+  spec.world_size = 8;
+  spec.threads_per_rank = 4;
+  spec.leak_rank = 5;
+  spec.no_file_ranks = {7};
+  std::string error;
+  ASSERT_TRUE(write_synthetic_dump(dir.path(), spec, &error)) << error;
+  DumpMerge dump;
+  ASSERT_TRUE(merge_dump(dir.path(), MergeOptions{}, &dump, &error)) << error;
+  const MergedView& view = dump.merged.view(View::kMixed);
+  const std::string svg_path = dir.write(
+      "mixed_stack.svg", render_svg(view, dump.merged.labels, SvgOptions{"mixed", "", 1200}));
+
+  const uint32_t target = find_node(view, "stuck_in_host_code@");
+  ASSERT_EQ(view.nodes[target].text, "stuck_in_host_code@/job/sim_trainer.py:88@5|0-4/6-7");
+  ASSERT_EQ(view.nodes[target].children.size(), 1u);
+  const uint32_t child = view.nodes[target].children[0].second;
+  const double full = 1200 - 2 * kSvgXPad;
+  const std::regex pattern("^ncclAllReduce@");
+  std::set<std::string> expected_hl;
+  for (uint32_t i = 1; i < view.nodes.size(); ++i) {
+    if (std::regex_search(view.nodes[i].text, pattern)) expected_hl.insert("f" + std::to_string(i));
+  }
+  ASSERT_EQ(expected_hl.size(), 2u);  // ranks with line 120 and 121 of collectives.cc
+
+  const std::string dom_path = dir.path() + "/dom.xml";
+  const std::string cmd = "timeout 120 " + std::string(kChromium) +
+                          " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
+                          " --disable-background-networking --disable-component-update"
+                          " --disable-sync --user-data-dir=" +
+                          dir.path() + "/profile" + " --dump-dom 'file://" + svg_path +
+                          "#zoom=" + std::to_string(target) + "&search=%5EncclAllReduce%40' > " +
+                          dom_path + " 2> " + dir.path() + "/chromium.log";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << TestFolder::read(dir.path() + "/chromium.log");
+  const std::string dom = TestFolder::read(dom_path);
+  ASSERT_NE(dom.find("data-zoomed=\"f" + std::to_string(target) + "\""), std::string::npos)
+      << dom.substr(0, 2000);
+  EXPECT_NE(dom.find("data-matched=\""), std::string::npos);
+
+  const std::map<std::string, DomFrame> frames = frames_in_dom(dom);
+  ASSERT_EQ(frames.size(), view.nodes.size());
+  const std::string tid = "f" + std::to_string(target), cid = "f" + std::to_string(child);
+  EXPECT_LT(static_cast<double>(view.nodes[target].total) / view.nodes[kRootNode].total, 0.1);
+  EXPECT_NEAR(frames.at(tid).width, full, 0.01);
+  EXPECT_NEAR(frames.at(cid).width, full, 0.01);
+  EXPECT_EQ(frames.at(tid).cls, "f");
+  EXPECT_EQ(frames.at("f0").cls, "f parent");
+  std::set<std::string> highlighted;
+  for (const auto& [id, f] : frames) {
+    const uint32_t n = static_cast<uint32_t>(std::stoul(id.substr(1)));
+    const bool inside = descends_from(view, n, target);
+    const bool ancestor = descends_from(view, target, n) && n != target;
+    if (!inside && !ancestor) {
+      EXPECT_EQ(f.cls, "f hide") << id << " " << view.nodes[n].text;
+    }
+    if (ancestor) {
+      EXPECT_EQ(f.cls, "f parent") << id;
+    }
+    if (f.highlighted) highlighted.insert(id);
+  }
+  EXPECT_EQ(highlighted, expected_hl);
+
+  if (const char* shots = std::getenv("XPU_TIMER_SCREENSHOT_DIR")) {
+    const std::string shot =
+        "timeout 120 " + std::string(kChromium) +
+        " --headless --no-sandbox --disable-gpu --user-data-dir=" + dir.path() +
+        "/profile2 --window-size=1200,700 --screenshot=" + shots + "/mixed_stack.png 'file://" +
+        svg_path + "#search=ncclAllReduce' 2>/dev/null";
+    EXPECT_EQ(std::system(shot.c_str()), 0);
+  }
+}
+
+}  // namespace
+}  // namespace xpu_timer::flamegraph

@@ -1,0 +1,28 @@
+// Colour families of flame-graph frames (DESIGN.md "Merged stacks"):
+// cyan Python/CPython, green torch/NCCL/CUDA, yellow C++, red C/system,
+// purple process state. Decided from the frame's kind and its `func@source`
+// label, checked in that order: state; Python frames; GPU/torch libraries by
+// module or by name prefix; CPython by module (libpython*, python3*) or name
+// (_Py*, Py*); C++ by a `::` in the demangled name; anything else is C/system.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "flamegraph/stack_file.h"
+
+namespace xpu_timer::flamegraph {
+
+enum class FrameCategory { kPython, kGpu, kCpp, kSystem, kState };
+
+// `label` is `func@source` (no rank sets).
+FrameCategory classify_frame(FrameKind kind, std::string_view label);
+
+// Short name used in the SVG's data attributes and tests: "py", "gpu", "cpp", "sys", "state".
+const char* category_name(FrameCategory category);
+
+// "rgb(r,g,b)" within the category's hue; `label` varies the shade so that
+// neighbouring frames are told apart, deterministically.
+std::string frame_colour(FrameCategory category, std::string_view label);
+
+}  // namespace xpu_timer::flamegraph

@@ -1,0 +1,18 @@
+// libFuzzer entry for the stack-file parser: any input must either decode or
+// give an error line, never crash, hang or leak (ASan/UBSan in the same build).
+// Run: stack_file_fuzz -max_total_time=60 <corpus dir>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "flamegraph/stack_file_parser.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  xpu_timer::flamegraph::StackFile file;
+  std::string error;
+  const bool ok = xpu_timer::flamegraph::parse_stack_file(
+      std::string_view(reinterpret_cast<const char*>(data), size), &file, &error);
+  if (!ok && error.empty()) __builtin_trap();  // a failure must always say why
+  return 0;
+}

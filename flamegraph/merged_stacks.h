@@ -1,0 +1,75 @@
+// Rank-merged stacks: per view, a prefix tree of every thread stack of every
+// rank (outermost frame first, under a root frame naming the process state).
+// Each node knows the ranks passing through it and how many stacks pass
+// through it or end in it.
+//
+// Sample counting: one sample per (rank, thread) stack. A node's `total` is the
+// number of thread stacks of all ranks passing through it, `self` those ending
+// there, so a frame's width is "how many threads, over all ranks, are here":
+// the 1024 main threads blocked in ncclAllReduce make one wide frame, the one
+// missing rank's main thread a narrow one beside it whose rank set names it.
+// In the py view only threads with Python frames count; in cpp and mixed a
+// thread whose stack could not be read still counts under its state frame.
+//
+// StackMerger is fed on one thread (the loader's sink) and is not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "flamegraph/rank_bits.h"
+#include "flamegraph/stack_file.h"
+#include "flamegraph/string_interner.h"
+
+namespace xpu_timer::flamegraph {
+
+constexpr uint32_t kRootNode = 0;  // the synthetic "all" node of each view
+
+struct MergedNode {
+  uint32_t label = 0;  // id in MergeResult::labels; unused for the root
+  uint32_t parent = 0;
+  uint32_t depth = 0;  // root 0, state frames 1, ...
+  FrameKind kind = FrameKind::kState;
+  RankBits ranks;
+  uint64_t self = 0;
+  uint64_t total = 0;
+  // (label, node) pairs; sorted by label text after StackMerger::finish().
+  std::vector<std::pair<uint32_t, uint32_t>> children;
+  // `func@source@stuck_ranks|leak_ranks`, filled by finish().
+  std::string text;
+};
+
+struct MergedView {
+  View view = View::kCpp;
+  std::vector<MergedNode> nodes;  // nodes[kRootNode] is the root; parents precede children
+};
+
+struct MergeResult {
+  uint32_t world_size = 0;  // max of the files' world_size
+  RankBits ranks_with_file;
+  StringInterner labels;
+  MergedView views[kViewCount];
+  const MergedView& view(View v) const { return views[static_cast<int>(v)]; }
+};
+
+class StackMerger {
+ public:
+  StackMerger();
+  // False (and nothing merged) when a file of the same rank was already added.
+  bool add(const StackFile& file);
+  // Computes totals, sorts children and formats frame texts. Call once.
+  MergeResult finish();
+
+ private:
+  uint32_t child(MergedView* view, uint32_t parent, uint32_t label, FrameKind kind);
+
+  MergeResult result_;
+  // (parent << 32 | label) -> child, used for nodes with many children.
+  std::unordered_map<uint64_t, uint32_t> wide_children_[kViewCount];
+  std::vector<uint32_t> global_ids_;  // scratch: file label id -> global id
+};
+
+}  // namespace xpu_timer::flamegraph

@@ -1,0 +1,32 @@
+// Our own interactive flame-graph SVG (not flamegraph.pl's): one self-contained
+// file, root at the bottom, frames coloured by category, with the embedded
+// script of svg_script.cc for zoom, search and details. Pure function of the
+// merged view; any thread.
+#pragma once
+
+#include <string>
+
+#include "flamegraph/merged_stacks.h"
+
+namespace xpu_timer::flamegraph {
+
+struct SvgOptions {
+  std::string title;     // first header line, e.g. "cpp stacks"
+  std::string subtitle;  // second header line, e.g. "1023 of 1024 ranks; no file: 7"
+  int width = 1200;
+};
+
+// Layout constants shared with the script through attributes of <svg>.
+constexpr int kSvgXPad = 10;
+constexpr int kSvgFrameHeight = 16;
+constexpr int kSvgFontSize = 12;
+constexpr double kSvgCharWidth = 7.25;  // monospace at 12px, slightly generous
+
+std::string render_svg(const MergedView& view, const StringInterner& labels,
+                       const SvgOptions& options);
+
+// The text a frame of `width` pixels shows: `text` clipped with ".." (the
+// script applies the same rule when zooming).
+std::string fit_text(const std::string& text, double width);
+
+}  // namespace xpu_timer::flamegraph
