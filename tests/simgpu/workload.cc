@@ -387,10 +387,14 @@ int sim_finalize(void) {
 }
 
 void sim_crash_segv(void) {
-  // A real invalid write (not raise()), so crash handlers see a genuine fault.
-  int* volatile target = nullptr;
+  // A real invalid write (not raise()), so crash handlers see a genuine fault
+  // with this function as the faulting frame. The store is volatile: a plain
+  // store through a pointer the compiler can see is null is dropped as UB
+  // (GCC 12 turned this function into a tail call of raise()).
+  volatile int* volatile target = nullptr;
   *target = 42;
   raise(SIGSEGV);  // not reached
+  __asm__ volatile("" ::: "memory");  // no tail call: keep this frame on the stack
 }
 
 void sim_crash_abort(void) { abort(); }

@@ -1,0 +1,240 @@
+#include "inject/crash_handlers.h"
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "common/log.h"
+#include "common/protocol.h"
+#include "inject/crash_report_text.h"
+#include "inject/crash_stack.h"
+
+namespace xpu_timer::inject {
+namespace {
+
+constexpr int kSignals[] = {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGTERM, SIGPIPE};
+constexpr int kMaxSignal = 65;
+constexpr size_t kAltStackBytes = 64 * 1024;
+
+// Everything the handler reads is set before the handlers are installed (or
+// is atomic), lives in static storage, and is never freed.
+std::atomic<bool> g_installed{false};
+std::atomic<bool> g_forgotten{false};  // fork child: chain only
+std::atomic<int> g_link_fd{-1};
+std::atomic<int> g_reporter_tid{0};  // the thread making the one report; stays set
+std::atomic<bool> g_report_done{false};
+struct sigaction g_previous[kMaxSignal];
+bool g_ours[kMaxSignal];
+int g_rank = 0;
+pid_t g_pid = 0;
+char g_exe_path[proto::kCrashModuleBytes];
+char g_text_path[512];
+proto::CrashReportMsg g_msg;
+
+pid_t current_tid() { return static_cast<pid_t>(::syscall(SYS_gettid)); }
+
+uint64_t clock_ns(clockid_t id) {
+  timespec ts{};
+  clock_gettime(id, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+bool synchronous_fault(int sig) {
+  return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL;
+}
+
+bool previous_is_default(int sig) {
+  const struct sigaction& p = g_previous[sig];
+  return !(p.sa_flags & SA_SIGINFO) && p.sa_handler == SIG_DFL;
+}
+
+// SIGTERM and SIGPIPE are ordinary requests when the program handles them;
+// they are a death to report only when their default action will run.
+bool worth_reporting(int sig) {
+  if (sig == SIGTERM || sig == SIGPIPE) return previous_is_default(sig);
+  return true;
+}
+
+void build_and_send(int sig, const siginfo_t* info, void* ucontext) {
+  proto::CrashReportMsg& m = g_msg;
+  m.header.magic = proto::kMessageMagic;
+  m.header.version = proto::kProtocolVersion;
+  m.header.type = static_cast<uint16_t>(proto::MsgType::kCrashReport);
+  m.header.bytes = sizeof(proto::CrashReportMsg);
+  m.pid = g_pid;
+  m.tid = current_tid();
+  m.rank = g_rank;
+  m.signal = sig;
+  m.si_code = info != nullptr ? info->si_code : 0;
+  if (info != nullptr && info->si_code <= 0) {  // SI_USER, SI_TKILL, SI_QUEUE: sent by a process
+    m.sender_pid = info->si_pid;
+    m.sender_uid = static_cast<int32_t>(info->si_uid);
+  }
+  m.fault_addr = info != nullptr ? reinterpret_cast<uintptr_t>(info->si_addr) : 0;
+  m.realtime_ns = clock_ns(CLOCK_REALTIME);
+  m.mono_ns = clock_ns(CLOCK_MONOTONIC);
+  prctl(PR_GET_NAME, m.thread_name, 0, 0, 0);
+  m.thread_name[sizeof(m.thread_name) - 1] = '\0';
+  capture_crash_stack(ucontext, g_exe_path, &m);
+
+  const int fd = g_link_fd.load(std::memory_order_acquire);
+  if (fd >= 0) {
+    const ssize_t n = ::send(fd, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n == static_cast<ssize_t>(sizeof(m))) return;
+  }
+  write_crash_report_text(g_text_path, m);
+}
+
+void maybe_report(int sig, const siginfo_t* info, void* ucontext) {
+  if (g_forgotten.load(std::memory_order_relaxed) || !worth_reporting(sig)) return;
+  const pid_t self = current_tid();
+  int expected = 0;
+  if (!g_reporter_tid.compare_exchange_strong(expected, self)) {
+    if (expected == self) return;  // a fault inside our own report: straight on
+    // Another thread is reporting: let it finish (bounded) before this
+    // signal's default action ends the process under it.
+    const timespec pause{0, 10 * 1000 * 1000};
+    for (int i = 0; i < 200 && !g_report_done.load(std::memory_order_acquire); ++i) {
+      nanosleep(&pause, nullptr);
+    }
+    return;
+  }
+  build_and_send(sig, info, ucontext);
+  g_report_done.store(true, std::memory_order_release);
+}
+
+void die_by_default(int sig, const siginfo_t* info) {
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(sig, &dfl, nullptr);
+  // A genuine fault re-executes its instruction on return and faults again,
+  // now fatally, so the core file shows the real fault.
+  if (synchronous_fault(sig) && info != nullptr && info->si_code > 0) return;
+  sigset_t unblock;
+  sigemptyset(&unblock);
+  sigaddset(&unblock, sig);
+  sigprocmask(SIG_UNBLOCK, &unblock, nullptr);
+  raise(sig);
+}
+
+// Runs the previous disposition as the kernel would have.
+void chain(int sig, siginfo_t* info, void* ucontext) {
+  const struct sigaction prev = g_previous[sig];
+  if (!(prev.sa_flags & SA_SIGINFO)) {
+    if (prev.sa_handler == SIG_IGN) return;
+    if (prev.sa_handler == SIG_DFL) {
+      die_by_default(sig, info);
+      return;
+    }
+  }
+  if (prev.sa_flags & SA_RESETHAND) {
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigaction(sig, &dfl, nullptr);
+    g_previous[sig].sa_handler = SIG_DFL;
+    g_previous[sig].sa_flags &= ~SA_SIGINFO;
+  }
+  sigset_t during, old;
+  std::memcpy(&during, &prev.sa_mask, sizeof(during));
+  sigprocmask(SIG_BLOCK, &during, &old);
+  if (prev.sa_flags & SA_NODEFER) {  // e.g. faulthandler re-raises from its handler
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, sig);
+    sigprocmask(SIG_UNBLOCK, &s, nullptr);
+  }
+  if (prev.sa_flags & SA_SIGINFO) {
+    prev.sa_sigaction(sig, info, ucontext);
+  } else {
+    prev.sa_handler(sig);
+  }
+  sigprocmask(SIG_SETMASK, &old, nullptr);
+}
+
+void on_signal(int sig, siginfo_t* info, void* ucontext) {
+  const int saved_errno = errno;
+  if (sig > 0 && sig < kMaxSignal && g_ours[sig]) {
+    maybe_report(sig, info, ucontext);
+    chain(sig, info, ucontext);
+  }
+  errno = saved_errno;
+}
+
+// A stack overflow can only be reported from an alternate stack. Set one for
+// the initialising thread unless it has one (Python's faulthandler sets its
+// own); other threads run the handler on their own stack.
+void ensure_alt_stack() {
+  stack_t current{};
+  if (sigaltstack(nullptr, &current) != 0 || !(current.ss_flags & SS_DISABLE)) return;
+  void* mem = mmap(nullptr, kAltStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+  if (mem == MAP_FAILED) return;
+  stack_t ss{};
+  ss.ss_sp = mem;
+  ss.ss_size = kAltStackBytes;
+  if (sigaltstack(&ss, nullptr) != 0) munmap(mem, kAltStackBytes);
+}
+
+void prepare_paths(const CrashConfig& config) {
+  const ssize_t n = readlink("/proc/self/exe", g_exe_path, sizeof(g_exe_path) - 1);
+  g_exe_path[n > 0 ? n : 0] = '\0';
+  char cwd[400];
+  const char* dir = config.crash_dir;
+  if (dir == nullptr || dir[0] == '\0') dir = getcwd(cwd, sizeof(cwd)) != nullptr ? cwd : ".";
+  std::snprintf(g_text_path, sizeof(g_text_path), "%s/xpu_timer_crash-rank%d-%d.txt", dir,
+                g_rank, static_cast<int>(g_pid));
+}
+
+}  // namespace
+
+bool install_crash_handlers(const CrashConfig& config) {
+  if (g_installed.exchange(true)) return true;
+  g_rank = config.rank;
+  g_pid = getpid();
+  g_link_fd.store(config.link_fd, std::memory_order_release);
+  prepare_paths(config);
+  ensure_alt_stack();
+  int installed = 0;
+  for (int sig : kSignals) {
+    struct sigaction prev {};
+    if (sigaction(sig, nullptr, &prev) != 0) continue;
+    // Ignored on purpose (Python ignores SIGPIPE): nothing will happen, nothing to report.
+    if (!(prev.sa_flags & SA_SIGINFO) && prev.sa_handler == SIG_IGN) continue;
+    g_previous[sig] = prev;
+    struct sigaction ours {};
+    ours.sa_sigaction = &on_signal;
+    sigemptyset(&ours.sa_mask);
+    // SA_RESTART is the previous handler's choice: interrupted system calls
+    // behave as they did without us.
+    ours.sa_flags = SA_SIGINFO | SA_ONSTACK | (prev.sa_flags & SA_RESTART);
+    g_ours[sig] = true;
+    if (sigaction(sig, &ours, nullptr) != 0) {
+      g_ours[sig] = false;
+      XPU_TIMER_LOG_WARN("sigaction(%d) failed: %s; that signal is not reported", sig,
+                         std::strerror(errno));
+      continue;
+    }
+    ++installed;
+  }
+  XPU_TIMER_LOG_DEBUG("crash handlers installed for %d signals", installed);
+  return installed > 0;
+}
+
+void crash_set_link_fd(int fd) { g_link_fd.store(fd, std::memory_order_release); }
+
+void crash_forget_process() {
+  g_forgotten.store(true, std::memory_order_relaxed);
+  g_link_fd.store(-1, std::memory_order_relaxed);
+}
+
+}  // namespace xpu_timer::inject

@@ -1,0 +1,167 @@
+// The crash handler in a forked child: it reports on the link (a socketpair)
+// or to its text file, names the crashing function, and still runs a handler
+// the program installed before it, dying with the same status as without it.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "common/protocol.h"
+#include "inject/crash_handlers.h"
+
+// Exported (ENABLE_EXPORTS) so the handler finds them in .dynsym.
+// Not a constant: the compiler may not drop the store as undefined behaviour.
+volatile uintptr_t g_bad_address = 0;
+extern "C" __attribute__((noinline)) void xpu_test_crash_segv() {
+  *reinterpret_cast<volatile int*>(g_bad_address) = 1;
+}
+extern "C" __attribute__((noinline)) void xpu_test_crash_abort() { abort(); }
+
+namespace xpu_timer::inject {
+namespace {
+
+int g_marker_fd = -1;
+void program_handler(int sig) {
+  const char msg[] = "program handler ran\n";
+  ssize_t ignored = write(g_marker_fd, msg, sizeof(msg) - 1);
+  (void)ignored;
+  signal(sig, SIG_DFL);  // then die as the program wanted
+  raise(sig);
+}
+
+struct ChildResult {
+  int wait_status = 0;
+  proto::CrashReportMsg report{};
+  ssize_t report_bytes = 0;
+  std::string marker;
+};
+
+// Forks; the child optionally installs `program_handler` first, then ours,
+// then runs `crash`.
+ChildResult run_child(void (*crash)(), bool program_handler_first, int sig_of_program,
+                      const std::string& crash_dir = "") {
+  int sv[2];
+  EXPECT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+  int marker[2];
+  EXPECT_EQ(pipe2(marker, O_CLOEXEC), 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(sv[0]);
+    close(marker[0]);
+    g_marker_fd = marker[1];
+    if (program_handler_first) signal(sig_of_program, program_handler);
+    CrashConfig config;
+    config.rank = 7;
+    config.link_fd = crash_dir.empty() ? sv[1] : -1;
+    config.crash_dir = crash_dir.c_str();
+    if (!install_crash_handlers(config)) _exit(99);
+    crash();
+    _exit(98);
+  }
+  close(sv[1]);
+  close(marker[1]);
+  ChildResult r;
+  waitpid(pid, &r.wait_status, 0);
+  r.report_bytes = recv(sv[0], &r.report, sizeof(r.report), MSG_DONTWAIT);
+  char buf[256];
+  ssize_t n;
+  while ((n = read(marker[0], buf, sizeof(buf))) > 0) r.marker.append(buf, static_cast<size_t>(n));
+  close(sv[0]);
+  close(marker[0]);
+  return r;
+}
+
+bool has_frame(const proto::CrashReportMsg& m, const char* name) {
+  for (uint32_t i = 0; i < m.nframes; ++i) {
+    if (std::strcmp(m.frames[i].function, name) == 0) return true;
+  }
+  return false;
+}
+
+TEST(CrashHandlers, SegvIsReportedWithTheCrashingFunctionAndDiesBySigsegv) {
+  const ChildResult r = run_child(&xpu_test_crash_segv, false, 0);
+  ASSERT_TRUE(WIFSIGNALED(r.wait_status)) << "wait status " << r.wait_status;
+  EXPECT_EQ(WTERMSIG(r.wait_status), SIGSEGV);
+  ASSERT_EQ(r.report_bytes, static_cast<ssize_t>(sizeof(proto::CrashReportMsg)));
+  EXPECT_EQ(r.report.header.type, static_cast<uint16_t>(proto::MsgType::kCrashReport));
+  EXPECT_EQ(r.report.signal, SIGSEGV);
+  EXPECT_EQ(r.report.rank, 7);
+  EXPECT_EQ(r.report.fault_addr, 0u);
+  ASSERT_GT(r.report.nframes, 1u);
+  // The innermost frame is the faulting function itself, not our handler.
+  EXPECT_STREQ(r.report.frames[0].function, "xpu_test_crash_segv");
+  EXPECT_GE(r.report.frames[0].module, 0);
+}
+
+TEST(CrashHandlers, AbortIsReportedAndDiesBySigabrt) {
+  const ChildResult r = run_child(&xpu_test_crash_abort, false, 0);
+  ASSERT_TRUE(WIFSIGNALED(r.wait_status)) << "wait status " << r.wait_status;
+  EXPECT_EQ(WTERMSIG(r.wait_status), SIGABRT);
+  ASSERT_EQ(r.report_bytes, static_cast<ssize_t>(sizeof(proto::CrashReportMsg)));
+  EXPECT_EQ(r.report.signal, SIGABRT);
+  EXPECT_TRUE(has_frame(r.report, "abort"));
+  EXPECT_TRUE(has_frame(r.report, "xpu_test_crash_abort"));
+}
+
+TEST(CrashHandlers, AHandlerInstalledBeforeOursStillRuns) {
+  const ChildResult r = run_child(&xpu_test_crash_segv, true, SIGSEGV);
+  EXPECT_EQ(r.marker, "program handler ran\n");
+  ASSERT_TRUE(WIFSIGNALED(r.wait_status)) << "wait status " << r.wait_status;
+  EXPECT_EQ(WTERMSIG(r.wait_status), SIGSEGV);
+  ASSERT_EQ(r.report_bytes, static_cast<ssize_t>(sizeof(proto::CrashReportMsg)));
+  EXPECT_TRUE(has_frame(r.report, "xpu_test_crash_segv"));
+}
+
+void terminate_self() { kill(getpid(), SIGTERM); pause(); }
+
+TEST(CrashHandlers, SigtermHandledByTheProgramIsNotReported) {
+  const ChildResult r = run_child(&terminate_self, true, SIGTERM);
+  EXPECT_EQ(r.marker, "program handler ran\n");
+  ASSERT_TRUE(WIFSIGNALED(r.wait_status)) << "wait status " << r.wait_status;
+  EXPECT_EQ(WTERMSIG(r.wait_status), SIGTERM);
+  EXPECT_LE(r.report_bytes, 0);  // EOF: nothing was sent
+}
+
+TEST(CrashHandlers, SigtermWithDefaultActionIsReportedWithItsSender) {
+  const ChildResult r = run_child(&terminate_self, false, 0);
+  ASSERT_TRUE(WIFSIGNALED(r.wait_status)) << "wait status " << r.wait_status;
+  EXPECT_EQ(WTERMSIG(r.wait_status), SIGTERM);
+  ASSERT_EQ(r.report_bytes, static_cast<ssize_t>(sizeof(proto::CrashReportMsg)));
+  EXPECT_EQ(r.report.signal, SIGTERM);
+  EXPECT_EQ(r.report.sender_pid, r.report.pid);
+}
+
+TEST(CrashHandlers, WithoutASupervisorTheReportIsATextFile) {
+  char tmpl[] = "/tmp/xpu_crash_test.XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const ChildResult r = run_child(&xpu_test_crash_segv, false, 0, tmpl);
+  ASSERT_TRUE(WIFSIGNALED(r.wait_status)) << "wait status " << r.wait_status;
+  EXPECT_EQ(WTERMSIG(r.wait_status), SIGSEGV);
+  std::string found;
+  for (int pid = 0; found.empty() && pid < 1; ++pid) {
+    std::string cmd = std::string("ls ") + tmpl;
+    FILE* p = popen(cmd.c_str(), "r");
+    char line[256];
+    if (p != nullptr && fgets(line, sizeof(line), p) != nullptr) found = line;
+    if (p != nullptr) pclose(p);
+  }
+  ASSERT_EQ(found.rfind("xpu_timer_crash-rank7-", 0), 0u) << found;
+  while (!found.empty() && found.back() == '\n') found.pop_back();
+  std::ifstream f(std::string(tmpl) + "/" + found);
+  std::stringstream text;
+  text << f.rdbuf();
+  EXPECT_NE(text.str().find("signal 11 (SIGSEGV)"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("xpu_test_crash_segv"), std::string::npos) << text.str();
+}
+
+}  // namespace
+}  // namespace xpu_timer::inject

@@ -1,0 +1,308 @@
+// End to end, crash forensics (issue 4): a rank of a sim job dies of a
+// segfault, an abort, an uncaught Python exception, a SIGTERM from outside or
+// a SIGKILL; the supervisor reports it (GET /ranks "crash", a crash-rank file,
+// one log line), runs the exit-hook plugins with xpu-timer's arguments, and
+// ends exactly as the bare job ends. A plugin that raises or hangs changes
+// nothing but log lines.
+#include <dirent.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "tests/integration/supervisor_fixture.h"
+
+namespace xpu_timer::testing {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+// The interpreter itself, not a wrapper (a pyenv shim starts slowly).
+std::string real_python3() {
+  static const std::string path = [] {
+    std::string out;
+    FILE* p = popen((python3() + " -c 'import sys; print(sys.executable)'").c_str(), "r");
+    char buf[512];
+    if (p != nullptr && fgets(buf, sizeof(buf), p) != nullptr) out = buf;
+    if (p != nullptr) pclose(p);
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return out.empty() ? python3() : out;
+  }();
+  return path;
+}
+
+std::string jsonl_plugin() { return source_dir() + "/plugins/examples/jsonl_plugin.py"; }
+
+std::vector<json> read_jsonl(const std::string& path) {
+  std::vector<json> out;
+  std::istringstream in(read_file(path));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) out.push_back(json::parse(line, nullptr, false));
+  }
+  return out;
+}
+
+json crash_file(const std::string& dump_dir, int rank) {
+  DIR* d = ::opendir(dump_dir.c_str());
+  json found;
+  const std::string prefix = "crash-rank" + std::to_string(rank) + "-";
+  while (dirent* e = d != nullptr ? ::readdir(d) : nullptr) {
+    const std::string name = e->d_name;
+    if (name.rfind(prefix, 0) == 0 && name.size() > 5 && name.substr(name.size() - 5) == ".json") {
+      found = json::parse(read_file(dump_dir + "/" + name), nullptr, false);
+    }
+  }
+  if (d != nullptr) ::closedir(d);
+  return found;
+}
+
+bool has_function(const json& frames, const std::string& name) {
+  for (const json& f : frames) {
+    const std::string fn = f.contains("function") ? f["function"].get<std::string>()
+                                                  : f["function_name"].get<std::string>();
+    if (fn == name) return true;
+  }
+  return false;
+}
+
+// The cpp-hook line of the plugin output for `rank`, or null.
+json plugin_line(const std::vector<json>& lines, const std::string& hook, int rank) {
+  for (const json& l : lines) {
+    if (l.value("hook", "") != hook) continue;
+    const json& who = hook == "cpp" ? l["stack_infos"] : l["infos"];
+    if (who.value("rank", -1) == rank) return l;
+  }
+  return nullptr;
+}
+
+// A rank of a bare job: the launcher's child whose environment has RANK=rank.
+pid_t pid_of_rank(pid_t launcher, int rank) {
+  pid_t found = -1;
+  DIR* d = ::opendir("/proc");
+  while (dirent* e = d != nullptr ? ::readdir(d) : nullptr) {
+    const pid_t pid = std::atoi(e->d_name);
+    if (pid <= 0) continue;
+    std::ifstream stat(std::string("/proc/") + e->d_name + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    int ppid = 0;
+    char state = 0;
+    const auto rp = line.rfind(')');
+    if (rp == std::string::npos || std::sscanf(line.c_str() + rp + 1, " %c %d", &state, &ppid) != 2 ||
+        ppid != launcher) {
+      continue;
+    }
+    const std::string env = read_file(std::string("/proc/") + e->d_name + "/environ");
+    if (env.find(std::string("RANK=") + std::to_string(rank) + '\0') == 0 ||
+        env.find(std::string("\0RANK=", 6) + std::to_string(rank) + '\0') != std::string::npos) {
+      found = pid;
+    }
+  }
+  if (d != nullptr) ::closedir(d);
+  return found;
+}
+
+ExitStatus run_bare(const std::string& name, const std::vector<std::string>& job) {
+  const std::string dir = make_temp_dir(name);
+  return run_to_end(job, sim_env(), dir + "/console.log", seconds(60));
+}
+
+// Bare job whose rank `rank` gets `sig` from outside once it has run ~1 s.
+ExitStatus run_bare_signalled(const std::string& name, const std::vector<std::string>& job,
+                              int rank, int sig) {
+  const std::string dir = make_temp_dir(name);
+  Child c(job, sim_env(), dir + "/console.log");
+  pid_t target = -1;
+  EXPECT_TRUE(wait_until([&] { return (target = pid_of_rank(c.pid(), rank)) > 0; }, seconds(20)));
+  ::usleep(1500 * 1000);
+  if (target > 0) ::kill(target, sig);
+  auto s = c.wait_for(seconds(60));
+  EXPECT_TRUE(s.has_value()) << read_file(dir + "/console.log");
+  return s.value_or(ExitStatus{});
+}
+
+struct Supervised {
+  std::unique_ptr<SupervisedJob> job;
+  ExitStatus status;
+  std::string jsonl;
+};
+
+Supervised start(const std::string& name, const std::vector<std::string>& job,
+                 std::vector<std::string> plugins, std::vector<std::string> env = {}) {
+  Supervised s;
+  const std::string dir = make_temp_dir(name + "-plugins");
+  s.jsonl = dir + "/crashes.jsonl";
+  std::string list;
+  for (const std::string& p : plugins) list += (list.empty() ? "" : ",") + p;
+  env.push_back("XPU_TIMER_EXIT_HOOK_PLUGIN=" + list);
+  env.push_back("XPU_TIMER_PLUGIN_JSONL=" + s.jsonl);
+  env.push_back("XPU_TIMER_PLUGIN_PYTHON=" + real_python3());
+  s.job = std::make_unique<SupervisedJob>(name, std::vector<std::string>{"--hang-timeout", "60"},
+                                          job, env);
+  return s;
+}
+
+void finish(Supervised* s) {
+  auto st = s->job->child().wait_for(seconds(90));
+  ASSERT_TRUE(st.has_value()) << "supervisor did not end:\n" << s->job->log();
+  s->status = *st;
+}
+
+TEST(CrashE2E, SegvIsReportedWithItsFrameAndBadPluginsOnlyCostLogLines) {
+  const auto job = sim_job(2, false, {"--steps", "50", "--crash-rank", "1", "--crash-step", "3",
+                                      "--crash-kind", "segv"});
+  const std::string pdir = make_temp_dir("bad-plugins");
+  std::ofstream(pdir + "/raising.py")
+      << "def xpu_timer_parse_cpp_exception(stack_infos):\n    raise ValueError('plugin bug')\n";
+  std::ofstream(pdir + "/hanging.py")
+      << "import time\ndef xpu_timer_parse_cpp_exception(stack_infos):\n    time.sleep(600)\n";
+  Supervised s = start("crash-segv", job,
+                       {pdir + "/raising.py", pdir + "/hanging.py", pdir + "/missing.py",
+                        jsonl_plugin()},
+                       {"XPU_TIMER_PLUGIN_TIMEOUT=2"});
+  finish(&s);
+  const ExitStatus bare = run_bare("bare-segv", job);
+  EXPECT_EQ(describe(s.status), describe(bare));
+
+  const std::string log = s.job->log();
+  const json crash = crash_file(s.job->dump_dir(), 1);
+  ASSERT_TRUE(crash.is_object()) << log;
+  EXPECT_EQ(crash["kind"], "signal");
+  EXPECT_EQ(crash["rank"], 1);
+  EXPECT_EQ(crash["signal"], SIGSEGV);
+  EXPECT_TRUE(has_function(crash["frames"], "sim_crash_segv"))
+      << "sim_crash_segv not among the frames (is it compiled to a tail call of raise()?):\n"
+      << crash.dump(2);
+  EXPECT_NE(log.find("crash: rank 1 (pid "), std::string::npos) << log;
+
+  const auto lines = read_jsonl(s.jsonl);
+  const json cpp = plugin_line(lines, "cpp", 1);
+  ASSERT_TRUE(cpp.is_object()) << read_file(s.jsonl) << log;
+  const json& si = cpp["stack_infos"];
+  for (const char* key : {"signal", "rank", "ip", "pod_name", "job_name", "time", "frame_infos"}) {
+    EXPECT_TRUE(si.contains(key)) << key;
+  }
+  EXPECT_EQ(si["signal"], SIGSEGV);
+  ASSERT_FALSE(si["frame_infos"].empty());
+  for (const char* key : {"address", "offset", "function_name"}) {
+    EXPECT_TRUE(si["frame_infos"][0].contains(key)) << key;
+  }
+  EXPECT_NE(log.find("raised ValueError: plugin bug"), std::string::npos) << log;
+  EXPECT_NE(log.find("plugin hanging.py"), std::string::npos) << log;
+  EXPECT_NE(log.find("killed"), std::string::npos) << log;
+  EXPECT_NE(log.find("cannot load plugin"), std::string::npos) << log;
+}
+
+TEST(CrashE2E, AbortIsReportedWithAbortInTheFrames) {
+  const auto job = sim_job(2, false, {"--steps", "50", "--crash-rank", "0", "--crash-step", "2",
+                                      "--crash-kind", "abort"});
+  Supervised s = start("crash-abort", job, {jsonl_plugin()});
+  finish(&s);
+  EXPECT_EQ(describe(s.status), describe(run_bare("bare-abort", job)));
+  const json crash = crash_file(s.job->dump_dir(), 0);
+  ASSERT_TRUE(crash.is_object()) << s.job->log();
+  EXPECT_EQ(crash["signal"], SIGABRT);
+  EXPECT_TRUE(has_function(crash["frames"], "abort")) << crash.dump(2);
+  EXPECT_TRUE(has_function(crash["frames"], "sim_crash_abort")) << crash.dump(2);
+  const json cpp = plugin_line(read_jsonl(s.jsonl), "cpp", 0);
+  ASSERT_TRUE(cpp.is_object()) << read_file(s.jsonl);
+  EXPECT_EQ(cpp["stack_infos"]["signal"], SIGABRT);
+}
+
+TEST(CrashE2E, UncaughtPythonExceptionReachesThePythonHookWithRealTypes) {
+  const auto job = sim_job(2, true, {"--steps", "50", "--crash-rank", "1", "--crash-step", "3",
+                                     "--crash-kind", "exception"});
+  Supervised s = start("crash-exception", job, {jsonl_plugin()});
+  finish(&s);
+  EXPECT_EQ(describe(s.status), describe(run_bare("bare-exception", job)));
+  const json crash = crash_file(s.job->dump_dir(), 1);
+  ASSERT_TRUE(crash.is_object()) << s.job->log();
+  EXPECT_EQ(crash["kind"], "python_exception");
+  EXPECT_EQ(crash["exception"]["type"], "RuntimeError");
+  EXPECT_EQ(crash["exception"]["message"], "simulated training failure at step 3");
+
+  const json py = plugin_line(read_jsonl(s.jsonl), "python", 1);
+  ASSERT_TRUE(py.is_object()) << read_file(s.jsonl) << s.job->log();
+  for (const char* key : {"time", "rank", "ip", "pod_name", "job_name"}) {
+    EXPECT_TRUE(py["infos"].contains(key)) << key;
+  }
+  EXPECT_EQ(py["exc_type"], "RuntimeError");
+  EXPECT_TRUE(py["exc_type_is_exception_class"].get<bool>());
+  EXPECT_TRUE(py["exc_value_is_instance"].get<bool>());
+  EXPECT_EQ(py["exc_value"], "simulated training failure at step 3");
+  EXPECT_EQ(py["traceback_type"], "traceback");
+  bool crash_frame = false;
+  for (const json& f : py["traceback"]) {
+    const std::string file = f["file"];
+    if (f["func"] == "crash" && file.size() >= 14 && file.substr(file.size() - 14) == "sim_trainer.py") {
+      crash_frame = true;
+    }
+  }
+  EXPECT_TRUE(crash_frame) << py.dump(2);
+}
+
+TEST(CrashE2E, SigtermFromOutsideIsReportedWithItsSender) {
+  const auto job = sim_job(2, false, {"--steps", "100000", "--step-ms", "20"});
+  Supervised s = start("crash-sigterm", job, {jsonl_plugin()});
+  ASSERT_TRUE(s.job->wait_registered(2, seconds(30))) << s.job->log();
+  pid_t target = -1;
+  for (const json& r : s.job->get_json("/ranks")) {
+    if (r["rank"] == 1) target = r["pid"];
+  }
+  ASSERT_GT(target, 0);
+  ::kill(target, SIGTERM);
+  finish(&s);
+  EXPECT_EQ(describe(s.status), describe(run_bare_signalled("bare-sigterm", job, 1, SIGTERM)));
+  const json crash = crash_file(s.job->dump_dir(), 1);
+  ASSERT_TRUE(crash.is_object()) << s.job->log();
+  EXPECT_EQ(crash["signal"], SIGTERM);
+  EXPECT_EQ(crash["pid"], target);
+  EXPECT_NE(crash["sender"].get<std::string>().find("pid " + std::to_string(getpid())),
+            std::string::npos)
+      << crash.dump(2);
+  EXPECT_FALSE(crash["frames"].empty());
+  EXPECT_TRUE(plugin_line(read_jsonl(s.jsonl), "cpp", 1).is_object()) << read_file(s.jsonl);
+}
+
+TEST(CrashE2E, SigkillIsADeathWithoutAReportWithItsLastOperation) {
+  // Rank 0 stops calling collectives: rank 1 waits in an AllReduce, then is killed.
+  const auto job = sim_job(2, false, {"--steps", "100000", "--step-ms", "10", "--hang-rank", "0",
+                                      "--hang-step", "3"});
+  Supervised s = start("crash-sigkill", job, {jsonl_plugin()});
+  ASSERT_TRUE(s.job->wait_registered(2, seconds(30))) << s.job->log();
+  pid_t target = -1;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        for (const json& r : s.job->get_json("/ranks")) {
+          if (r["rank"] == 1 && r["inflight_count"].get<int>() > 0 &&
+              r["oldest_inflight"]["name"] == "AllReduce" &&
+              r["oldest_inflight"]["pending_s"].get<double>() > 1.0) {
+            target = r["pid"];
+            return true;
+          }
+        }
+        return false;
+      },
+      seconds(30)))
+      << s.job->log();
+  ::kill(target, SIGKILL);
+  // Seen on /ranks while the job is still ending (rank 0 hangs until the launcher's SIGTERM).
+  finish(&s);
+  EXPECT_EQ(describe(s.status), describe(run_bare_signalled("bare-sigkill", job, 1, SIGKILL)));
+  const json crash = crash_file(s.job->dump_dir(), 1);
+  ASSERT_TRUE(crash.is_object()) << s.job->log();
+  EXPECT_EQ(crash["kind"], "died_without_report");
+  EXPECT_EQ(crash["pid"], target);
+  ASSERT_TRUE(crash["last_inflight"].is_object()) << crash.dump(2);
+  EXPECT_EQ(crash["last_inflight"]["name"], "AllReduce");
+  EXPECT_NE(s.job->log().find("died without a report"), std::string::npos) << s.job->log();
+  EXPECT_TRUE(plugin_line(read_jsonl(s.jsonl), "cpp", 1).is_object()) << read_file(s.jsonl);
+}
+
+}  // namespace
+}  // namespace xpu_timer::testing
