@@ -1,9 +1,14 @@
 #include "supervisor/metrics_exporter.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
+#include <cstdlib>
+#include <map>
 
 #include "supervisor/op_json.h"
+#include "supervisor/process_table.h"
+#include "supervisor/rank_sampler.h"
 
 namespace xpu_timer::supervisor {
 namespace {
@@ -21,23 +26,62 @@ constexpr FamilyInfo kFamilies[] = {
     {"xpu_timer_inflight_operations", "gauge", "Operations launched and not yet completed."},
     {"xpu_timer_heartbeat_age_seconds", "gauge",
      "Seconds since the rank's background thread last refreshed its status page."},
+    {"xpu_timer_queue_depth", "gauge",
+     "Operation records waiting in the rank's queue for its background thread."},
     {"xpu_timer_dropped_records_total", "counter",
      "Operation records lost because the rank's queue was full."},
     {"xpu_timer_skipped_capture_total", "counter",
      "Calls not timed because their stream was capturing a CUDA graph."},
     {"xpu_timer_hook_errors_total", "counter",
      "Calls where xpu-timer failed internally and passed through untimed."},
-    {"xpu_timer_operations_total", "counter", "Timed operations completed."},
+    {"xpu_timer_operations_total", "counter", "Operations completed, timed or sampled out of timing."},
     {"xpu_timer_operation_latency_seconds", "histogram", "GPU execution time of timed operations."},
-    {"xpu_timer_nccl_bytes_total", "counter", "NCCL payload bytes of completed collectives."},
     {"xpu_timer_gemm_flops_total", "counter",
-     "Floating point operations of completed matrix products."},
+     "Floating point operations (2*b*m*n*k) of the timed matrix products."},
+    {"xpu_timer_gemm_flops_per_second", "gauge",
+     "Achieved FLOP/s of matrix products over the recent window: their flops / their GPU time."},
+    {"xpu_timer_nccl_bytes_total", "counter",
+     "NCCL payload bytes of the timed operations (nccl-tests size)."},
+    {"xpu_timer_nccl_bus_bytes_total", "counter",
+     "NCCL payload bytes of the timed operations times the nccl-tests bus bandwidth factor."},
+    {"xpu_timer_nccl_algo_bandwidth_bytes_per_second", "gauge",
+     "NCCL algorithm bandwidth over the recent window: bytes / GPU time."},
+    {"xpu_timer_nccl_bus_bandwidth_bytes_per_second", "gauge",
+     "NCCL bus bandwidth over the recent window: algorithm bandwidth times the nccl-tests factor."},
+    {"xpu_timer_nccl_channels", "gauge", "NCCL channels used by the latest operation."},
 };
 
+// std::to_chars: no locale, no format parsing (a scrape of 1024 ranks writes
+// about a million numbers).
 void append_u64(std::string* out, uint64_t v) {
   char buf[24];
-  const int n = std::snprintf(buf, sizeof(buf), "%llu", static_cast<unsigned long long>(v));
-  out->append(buf, static_cast<size_t>(n));
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  out->append(buf, static_cast<size_t>(r.ptr - buf));
+}
+
+// Shortest text that reads back as the same double.
+void append_shortest(std::string* out, double v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  out->append(buf, static_cast<size_t>(r.ptr - buf));
+}
+
+// `,le="..."} ` of each histogram bucket, rendered once.
+const std::array<std::string, proto::kHistBuckets>& bucket_suffixes() {
+  static const std::array<std::string, proto::kHistBuckets> suffixes = [] {
+    std::array<std::string, proto::kHistBuckets> s;
+    for (int b = 0; b < proto::kHistBuckets; ++b) {
+      char buf[32];
+      if (b == proto::kHistBuckets - 1) {
+        std::snprintf(buf, sizeof(buf), "+Inf");
+      } else {
+        std::snprintf(buf, sizeof(buf), "%.10g", proto::kHistUpperBoundsSeconds[b]);
+      }
+      s[b] = std::string(",le=\"") + buf + "\"} ";
+    }
+    return s;
+  }();
+  return suffixes;
 }
 
 void append_double(std::string* out, double v, const char* fmt) {
@@ -46,7 +90,6 @@ void append_double(std::string* out, double v, const char* fmt) {
   out->append(buf, static_cast<size_t>(n));
 }
 
-// name{labels} value\n with `labels` already rendered (no braces).
 void append_sample_prefix(std::string* out, const char* name, const char* suffix,
                           const std::string& labels) {
   out->append(name);
@@ -56,7 +99,63 @@ void append_sample_prefix(std::string* out, const char* name, const char* suffix
   out->append("} ");
 }
 
+void append_label(std::string* out, const char* name, const char* value) {
+  out->push_back(',');
+  out->append(name);
+  out->append("=\"");
+  out->append(value);
+  out->push_back('"');
+}
+
+// The slot's key as one number, for RateWindow's identity check.
+uint64_t slot_identity(const proto::MetricSlot& m) {
+  return static_cast<uint64_t>(m.name) | static_cast<uint64_t>(m.dtype) << 16 |
+         static_cast<uint64_t>(m.size_bucket) << 24 | static_cast<uint64_t>(m.algo) << 32 |
+         static_cast<uint64_t>(m.proto) << 40 | static_cast<uint64_t>(m.transport) << 48 |
+         static_cast<uint64_t>(m.nranks & 0xff) << 56;
+}
+
+double env_seconds(const char* name, double fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  const double d = std::strtod(v, &end);
+  return end != v && *end == '\0' && d > 0 ? d : fallback;
+}
+
 }  // namespace
+
+MetricsConfig MetricsConfig::from_env(const std::vector<std::string>& command) {
+  MetricsConfig c;
+  for (const char* var : {"XPU_TIMER_JOB_NAME", "ENV_ARGO_WORKFLOW_NAME"}) {
+    const char* v = std::getenv(var);
+    if (v != nullptr && *v != '\0') {
+      c.job_name = v;
+      break;
+    }
+  }
+  if (c.job_name.empty() && !command.empty()) {
+    const std::string& argv0 = command.front();
+    c.job_name = argv0.substr(argv0.rfind('/') == std::string::npos ? 0 : argv0.rfind('/') + 1);
+  }
+  c.expiry_s = env_seconds("XPU_TIMER_METRICS_EXPIRY_S", c.expiry_s);
+  c.window_s = env_seconds("XPU_TIMER_METRICS_WINDOW_S", c.window_s);
+  return c;
+}
+
+double nccl_bus_factor(proto::OpName op, uint32_t nranks) {
+  if (nranks == 0) return 1.0;  // communicator size unknown
+  const double n = static_cast<double>(nranks);
+  switch (op) {
+    case proto::OpName::kAllReduce:
+      return 2.0 * (n - 1) / n;
+    case proto::OpName::kAllGather:
+    case proto::OpName::kReduceScatter:
+      return (n - 1) / n;
+    default:
+      return 1.0;
+  }
+}
 
 void append_escaped_label_value(std::string* out, const std::string& value) {
   for (char c : value) {
@@ -84,106 +183,149 @@ void append_ns_as_seconds(std::string* out, uint64_t ns) {
   out->append(buf, static_cast<size_t>(n));
 }
 
-MetricsWriter::MetricsWriter() {
+MetricsWriter::MetricsWriter(const MetricsConfig& config, RateWindow* rates, uint64_t now_ns,
+                             Buffers* reuse)
+    : config_(config),
+      rates_(rates),
+      now_ns_(now_ns),
+      expiry_ns_(static_cast<uint64_t>(config.expiry_s * 1e9)),
+      body_(reuse != nullptr ? *reuse : own_) {
   static_assert(sizeof(kFamilies) / sizeof(kFamilies[0]) == kFamilyCount);
-  for (std::string& b : body_) b.reserve(4096);
+  for (std::string& b : body_) {
+    b.clear();
+    b.reserve(4096);
+  }
 }
 
 void MetricsWriter::add_rank(const RankMetricsInput& in) {
-  std::string labels;
-  labels.reserve(64 + in.host.size());
+  std::string& labels = rank_labels_;
+  labels.clear();
   labels.append("rank=\"");
   labels.append(std::to_string(in.rank));
   labels.append("\",local_rank=\"");
   labels.append(std::to_string(in.local_rank));
   labels.append("\",host=\"");
   append_escaped_label_value(&labels, in.host);
+  labels.append("\",job_name=\"");
+  append_escaped_label_value(&labels, config_.job_name);
   labels.push_back('"');
 
-  auto gauge = [&](Family f, const std::string& value) {
+  auto gauge = [&](Family f, uint64_t value) {
     std::string& out = body_[f];
     append_sample_prefix(&out, kFamilies[f].name, "", labels);
-    out.append(value);
+    append_u64(&out, value);
     out.push_back('\n');
   };
-  gauge(kRankUp, in.up ? "1" : "0");
-  gauge(kHang, in.stuck ? "1" : "0");
+  gauge(kRankUp, in.up ? 1 : 0);
+  gauge(kHang, in.stuck ? 1 : 0);
   {
-    std::string age;
-    append_double(&age, in.heartbeat_age_s, "%.3f");
-    gauge(kHeartbeatAge, age);
+    std::string& out = body_[kHeartbeatAge];
+    append_sample_prefix(&out, kFamilies[kHeartbeatAge].name, "", labels);
+    append_double(&out, in.heartbeat_age_s, "%.3f");
+    out.push_back('\n');
   }
   const proto::StatusPage* p = in.page;
   if (p == nullptr) return;
-  gauge(kInflight, std::to_string(p->inflight_count));
-  gauge(kDropped, std::to_string(p->dropped_queue_full));
-  gauge(kSkipped, std::to_string(p->skipped_capture));
-  gauge(kHookErrors, std::to_string(p->hook_errors));
+  gauge(kInflight, p->inflight_count);
+  gauge(kQueueDepth, p->queue_depth);
+  gauge(kDropped, p->dropped_queue_full);
+  gauge(kSkipped, p->skipped_capture);
+  gauge(kHookErrors, p->hook_errors);
 
   const uint32_t nmetrics = std::min<uint32_t>(p->nmetrics, proto::kMaxMetrics);
-  std::string op_labels;
   for (uint32_t i = 0; i < nmetrics; ++i) {
     const proto::MetricSlot& m = p->metrics[i];
-    if (m.name == 0) continue;
-    const auto name = static_cast<proto::OpName>(m.name);
-    const proto::OpKind kind = proto::op_kind_of(name);
-    op_labels.assign(labels);
-    op_labels.append(",op=\"");
-    op_labels.append(proto::op_name_str(name));
-    op_labels.append("\",kind=\"");
-    op_labels.append(op_kind_str(static_cast<uint8_t>(kind)));
-    op_labels.append("\",dtype=\"");
-    op_labels.append(proto::dtype_str(static_cast<proto::DType>(m.dtype)));
-    op_labels.append("\",size_bucket=\"");
-    op_labels.append(std::to_string(m.size_bucket));
-    op_labels.push_back('"');
-    if (kind == proto::OpKind::kNccl) {
-      op_labels.append(",nranks=\"");
-      op_labels.append(std::to_string(m.nranks));
-      op_labels.push_back('"');
+    if (m.name == 0 || m.count + m.untimed_count == 0) continue;
+    // Expiry: a key idle for expiry_s leaves the exposition (and Prometheus
+    // marks its series stale); it comes back with its totals if used again.
+    if (expiry_ns_ > 0 && now_ns_ > m.last_update_ns && now_ns_ - m.last_update_ns > expiry_ns_) {
+      continue;
     }
+    add_slot(in, i, m);
+  }
+}
 
-    std::string& ops = body_[kOperations];
-    append_sample_prefix(&ops, kFamilies[kOperations].name, "", op_labels);
-    append_u64(&ops, m.count);
-    ops.push_back('\n');
+void MetricsWriter::add_slot(const RankMetricsInput& in, uint32_t index,
+                             const proto::MetricSlot& m) {
+  const auto name = static_cast<proto::OpName>(m.name);
+  const proto::OpKind kind = proto::op_kind_of(name);
+  const bool nccl = kind == proto::OpKind::kNccl;
+  std::string& l = op_labels_;
+  l.assign(rank_labels_);
+  append_label(&l, "op", proto::op_name_str(name));
+  append_label(&l, "kind", op_kind_str(static_cast<uint8_t>(kind)));
+  append_label(&l, "dtype", proto::dtype_str(static_cast<proto::DType>(m.dtype)));
+  l.append(",size_bucket=\"");
+  append_u64(&l, m.size_bucket);
+  l.push_back('"');
+  if (nccl) {
+    l.append(",nranks=\"");
+    append_u64(&l, m.nranks);
+    l.push_back('"');
+    append_label(&l, "algo", proto::nccl_algo_str(m.algo));
+    append_label(&l, "proto", proto::nccl_proto_str(m.proto));
+    append_label(&l, "transport", proto::nccl_transport_str(m.transport));
+  }
 
-    std::string& h = body_[kLatency];
-    const char* hname = kFamilies[kLatency].name;
-    uint64_t cumulative = 0;
-    for (int b = 0; b < proto::kHistBuckets; ++b) {
-      cumulative += m.hist[b];
-      h.append(hname);
-      h.append("_bucket{");
-      h.append(op_labels);
-      h.append(",le=\"");
-      if (b == proto::kHistBuckets - 1) {
-        h.append("+Inf");
-      } else {
-        append_double(&h, proto::kHistUpperBoundsSeconds[b], "%.10g");
-      }
-      h.append("\"} ");
-      append_u64(&h, cumulative);
-      h.push_back('\n');
-    }
-    append_sample_prefix(&h, hname, "_sum", op_labels);
-    append_ns_as_seconds(&h, m.sum_ns);
-    h.push_back('\n');
-    append_sample_prefix(&h, hname, "_count", op_labels);
+  auto sample = [&](Family f, const char* suffix) -> std::string& {
+    std::string& out = body_[f];
+    append_sample_prefix(&out, kFamilies[f].name, suffix, l);
+    return out;
+  };
+  auto line_u64 = [&](Family f, uint64_t v) {
+    std::string& out = sample(f, "");
+    append_u64(&out, v);
+    out.push_back('\n');
+  };
+  auto line_double = [&](Family f, double v) {
+    std::string& out = sample(f, "");
+    append_shortest(&out, v);
+    out.push_back('\n');
+  };
+
+  line_u64(kOperations, m.count + m.untimed_count);  // every call; the histogram: timed ones
+
+  std::string& h = body_[kLatency];
+  const char* hname = kFamilies[kLatency].name;
+  const auto& suffixes = bucket_suffixes();
+  uint64_t cumulative = 0;
+  for (int b = 0; b < proto::kHistBuckets; ++b) {
+    cumulative += m.hist[b];
+    h.append(hname);
+    h.append("_bucket{");
+    h.append(l);
+    h.append(suffixes[b]);
     append_u64(&h, cumulative);
     h.push_back('\n');
+  }
+  append_sample_prefix(&h, hname, "_sum", l);
+  append_ns_as_seconds(&h, m.sum_ns);
+  h.push_back('\n');
+  append_sample_prefix(&h, hname, "_count", l);
+  append_u64(&h, cumulative);
+  h.push_back('\n');
 
-    if (kind == proto::OpKind::kNccl) {
-      std::string& out = body_[kNcclBytes];
-      append_sample_prefix(&out, kFamilies[kNcclBytes].name, "", op_labels);
-      append_u64(&out, m.sum_bytes);
-      out.push_back('\n');
-    } else if (kind == proto::OpKind::kGemm) {
-      std::string& out = body_[kGemmFlops];
-      append_sample_prefix(&out, kFamilies[kGemmFlops].name, "", op_labels);
-      append_u64(&out, m.sum_flops);
-      out.push_back('\n');
+  RateWindow::Totals d{};
+  if (rates_ != nullptr) {
+    d = rates_->delta(in.rank, in.pid, index, slot_identity(m),
+                      RateWindow::Totals{m.count, m.sum_ns, m.sum_bytes, m.sum_flops}, now_ns_);
+  }
+  const bool have_rate = d.count > 0 && d.sum_ns > 0;
+  const double window_seconds = static_cast<double>(d.sum_ns) / 1e9;
+
+  if (kind == proto::OpKind::kGemm) {
+    line_u64(kGemmFlops, m.sum_flops);
+    if (have_rate) line_double(kGemmFlopsRate, static_cast<double>(d.sum_flops) / window_seconds);
+  } else if (nccl) {
+    const double factor = nccl_bus_factor(name, m.nranks);
+    line_u64(kNcclBytes, m.sum_bytes);
+    line_double(kNcclBusBytes, static_cast<double>(m.sum_bytes) * factor);
+    if (have_rate) {
+      const double algbw = static_cast<double>(d.sum_bytes) / window_seconds;
+      line_double(kNcclAlgoBw, algbw);
+      line_double(kNcclBusBw, algbw * factor);
     }
+    if (m.nchannels != 0) line_u64(kNcclChannels, m.nchannels);
   }
 }
 
@@ -207,8 +349,46 @@ std::string MetricsWriter::finish(bool job_hung) {
   }
   out.append("# HELP xpu_timer_job_hung 1 while the supervisor reports a hang on this node.\n");
   out.append("# TYPE xpu_timer_job_hung gauge\n");
-  out.append(job_hung ? "xpu_timer_job_hung 1\n" : "xpu_timer_job_hung 0\n");
+  out.append("xpu_timer_job_hung{job_name=\"");
+  append_escaped_label_value(&out, config_.job_name);
+  out.append(job_hung ? "\"} 1\n" : "\"} 0\n");
   return out;
+}
+
+MetricsExporter::MetricsExporter(MetricsConfig config)
+    : config_(std::move(config)),
+      rates_(static_cast<uint64_t>(config_.window_s * 1e9)),
+      scratch_(std::make_unique<proto::StatusPage>()) {}
+
+std::string MetricsExporter::render(const std::vector<RankRecord>& records,
+                                    const HangReport& report) {
+  std::map<int, RankState> states;
+  for (const RankVerdict& v : report.ranks) states[v.rank] = v.state;
+
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t now = monotonic_now_ns();
+  MetricsWriter writer(config_, &rates_, now, &buffers_);
+  for (const RankRecord& rec : records) {
+    RankMetricsInput in;
+    in.rank = rec.reg.rank;
+    in.local_rank = rec.reg.local_rank;
+    in.pid = rec.reg.pid;
+    in.host = rec.reg.host;
+    in.up = process_alive(rec.reg.pid, rec.start_time);
+    auto it = states.find(rec.reg.rank);
+    in.stuck = it != states.end() && it->second == RankState::kStuck;
+    uint64_t beat = 0;
+    if (rec.page && rec.page->heartbeat(&beat)) {
+      beat = std::max(beat, rec.registered_ns);
+      in.heartbeat_age_s = now > beat ? static_cast<double>(now - beat) / 1e9 : 0.0;
+    }
+    in.page = rec.page && rec.page->read(scratch_.get()) ? scratch_.get() : nullptr;
+    writer.add_rank(in);
+  }
+  // Ranks that re-registered or went away: their window state goes after a
+  // while (kept a window longer than the expiry so a brief gap keeps it).
+  rates_.sweep(now, static_cast<uint64_t>((config_.expiry_s + config_.window_s) * 1e9));
+  return writer.finish(report.hung);
 }
 
 }  // namespace xpu_timer::supervisor

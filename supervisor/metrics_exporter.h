@@ -1,27 +1,53 @@
-// Prometheus text exposition (format 0.0.4) of every rank's status page.
-// One MetricsWriter per scrape, on the HTTP thread that serves it: ranks are
-// added one at a time (so only one page copy is alive) and each family's
-// lines are appended to its own buffer, then concatenated once.
+// Prometheus text exposition (format 0.0.4) of every rank's status page:
+// what `GET /metrics` answers. docs/metrics.md lists every family, its
+// labels and meaning, and the PromQL for xpu-timer's metric names.
 //
-// Families (base units; labels rank, local_rank, host, plus op, kind, dtype,
-// size_bucket and, for NCCL, nranks on the per-operation families):
-//   xpu_timer_rank_up, xpu_timer_hang, xpu_timer_inflight_operations,
-//   xpu_timer_heartbeat_age_seconds, xpu_timer_dropped_records_total,
-//   xpu_timer_skipped_capture_total, xpu_timer_hook_errors_total,
-//   xpu_timer_operations_total, xpu_timer_operation_latency_seconds (histogram),
-//   xpu_timer_nccl_bytes_total, xpu_timer_gemm_flops_total, xpu_timer_job_hung.
+// MetricsWriter renders one scrape: ranks are added one at a time (so only
+// one page copy is alive) and each family's lines go to their own buffer,
+// concatenated once at the end. MetricsExporter is what the HTTP handler
+// calls: it reads each registered rank's page through the SIGBUS guard,
+// keeps the recent-window state of the rate gauges, and renders.
+//
+// Labels: every series has rank, local_rank, host and job_name (not `job`:
+// Prometheus owns that target label and would rename ours exported_job).
+// Per-operation series add op, kind, dtype, size_bucket (floor(log2) of the
+// operation's flops for GEMMs, of its bytes for NCCL) and, for NCCL, nranks,
+// algo, proto and transport. Cardinality is bounded by the page: at most
+// proto::kMaxMetrics operation keys per rank, and a key not updated for
+// `expiry_s` is no longer exported.
+//
+// Threads: MetricsWriter is used by one thread. MetricsExporter::render is
+// called by HTTP threads concurrently; it serialises on its own mutex.
 #pragma once
 
 #include <array>
+#include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "common/protocol.h"
+#include "supervisor/hang_detector.h"
+#include "supervisor/metrics_rate_window.h"
+#include "supervisor/rank_registry.h"
 
 namespace xpu_timer::supervisor {
+
+struct MetricsConfig {
+  std::string job_name;   // the job_name label of every series
+  double expiry_s = 600;  // XPU_TIMER_METRICS_EXPIRY_S: drop keys idle this long
+  double window_s = 30;   // XPU_TIMER_METRICS_WINDOW_S: window of the rate gauges
+
+  // XPU_TIMER_JOB_NAME, else ENV_ARGO_WORKFLOW_NAME (xpu-timer's), else the
+  // file name of the job's command (argv[0]); window and expiry from env.
+  static MetricsConfig from_env(const std::vector<std::string>& command);
+};
 
 struct RankMetricsInput {
   int rank = 0;
   int local_rank = 0;
+  pid_t pid = 0;
   std::string host;
   bool up = false;     // process alive
   bool stuck = false;  // its state in the latest hang report
@@ -31,28 +57,71 @@ struct RankMetricsInput {
 
 class MetricsWriter {
  public:
-  MetricsWriter();
-  void add_rank(const RankMetricsInput& in);
-  // Appends the job-level families and returns the whole exposition.
-  std::string finish(bool job_hung);
-
- private:
   enum Family {
     kRankUp,
     kHang,
     kInflight,
     kHeartbeatAge,
+    kQueueDepth,
     kDropped,
     kSkipped,
     kHookErrors,
     kOperations,
     kLatency,
-    kNcclBytes,
     kGemmFlops,
+    kGemmFlopsRate,
+    kNcclBytes,
+    kNcclBusBytes,
+    kNcclAlgoBw,
+    kNcclBusBw,
+    kNcclChannels,
     kFamilyCount
   };
-  std::array<std::string, kFamilyCount> body_;
+  // One text buffer per family; reusing them across scrapes keeps their
+  // memory (a scrape of 1024 ranks writes ~90 MB).
+  using Buffers = std::array<std::string, kFamilyCount>;
+
+  // `rates` (may be null: no rate gauges) is updated with this scrape's
+  // totals; `now_ns` is CLOCK_MONOTONIC, the clock of the pages' times;
+  // `reuse` (may be null) lends buffers, emptied here.
+  MetricsWriter(const MetricsConfig& config, RateWindow* rates, uint64_t now_ns,
+                Buffers* reuse = nullptr);
+  void add_rank(const RankMetricsInput& in);
+  // Appends the job-level families and returns the whole exposition.
+  std::string finish(bool job_hung);
+
+ private:
+  void add_slot(const RankMetricsInput& in, uint32_t index, const proto::MetricSlot& m);
+
+  const MetricsConfig& config_;
+  RateWindow* const rates_;
+  const uint64_t now_ns_;
+  const uint64_t expiry_ns_;
+  std::string rank_labels_;  // of the rank being added
+  std::string op_labels_;    // of the slot being added
+  Buffers own_;
+  Buffers& body_;
 };
+
+class MetricsExporter {
+ public:
+  explicit MetricsExporter(MetricsConfig config);
+  // The exposition for these ranks (registry snapshot) and hang report.
+  std::string render(const std::vector<RankRecord>& records, const HangReport& report);
+  const MetricsConfig& config() const { return config_; }
+
+ private:
+  const MetricsConfig config_;
+  std::mutex mu_;
+  RateWindow rates_;                            // guarded by mu_
+  std::unique_ptr<proto::StatusPage> scratch_;  // guarded by mu_
+  MetricsWriter::Buffers buffers_;              // guarded by mu_
+};
+
+// nccl-tests' bus bandwidth factor for `bytes` as defined by our hooks (the
+// larger of send and receive buffer, i.e. nccl-tests' "size"):
+// AllReduce 2(n-1)/n, AllGather and ReduceScatter (n-1)/n, others 1.
+double nccl_bus_factor(proto::OpName op, uint32_t nranks);
 
 // Label value escaping of the text format: \ " and newline.
 void append_escaped_label_value(std::string* out, const std::string& value);

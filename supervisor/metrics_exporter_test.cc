@@ -19,6 +19,17 @@ size_t count(const std::string& text, const std::string& needle) {
   return n;
 }
 
+constexpr uint64_t kNow = 1000ull * 1000000000ull;  // CLOCK_MONOTONIC of the scrapes
+
+const MetricsConfig& config() {
+  static const MetricsConfig c = [] {
+    MetricsConfig m;
+    m.job_name = "train";
+    return m;
+  }();
+  return c;
+}
+
 std::unique_ptr<proto::StatusPage> page_with_allreduce_and_gemm() {
   auto page = std::make_unique<proto::StatusPage>();
   page->inflight_count = 2;
@@ -36,6 +47,11 @@ std::unique_ptr<proto::StatusPage> page_with_allreduce_and_gemm() {
   ar.sum_bytes = 3u << 20;
   ar.hist[6] = 1;  // <= 640 us
   ar.hist[7] = 2;  // <= 1.28 ms
+  ar.algo = static_cast<uint8_t>(proto::NcclAlgo::kRing);
+  ar.proto = static_cast<uint8_t>(proto::NcclProto::kLL128);
+  ar.transport = static_cast<uint8_t>(proto::NcclTransport::kIntraNode);
+  ar.nchannels = 16;
+  ar.last_update_ns = kNow - 1;
   // metrics[1] unused (name 0) must be skipped.
   proto::MetricSlot& mm = page->metrics[2];
   mm.name = static_cast<uint16_t>(proto::OpName::kGemmEx);
@@ -45,12 +61,13 @@ std::unique_ptr<proto::StatusPage> page_with_allreduce_and_gemm() {
   mm.sum_ns = 12000000001ull;
   mm.sum_flops = 2000000000ull;
   mm.hist[proto::kHistBuckets - 1] = 1;
+  mm.last_update_ns = kNow - 1;
   return page;
 }
 
 TEST(MetricsExporter, ExactLinesForOnePage) {
   auto page = page_with_allreduce_and_gemm();
-  MetricsWriter w;
+  MetricsWriter w(config(), nullptr, kNow);
   RankMetricsInput in;
   in.rank = 5;
   in.local_rank = 1;
@@ -61,9 +78,11 @@ TEST(MetricsExporter, ExactLinesForOnePage) {
   in.page = page.get();
   w.add_rank(in);
   const std::string text = w.finish(true);
-  const std::string l = "rank=\"5\",local_rank=\"1\",host=\"node\\\"a\\\\b\\nc\"";
+  const std::string l =
+      "rank=\"5\",local_rank=\"1\",host=\"node\\\"a\\\\b\\nc\",job_name=\"train\"";
   const std::string ar =
-      l + ",op=\"AllReduce\",kind=\"nccl\",dtype=\"bf16\",size_bucket=\"20\",nranks=\"4\"";
+      l + ",op=\"AllReduce\",kind=\"nccl\",dtype=\"bf16\",size_bucket=\"20\",nranks=\"4\"," +
+      "algo=\"Ring\",proto=\"LL128\",transport=\"intra_node\"";
   const std::string mm = l + ",op=\"GemmEx\",kind=\"gemm\",dtype=\"fp16\",size_bucket=\"30\"";
 
   EXPECT_TRUE(has_line(text, "# HELP xpu_timer_rank_up 1 while the rank's process is alive."));
@@ -100,7 +119,12 @@ TEST(MetricsExporter, ExactLinesForOnePage) {
   EXPECT_TRUE(has_line(text, "xpu_timer_operation_latency_seconds_sum{" + mm + "} 12.000000001"));
   EXPECT_TRUE(has_line(text, "xpu_timer_nccl_bytes_total{" + ar + "} 3145728"));
   EXPECT_TRUE(has_line(text, "xpu_timer_gemm_flops_total{" + mm + "} 2000000000"));
-  EXPECT_TRUE(has_line(text, "xpu_timer_job_hung 1"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_nccl_bus_bytes_total{" + ar + "} 4718592"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_nccl_channels{" + ar + "} 16"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_queue_depth{" + l + "} 0"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_job_hung{job_name=\"train\"} 1"));
+  // No window state given: no rate gauges.
+  EXPECT_EQ(text.find("xpu_timer_gemm_flops_per_second{"), std::string::npos);
   // One HELP/TYPE per family; 24 buckets per slot; unused slot skipped.
   EXPECT_EQ(count(text, "# TYPE xpu_timer_operation_latency_seconds "), 1u);
   EXPECT_EQ(count(text, "xpu_timer_operation_latency_seconds_bucket{"), 2u * proto::kHistBuckets);
@@ -109,15 +133,16 @@ TEST(MetricsExporter, ExactLinesForOnePage) {
 }
 
 TEST(MetricsExporter, RankWithoutReadablePageHasOnlyLiveness) {
-  MetricsWriter w;
+  MetricsWriter w(config(), nullptr, kNow);
   RankMetricsInput in;
   in.rank = 0;
   in.host = "h";
   w.add_rank(in);
   const std::string text = w.finish(false);
-  EXPECT_TRUE(has_line(text, "xpu_timer_rank_up{rank=\"0\",local_rank=\"0\",host=\"h\"} 0"));
+  EXPECT_TRUE(has_line(
+      text, "xpu_timer_rank_up{rank=\"0\",local_rank=\"0\",host=\"h\",job_name=\"train\"} 0"));
   EXPECT_EQ(text.find("xpu_timer_operations_total"), std::string::npos);
-  EXPECT_TRUE(has_line(text, "xpu_timer_job_hung 0"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_job_hung{job_name=\"train\"} 0"));
 }
 
 TEST(MetricsExporter, GarbageCountsAreBounded) {
@@ -125,17 +150,21 @@ TEST(MetricsExporter, GarbageCountsAreBounded) {
   page->nmetrics = 0xffffffffu;  // a corrupt page must not read past metrics[]
   page->metrics[proto::kMaxMetrics - 1].name = static_cast<uint16_t>(proto::OpName::kSend);
   page->metrics[proto::kMaxMetrics - 1].dtype = 200;  // unknown dtype
-  MetricsWriter w;
+  page->metrics[proto::kMaxMetrics - 1].algo = 250;   // unknown algorithm
+  page->metrics[proto::kMaxMetrics - 1].count = 1;
+  page->metrics[proto::kMaxMetrics - 1].last_update_ns = kNow;
+  MetricsWriter w(config(), nullptr, kNow);
   RankMetricsInput in;
   in.page = page.get();
   w.add_rank(in);
   const std::string text = w.finish(false);
   EXPECT_NE(text.find("op=\"Send\",kind=\"nccl\",dtype=\"unknown\""), std::string::npos);
+  EXPECT_NE(text.find("algo=\"unknown\",proto=\"unknown\""), std::string::npos);
 }
 
 TEST(MetricsExporter, ScalesTo1024Ranks) {
   auto page = page_with_allreduce_and_gemm();
-  MetricsWriter w;
+  MetricsWriter w(config(), nullptr, kNow);
   for (int r = 0; r < 1024; ++r) {
     RankMetricsInput in;
     in.rank = r;
@@ -157,6 +186,102 @@ TEST(MetricsExporter, SecondsFromNanoseconds) {
   s.clear();
   append_ns_as_seconds(&s, 18446744073709551615ull);
   EXPECT_EQ(s, "18446744073.709551615");
+}
+
+TEST(MetricsExporter, BusBandwidthFactorsAreNcclTests) {
+  EXPECT_DOUBLE_EQ(nccl_bus_factor(proto::OpName::kAllReduce, 8), 2.0 * 7 / 8);
+  EXPECT_DOUBLE_EQ(nccl_bus_factor(proto::OpName::kAllGather, 4), 3.0 / 4);
+  EXPECT_DOUBLE_EQ(nccl_bus_factor(proto::OpName::kReduceScatter, 2), 0.5);
+  EXPECT_DOUBLE_EQ(nccl_bus_factor(proto::OpName::kBroadcast, 8), 1.0);
+  EXPECT_DOUBLE_EQ(nccl_bus_factor(proto::OpName::kSend, 8), 1.0);
+  EXPECT_DOUBLE_EQ(nccl_bus_factor(proto::OpName::kAllReduce, 0), 1.0);  // size unknown
+}
+
+// Rate gauges over the window: the deltas between the newest sample at least
+// a window old and now, not lifetime averages.
+TEST(MetricsExporter, RateGaugesUseTheRecentWindow) {
+  const uint64_t s = 1000000000ull;
+  RateWindow rates(30 * s);
+  auto page = std::make_unique<proto::StatusPage>();
+  page->nmetrics = 2;
+  proto::MetricSlot& mm = page->metrics[0];
+  mm.name = static_cast<uint16_t>(proto::OpName::kGemmEx);
+  mm.dtype = static_cast<uint8_t>(proto::DType::kBF16);
+  proto::MetricSlot& ar = page->metrics[1];
+  ar.name = static_cast<uint16_t>(proto::OpName::kAllReduce);
+  ar.nranks = 2;
+  RankMetricsInput in;
+  in.rank = 1;
+  in.pid = 42;
+  in.page = page.get();
+  auto scrape = [&](uint64_t now) {
+    MetricsWriter w(config(), &rates, now);
+    w.add_rank(in);
+    return w.finish(false);
+  };
+  // 0-100 s: 1e12 flops per 10 ms of GPU time = 100 TFLOP/s.
+  mm.count = 10;
+  mm.sum_ns = 100000000;
+  mm.sum_flops = 10000000000000ull;
+  mm.last_update_ns = 100 * s;
+  ar.count = 4;
+  ar.sum_ns = 4000000;        // 1 ms each
+  ar.sum_bytes = 4000000000;  // 1e9 bytes each: algbw 1e12 B/s
+  ar.last_update_ns = 100 * s;
+  std::string text = scrape(100 * s);
+  const std::string l = "rank=\"1\",local_rank=\"0\",host=\"\",job_name=\"train\"";
+  const std::string g = l + ",op=\"GemmEx\",kind=\"gemm\",dtype=\"bf16\",size_bucket=\"0\"";
+  const std::string n = l + ",op=\"AllReduce\",kind=\"nccl\",dtype=\"unknown\",size_bucket=\"0\"," +
+                        "nranks=\"2\",algo=\"unknown\",proto=\"unknown\",transport=\"unknown\"";
+  EXPECT_TRUE(has_line(text, "xpu_timer_gemm_flops_per_second{" + g + "} 1e+14")) << text;
+  EXPECT_TRUE(has_line(text, "xpu_timer_nccl_algo_bandwidth_bytes_per_second{" + n + "} 1e+12"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_nccl_bus_bandwidth_bytes_per_second{" + n + "} 1e+12"));
+  // 100-140 s: the GEMMs got twice slower (50 TFLOP/s); the lifetime average
+  // would still say 66.7.
+  mm.count += 10;
+  mm.sum_ns += 200000000;
+  mm.sum_flops += 10000000000000ull;
+  mm.last_update_ns = 140 * s;
+  text = scrape(140 * s);
+  EXPECT_TRUE(has_line(text, "xpu_timer_gemm_flops_per_second{" + g + "} 5e+13")) << text;
+  // No AllReduce in the window: no bandwidth sample rather than a stale one.
+  EXPECT_EQ(text.find("xpu_timer_nccl_algo_bandwidth_bytes_per_second{"), std::string::npos);
+  EXPECT_TRUE(has_line(text, "xpu_timer_nccl_bytes_total{" + n + "} 4000000000"));
+  // A new process for the rank starts its window afresh.
+  in.pid = 43;
+  mm.count = 1;
+  mm.sum_ns = 10000000;
+  mm.sum_flops = 2000000000000ull;
+  text = scrape(150 * s);
+  EXPECT_TRUE(has_line(text, "xpu_timer_gemm_flops_per_second{" + g + "} 2e+14")) << text;
+}
+
+TEST(MetricsExporter, IdleKeysExpire) {
+  MetricsConfig c = config();
+  c.expiry_s = 600;
+  auto page = page_with_allreduce_and_gemm();
+  page->metrics[2].last_update_ns = kNow - 601ull * 1000000000ull;  // the GEMM went idle
+  MetricsWriter w(c, nullptr, kNow);
+  RankMetricsInput in;
+  in.page = page.get();
+  w.add_rank(in);
+  const std::string text = w.finish(false);
+  EXPECT_EQ(count(text, "xpu_timer_operations_total{"), 1u);
+  EXPECT_EQ(text.find("op=\"GemmEx\""), std::string::npos);
+  EXPECT_NE(text.find("op=\"AllReduce\""), std::string::npos);
+}
+
+TEST(MetricsExporter, JobNameFromEnvironmentOrCommand) {
+  unsetenv("ENV_ARGO_WORKFLOW_NAME");
+  unsetenv("XPU_TIMER_JOB_NAME");
+  EXPECT_EQ(MetricsConfig::from_env({"/usr/bin/torchrun", "x.py"}).job_name, "torchrun");
+  setenv("XPU_TIMER_JOB_NAME", "llama-70b", 1);
+  setenv("XPU_TIMER_METRICS_EXPIRY_S", "120", 1);
+  const MetricsConfig c = MetricsConfig::from_env({"torchrun"});
+  EXPECT_EQ(c.job_name, "llama-70b");
+  EXPECT_DOUBLE_EQ(c.expiry_s, 120);
+  unsetenv("XPU_TIMER_JOB_NAME");
+  unsetenv("XPU_TIMER_METRICS_EXPIRY_S");
 }
 
 }  // namespace

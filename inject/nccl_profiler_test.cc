@@ -1,0 +1,191 @@
+// The NCCL profiler plugin exported by libxpu_timer_inject.so, end to end:
+// a process preloads the library under a fake supervisor and calls NCCL
+// through the hooks; the "NCCL" is a stand-in (testdata/fake_nccl_profiling.cc)
+// that loads NCCL_PROFILER_PLUGIN and drives ncclProfiler_v5 (or v4..v1) with
+// the public ABI's structs exactly as NCCL does, from inside the hooked call.
+// The test reads the rank's status page, as the supervisor does, and checks
+// that each operation's metrics key carries the algorithm, protocol,
+// transport and channels NCCL named, and "unknown" where no correlation holds.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/protocol.h"
+#include "inject/clock.h"
+#include "inject/dtype_mapping.h"
+#include "inject/nccl_profiler_tags.h"
+#include "inject/testdata/child_process.h"
+#include "inject/testdata/fake_supervisor.h"
+
+namespace xpu_timer::inject {
+namespace {
+
+using proto::NcclAlgo;
+using proto::NcclProto;
+using proto::NcclTransport;
+using testing::ChildProcess;
+using testing::FakeSupervisor;
+
+constexpr double kTimeoutS = 20;
+
+struct DriverRun {
+  std::unique_ptr<ChildProcess> child;
+  std::unique_ptr<proto::StatusPage> page;
+  std::string error;
+};
+
+// Runs the driver with `steps`, waits for `ops` completed operations, returns
+// the page then.
+DriverRun run_driver(FakeSupervisor& sup, const std::vector<std::string>& steps, uint64_t ops,
+                     const std::vector<std::string>& extra_env = {}) {
+  DriverRun run;
+  std::vector<std::string> env = sup.env();
+  env.push_back(std::string("LD_PRELOAD=") + INJECT_LIB);
+  env.push_back(std::string("NCCL_PROFILER_PLUGIN=") + INJECT_LIB);
+  env.push_back("XPU_TIMER_SAMPLE_PER_SEC=0");  // every call timed: exact counts per key
+  for (const char* v :
+       {"RANK=0", "LOCAL_RANK=0", "WORLD_SIZE=1", "LOCAL_WORLD_SIZE=1", "GROUP_RANK=0"}) {
+    env.push_back(v);
+  }
+  env.insert(env.end(), extra_env.begin(), extra_env.end());
+  std::vector<std::string> argv = {DRIVER};
+  argv.insert(argv.end(), steps.begin(), steps.end());
+  argv.push_back("wait");
+  run.child = ChildProcess::start(argv, env);
+  auto* rank = sup.accept_rank(kTimeoutS, &run.error);
+  if (rank == nullptr) return run;
+  if (!run.child->wait_for_output("READY", kTimeoutS)) {
+    run.error = "driver not ready: " + run.child->output();
+    return run;
+  }
+  const uint64_t deadline = monotonic_ns() + static_cast<uint64_t>(kTimeoutS * 1e9);
+  while (monotonic_ns() < deadline) {
+    run.page = rank->snapshot();
+    if (run.page && run.page->completed_total >= ops) return run;
+    usleep(10 * 1000);
+  }
+  run.error = "operations did not complete: " + run.child->output();
+  return run;
+}
+
+const proto::MetricSlot* slot_for_bucket(const proto::StatusPage& p, int size_bucket) {
+  for (uint32_t i = 0; i < p.nmetrics; ++i) {
+    if (p.metrics[i].name == static_cast<uint16_t>(proto::OpName::kAllReduce) &&
+        p.metrics[i].size_bucket == size_bucket) {
+      return &p.metrics[i];
+    }
+  }
+  return nullptr;
+}
+
+uint8_t u8(NcclAlgo a) { return static_cast<uint8_t>(a); }
+uint8_t u8(NcclProto p) { return static_cast<uint8_t>(p); }
+uint8_t u8(NcclTransport t) { return static_cast<uint8_t>(t); }
+
+class NcclProfilerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (access(INJECT_LIB, R_OK) != 0 || access(DRIVER, X_OK) != 0) {
+      GTEST_SKIP() << "inject library or driver not built";
+    }
+    ASSERT_TRUE(sup_.ok());
+  }
+  FakeSupervisor sup_;
+};
+
+TEST_F(NcclProfilerTest, V5TagsEachHookedCallWithItsAlgorithmAndProtocol) {
+  // Sizes pick distinct buckets: 1 MiB -> 20, 4 MiB -> 22, 8 MiB -> 23, 16 MiB -> 24.
+  DriverRun run = run_driver(sup_,
+                             {"ar:1048576:Ring:LL128:8", "ar:1048576:Ring:LL128:8",
+                              "ar:1048576:Ring:LL128:8", "group:2097152:Tree:Simple:Tree:Simple",
+                              "group:4194304:Ring:LL:Tree:LL", "async:16777216:NVLS:Simple:16"},
+                             6, {"FAKE_NCCL_NNODES=1"});
+  ASSERT_TRUE(run.page) << run.error;
+  EXPECT_NE(run.child->output().find("mask 2"), std::string::npos)
+      << "the plugin must ask for Coll events only: " << run.child->output();
+  const proto::StatusPage& p = *run.page;
+
+  const proto::MetricSlot* ring = slot_for_bucket(p, 20);
+  ASSERT_NE(ring, nullptr);
+  EXPECT_EQ(ring->count, 3u);
+  EXPECT_EQ(ring->algo, u8(NcclAlgo::kRing));
+  EXPECT_EQ(ring->proto, u8(NcclProto::kLL128));
+  EXPECT_EQ(ring->transport, u8(NcclTransport::kIntraNode));
+  EXPECT_EQ(ring->nchannels, 8u);
+  EXPECT_EQ(ring->nranks, 4u);
+
+  // A group is one timed operation; its members agree.
+  const proto::MetricSlot* tree = slot_for_bucket(p, 22);
+  ASSERT_NE(tree, nullptr);
+  EXPECT_EQ(tree->count, 1u);
+  EXPECT_EQ(tree->algo, u8(NcclAlgo::kTree));
+  EXPECT_EQ(tree->proto, u8(NcclProto::kSimple));
+
+  // Members that NCCL ran with different algorithms: "mixed", same protocol kept.
+  const proto::MetricSlot* mixed = slot_for_bucket(p, 23);
+  ASSERT_NE(mixed, nullptr);
+  EXPECT_EQ(mixed->algo, u8(NcclAlgo::kMixed));
+  EXPECT_EQ(mixed->proto, u8(NcclProto::kLL));
+
+  // Events on another thread (NCCL's own thread, non-blocking communicator):
+  // no correlation, the operation is still timed, labelled unknown.
+  const proto::MetricSlot* async = slot_for_bucket(p, 24);
+  ASSERT_NE(async, nullptr);
+  EXPECT_EQ(async->count, 1u);
+  EXPECT_EQ(async->algo, u8(NcclAlgo::kUnknown));
+  EXPECT_EQ(async->proto, u8(NcclProto::kUnknown));
+  run.child->close_stdin();
+  EXPECT_EQ(run.child->wait_exit(kTimeoutS), 0) << run.child->output();
+}
+
+// Older NCCL releases look up older symbols with other descriptor layouts.
+TEST_F(NcclProfilerTest, OlderPluginVersionsTagToo) {
+  for (int version = 1; version <= 4; ++version) {
+    FakeSupervisor sup;
+    DriverRun run =
+        run_driver(sup, {"ar:1048576:PAT:Simple:2"}, 1,
+                   {"FAKE_NCCL_PROFILER_VERSION=" + std::to_string(version), "FAKE_NCCL_NNODES=3"});
+    ASSERT_TRUE(run.page) << "v" << version << ": " << run.error;
+    const proto::MetricSlot* s = slot_for_bucket(*run.page, 20);
+    ASSERT_NE(s, nullptr) << "v" << version;
+    EXPECT_EQ(s->algo, u8(NcclAlgo::kPat)) << "v" << version;
+    EXPECT_EQ(s->proto, u8(NcclProto::kSimple)) << "v" << version;
+    EXPECT_EQ(s->nchannels, 2u) << "v" << version;
+    // Only v4 and v5 tell the node count.
+    EXPECT_EQ(s->transport, u8(version == 4 ? NcclTransport::kInterNode : NcclTransport::kUnknown))
+        << "v" << version;
+    run.child->close_stdin();
+    EXPECT_EQ(run.child->wait_exit(kTimeoutS), 0) << run.child->output();
+  }
+}
+
+// XPU_TIMER_DISABLE=1: the plugin asks NCCL for no events at all.
+TEST_F(NcclProfilerTest, DisabledProcessAsksForNoEvents) {
+  std::vector<std::string> env = {std::string("LD_PRELOAD=") + INJECT_LIB,
+                                  std::string("NCCL_PROFILER_PLUGIN=") + INJECT_LIB,
+                                  "XPU_TIMER_DISABLE=1"};
+  auto child = ChildProcess::start({DRIVER, "ar:1048576:Ring:LL:1"}, env);
+  EXPECT_EQ(child->wait_exit(kTimeoutS), 0) << child->output();
+  EXPECT_NE(child->output().find("mask 0"), std::string::npos) << child->output();
+}
+
+TEST(NcclProfilerNames, MapNcclNamesAndEnums) {
+  EXPECT_EQ(nccl_algo_from_name("Ring"), u8(NcclAlgo::kRing));
+  EXPECT_EQ(nccl_algo_from_name("NVLSTree"), u8(NcclAlgo::kNvlsTree));
+  EXPECT_EQ(nccl_algo_from_name("CollNetChain"), u8(NcclAlgo::kCollNetChain));
+  EXPECT_EQ(nccl_algo_from_name("AGxLL_R"), u8(NcclAlgo::kOther));  // symmetric kernels
+  EXPECT_EQ(nccl_algo_from_name(nullptr), u8(NcclAlgo::kUnknown));
+  EXPECT_EQ(nccl_proto_from_name("LL128"), u8(NcclProto::kLL128));
+  EXPECT_EQ(nccl_proto_from_name(""), u8(NcclProto::kUnknown));
+  EXPECT_EQ(nccl_algo_from_v1(1), u8(NcclAlgo::kRing));
+  EXPECT_EQ(nccl_algo_from_v1(6), u8(NcclAlgo::kPat));
+  EXPECT_EQ(nccl_proto_from_v1(2), u8(NcclProto::kSimple));
+  EXPECT_STREQ(proto::nccl_algo_str(u8(NcclAlgo::kMixed)), "mixed");
+  EXPECT_STREQ(proto::nccl_algo_str(200), "unknown");
+}
+
+}  // namespace
+}  // namespace xpu_timer::inject
