@@ -22,7 +22,7 @@
 
 namespace xpu_timer::proto {
 
-constexpr uint32_t kProtocolVersion = 1;
+constexpr uint32_t kProtocolVersion = 3;
 constexpr uint64_t kStatusPageMagic = 0x52454d4954555058ull;  // "XPUTIMER" little endian
 constexpr uint32_t kMessageMagic = 0x54555058u;               // "XPUT"
 
@@ -31,6 +31,9 @@ constexpr uint32_t kMessageMagic = 0x54555058u;               // "XPUT"
 constexpr const char* kEnvSocket = "XPU_TIMER_SOCKET";    // unix socket path
 constexpr const char* kEnvRunDir = "XPU_TIMER_RUN_DIR";   // where status pages are created
 constexpr const char* kEnvDisable = "XPU_TIMER_DISABLE";  // "1": hooks pass through
+// Where a rank with no supervisor writes xpu_timer_crash-rank<R>-<pid>.txt
+// (default: its working directory).
+constexpr const char* kEnvCrashDir = "XPU_TIMER_CRASH_DIR";
 
 enum class OpKind : uint8_t { kNone = 0, kGemm = 1, kNccl = 2, kMemcpy = 3 };
 
@@ -86,6 +89,12 @@ struct OpRef {
 };
 
 constexpr int kMaxComms = 64;
+// CommSlot::flags
+// The rank saw the communicator first in a collective (created before the
+// hooks started): its comm_hash is local to this rank, not shared with the
+// other members, so it must not be matched across ranks.
+constexpr uint32_t kCommFlagUnknownIdentity = 1;
+
 // A communicator this rank is a member of, with its progress. The supervisor
 // uses it to tell stuck ranks (issued seq s, not completed) from missing ones
 // (never issued seq s on that communicator).
@@ -95,12 +104,38 @@ struct CommSlot {
   int32_t rank;  // rank inside the communicator
   uint64_t issued_seq;
   uint64_t completed_seq;
+  uint32_t flags;  // kCommFlag*
+  uint32_t reserved;
 };
 
 // Latency histogram: upper bounds in seconds, log-spaced; the last bucket is +Inf.
 constexpr int kHistBuckets = 24;
 extern const double kHistUpperBoundsSeconds[kHistBuckets];
 int hist_bucket_for_ns(uint64_t ns);
+
+// NCCL algorithm / protocol / transport of a collective, as NCCL's profiler
+// plugin interface names them (inject/nccl_profiler_plugin.cc). Small closed
+// sets so that metric labels stay bounded; kMixed: a group whose members ran
+// with different ones. Values are part of the protocol: append only.
+enum class NcclAlgo : uint8_t {
+  kUnknown = 0, kTree, kRing, kCollNetDirect, kCollNetChain, kNvls, kNvlsTree, kPat, kOther, kMixed,
+};
+enum class NcclProto : uint8_t { kUnknown = 0, kLL, kLL128, kSimple, kOther, kMixed };
+enum class NcclTransport : uint8_t { kUnknown = 0, kIntraNode, kInterNode };
+
+inline const char* nccl_algo_str(uint8_t a) {
+  static constexpr const char* kNames[] = {"unknown", "Tree",     "Ring", "CollNetDirect",
+                                           "CollNetChain", "NVLS", "NVLSTree", "PAT",
+                                           "other",   "mixed"};
+  return a < sizeof(kNames) / sizeof(kNames[0]) ? kNames[a] : "unknown";
+}
+inline const char* nccl_proto_str(uint8_t p) {
+  static constexpr const char* kNames[] = {"unknown", "LL", "LL128", "Simple", "other", "mixed"};
+  return p < sizeof(kNames) / sizeof(kNames[0]) ? kNames[p] : "unknown";
+}
+inline const char* nccl_transport_str(uint8_t t) {
+  return t == 1 ? "intra_node" : t == 2 ? "inter_node" : "unknown";
+}
 
 constexpr int kMaxMetrics = 256;
 // Aggregates of one (name, dtype, size bucket) key, written by the rank's
@@ -109,18 +144,31 @@ struct MetricSlot {
   uint16_t name;  // OpName; 0 = unused slot
   uint8_t dtype;  // DType
   uint8_t size_bucket;  // log2 bucket of bytes (NCCL) or of flops (GEMM)
-  uint8_t algo;   // reserved for NCCL algorithm (0 = unknown)
-  uint8_t proto;  // reserved for NCCL protocol (0 = unknown)
-  uint16_t reserved;
+  uint8_t algo;   // NcclAlgo, from NCCL's profiler plugin (0 = unknown)
+  uint8_t proto;  // NcclProto, from NCCL's profiler plugin (0 = unknown)
+  uint8_t transport;  // NcclTransport (0 = unknown)
+  uint8_t reserved;
   uint32_t nranks;        // NCCL: communicator size, for bus bandwidth
-  uint32_t reserved2;
+  uint32_t nchannels;     // NCCL: channels of the latest operation (0 = unknown)
   uint64_t count;
   uint64_t sum_ns;
   uint64_t sum_bytes;     // NCCL payload bytes
   uint64_t sum_flops;     // GEMM floating point operations
   uint64_t last_update_ns;
   uint64_t hist[kHistBuckets];  // non-cumulative counts per latency bucket
+  // Calls completed without a timing (sampling, DESIGN.md "The hot path" 5):
+  // count, sum_* and hist above cover the timed calls only, so that their
+  // ratios (FLOP/s, bandwidth, latency) stay exact; these add the rest.
+  uint64_t untimed_count;
+  uint64_t untimed_bytes;
+  uint64_t untimed_flops;
 };
+
+// StatusPage::flags
+// Timing is off for the rest of the process (a CUDA error of the background
+// thread): inflight_count stays 0 while the rank may well be inside a
+// collective, so "no operation in flight" means nothing for this rank.
+constexpr uint32_t kPageFlagTimingDisabled = 1;
 
 // The status page of one rank. Created and sized by the rank (inject) as a
 // file under XPU_TIMER_RUN_DIR, mapped read-only by the supervisor.
@@ -155,7 +203,7 @@ struct StatusPage {
   uint64_t queue_depth;         // records waiting for the poller at the last pass
   CommSlot comms[kMaxComms];
   uint32_t nmetrics;
-  uint32_t reserved;
+  uint32_t flags;  // kPageFlag*
   MetricSlot metrics[kMaxMetrics];
 };
 static_assert(std::is_standard_layout_v<StatusPage>);
@@ -164,8 +212,13 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free);
 // ---- unix socket messages (SOCK_SEQPACKET: one message per packet) ----
 
 enum class MsgType : uint16_t {
-  kRegister = 1,  // rank -> supervisor, once, after the status page exists
+  kRegister = 1,         // rank -> supervisor, once, after the status page exists
+  kCrashReport = 2,      // rank -> supervisor, from a fatal-signal handler (CrashReportMsg)
+  kPythonException = 3,  // rank's sys.excepthook -> supervisor (header + JSON), own connection
 };
+
+// Largest message either side sends (the Python exception's JSON is cut to fit).
+constexpr uint32_t kMaxMessageBytes = 65536;
 
 struct MsgHeader {
   uint32_t magic;    // kMessageMagic
@@ -187,6 +240,57 @@ struct RegisterMsg {
   char status_path[256];  // NUL-terminated path of the status page file
 };
 static_assert(std::is_trivially_copyable_v<RegisterMsg>);
+
+// ---- crash report: written by a signal handler, so fixed-size POD only ----
+
+constexpr int kCrashMaxFrames = 64;
+constexpr int kCrashMaxModules = 24;
+constexpr int kCrashFuncBytes = 128;    // mangled C++ names run long; cut, NUL-terminated
+constexpr int kCrashModuleBytes = 160;  // path of a loaded object, cut, NUL-terminated
+
+// One native frame, innermost first. `function` is the nearest preceding
+// exported (.dynsym) symbol found in memory by the handler, possibly empty:
+// the supervisor re-symbolizes from the module file (.symtab) and demangles.
+struct CrashFrame {
+  uint64_t pc;
+  uint64_t module_offset;  // pc - load bias of its module (an ELF vaddr: addr2line-able)
+  uint64_t func_offset;    // pc - start of `function` (0 when unknown)
+  int32_t module;          // index into CrashReportMsg::modules, -1 when unknown
+  uint32_t reserved;
+  char function[kCrashFuncBytes];
+};
+
+struct CrashModule {
+  uint64_t load_bias;  // dlpi_addr
+  char path[kCrashModuleBytes];
+};
+
+// CrashReportMsg::flags
+constexpr uint32_t kCrashFlagFramesTruncated = 1;   // more than kCrashMaxFrames frames
+constexpr uint32_t kCrashFlagModulesTruncated = 2;  // frames in more than kCrashMaxModules modules
+constexpr uint32_t kCrashFlagNoFaultFrame = 4;      // the faulting pc was not found while unwinding
+
+struct CrashReportMsg {
+  MsgHeader header;  // type kCrashReport, bytes = sizeof(CrashReportMsg)
+  int32_t pid;
+  int32_t tid;
+  int32_t rank;
+  int32_t signal;
+  int32_t si_code;
+  int32_t sender_pid;  // si_pid, for SI_USER/SI_TKILL/SI_QUEUE (0 otherwise)
+  int32_t sender_uid;
+  uint32_t flags;  // kCrashFlag*
+  uint64_t fault_addr;  // si_addr (meaningful for SIGSEGV/SIGBUS/SIGFPE/SIGILL)
+  uint64_t realtime_ns;
+  uint64_t mono_ns;
+  char thread_name[16];
+  uint32_t nframes;
+  uint32_t nmodules;
+  CrashFrame frames[kCrashMaxFrames];
+  CrashModule modules[kCrashMaxModules];
+};
+static_assert(std::is_trivially_copyable_v<CrashReportMsg>);
+static_assert(sizeof(CrashReportMsg) <= kMaxMessageBytes);
 
 // Seqlock read of the guarded part of a page into `out` (a private copy).
 // Returns false when the writer kept it busy for all attempts.

@@ -85,7 +85,12 @@ TEST_F(ElfTest, ExportsExactlyTheHooks) {
                                        "ncclCommSplit",
                                        "ncclCommDestroy",
                                        "ncclCommAbort",
-                                       "xpu_timer_bench_set_paused"};
+                                       "xpu_timer_bench_set_paused",
+                                       "ncclProfiler_v1",
+                                       "ncclProfiler_v2",
+                                       "ncclProfiler_v3",
+                                       "ncclProfiler_v4",
+                                       "ncclProfiler_v5"};
   EXPECT_EQ(defined, hooks);
 }
 

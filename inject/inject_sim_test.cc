@@ -105,6 +105,8 @@ class InjectSimTest : public ::testing::Test {
     e.push_back(std::string("LD_PRELOAD=") + INJECT_LIB);
     e.push_back(std::string("XPU_TIMER_SIM_LIB_DIR=") + SIM_LIB_DIR);
     e.push_back("XPU_TIMER_SIM_JOB_ID=" + job_);
+    // These tests check the timing of every call; sampling has its own test.
+    e.push_back("XPU_TIMER_SAMPLE_PER_SEC=" + sample_rate_);
     if (rank_env) {
       for (const char* v :
            {"RANK=0", "LOCAL_RANK=0", "WORLD_SIZE=1", "LOCAL_WORLD_SIZE=1", "GROUP_RANK=0"}) {
@@ -142,6 +144,7 @@ class InjectSimTest : public ::testing::Test {
 
   FakeSupervisor sup_;
   std::string job_;
+  std::string sample_rate_ = "0";
 };
 
 TEST_F(InjectSimTest, TrainerStepsAreCountedExactlyOnEveryRank) {
@@ -195,6 +198,45 @@ TEST_F(InjectSimTest, TrainerStepsAreCountedExactlyOnEveryRank) {
     EXPECT_EQ(p->nmetrics, 2u);
   }
   EXPECT_TRUE(sup_.page_files().empty()) << "page files are unlinked at exit";
+}
+
+// With sampling, each (op, shape) is timed about once per interval; every
+// other GEMM is only counted and every collective still completes on the page.
+TEST_F(InjectSimTest, SampledOutCallsAreCountedAndCollectivesStillComplete) {
+  sample_rate_ = "1";  // one timing per second and shape: the job lasts far less
+  constexpr int kSteps = 20, kGemms = 4;
+  auto job = ChildProcess::start(
+      {SIM_LAUNCH, "--nproc", "2", "--", SIM_TRAINER, "--steps", std::to_string(kSteps),
+       "--gemms-per-step", std::to_string(kGemms), "--gemm", "256,512,1024", "--gemm-api", "gemmex",
+       "--collective", "allreduce", "--bytes", "1048576"},
+      env(/*rank_env=*/false));
+  ASSERT_NE(job, nullptr);
+  auto ranks = accept_ranks(2);
+  ASSERT_EQ(ranks.size(), 2u) << job->output();
+  ASSERT_EQ(job->wait_exit(kTimeoutS), 0) << job->output();
+  const uint64_t gemm_flops_each = 2ull * 256 * 512 * 1024;
+  for (int r = 0; r < 2; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    auto p = ranks[r]->snapshot();
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(p->issued_total, static_cast<uint64_t>(kSteps * (kGemms + 1)));
+    EXPECT_EQ(p->completed_total, p->issued_total);
+    EXPECT_EQ(p->inflight_count, 0u);
+    const proto::MetricSlot* gemm = find_metric(*p, OpName::kGemmEx, DType::kBF16);
+    ASSERT_NE(gemm, nullptr);
+    EXPECT_GE(gemm->count, 1u);
+    EXPECT_LE(gemm->count, 3u) << "timed far more often than once a second";
+    EXPECT_EQ(gemm->count + gemm->untimed_count, static_cast<uint64_t>(kSteps * kGemms));
+    EXPECT_EQ(gemm->sum_flops, gemm->count * gemm_flops_each);
+    EXPECT_EQ(gemm->untimed_flops, gemm->untimed_count * gemm_flops_each);
+    EXPECT_EQ(hist_total(*gemm), gemm->count);
+    const proto::MetricSlot* ar = find_metric(*p, OpName::kAllReduce, DType::kBF16);
+    ASSERT_NE(ar, nullptr);
+    EXPECT_GE(ar->count, 1u);
+    EXPECT_EQ(ar->count + ar->untimed_count, static_cast<uint64_t>(kSteps));
+    EXPECT_EQ(ar->untimed_bytes, ar->untimed_count * 1048576ull);
+    EXPECT_EQ(hist_total(*ar), ar->count);
+  }
 }
 
 // What the supervisor's hang detection reads: rank 1 never enters step 2's

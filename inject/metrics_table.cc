@@ -5,7 +5,8 @@ namespace {
 
 bool matches(const proto::MetricSlot& s, const MetricsTable::Key& k) {
   return s.name == k.name && s.dtype == k.dtype && s.size_bucket == k.size_bucket &&
-         s.nranks == k.nranks;
+         s.nranks == k.nranks && s.algo == k.algo && s.proto == k.proto &&
+         s.transport == k.transport;
 }
 
 }  // namespace
@@ -21,11 +22,14 @@ int MetricsTable::find_or_add(const Key& key) {
   s.dtype = key.dtype;
   s.size_bucket = key.size_bucket;
   s.nranks = key.nranks;
+  s.algo = key.algo;
+  s.proto = key.proto;
+  s.transport = key.transport;
   return last_hit_ = static_cast<int>(size_++);
 }
 
 bool MetricsTable::add(const Key& key, uint64_t duration_ns, uint64_t bytes, uint64_t flops,
-                       uint64_t now_ns) {
+                       uint64_t now_ns, uint32_t nchannels) {
   const int i = find_or_add(key);
   if (i < 0) return false;
   proto::MetricSlot& s = slots_[i];
@@ -34,7 +38,20 @@ bool MetricsTable::add(const Key& key, uint64_t duration_ns, uint64_t bytes, uin
   s.sum_bytes += bytes;
   s.sum_flops += flops;
   s.last_update_ns = now_ns;
+  if (nchannels != 0) s.nchannels = nchannels;
   s.hist[proto::hist_bucket_for_ns(duration_ns)] += 1;
+  dirty_[i] = true;
+  return true;
+}
+
+bool MetricsTable::add_untimed(const Key& key, uint64_t bytes, uint64_t flops, uint64_t now_ns) {
+  const int i = find_or_add(key);
+  if (i < 0) return false;
+  proto::MetricSlot& s = slots_[i];
+  s.untimed_count += 1;
+  s.untimed_bytes += bytes;
+  s.untimed_flops += flops;
+  s.last_update_ns = now_ns;
   dirty_[i] = true;
   return true;
 }

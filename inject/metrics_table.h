@@ -19,13 +19,21 @@ class MetricsTable {
     uint8_t dtype;        // proto::DType
     uint8_t size_bucket;  // log2 of bytes (NCCL) or flops (GEMM)
     uint32_t nranks;      // NCCL communicator size, 0 for GEMMs
+    uint8_t algo = 0;       // proto::NcclAlgo (NCCL; 0 = unknown)
+    uint8_t proto = 0;      // proto::NcclProto
+    uint8_t transport = 0;  // proto::NcclTransport
   };
 
   MetricsTable() { std::memset(static_cast<void*>(slots_), 0, sizeof(slots_)); }
 
   // Adds one completed operation. False when the table is full and the key
   // is new: the sample is lost (the caller counts it).
-  bool add(const Key& key, uint64_t duration_ns, uint64_t bytes, uint64_t flops, uint64_t now_ns);
+  // `nchannels` (NCCL, 0 = unknown) replaces the slot's latest channel count.
+  bool add(const Key& key, uint64_t duration_ns, uint64_t bytes, uint64_t flops, uint64_t now_ns,
+           uint32_t nchannels = 0);
+
+  // Adds one call completed without a timing (sampled out). False as add().
+  bool add_untimed(const Key& key, uint64_t bytes, uint64_t flops, uint64_t now_ns);
 
   uint32_t size() const { return size_; }
   const proto::MetricSlot& slot(uint32_t i) const { return slots_[i]; }

@@ -19,6 +19,11 @@ constexpr int kMaxCommMarks = 8;
 
 struct OpRecord {
   static constexpr uint8_t kHasPair = 1;
+  // Sampled out (inject/sample_gate.h): kUntimed: no events at all, complete
+  // when drained (GEMMs); kEndOnly: only the end event was recorded, a
+  // completion marker for hang detection (collectives).
+  static constexpr uint8_t kUntimed = 2;
+  static constexpr uint8_t kEndOnly = 4;
 
   uint8_t valid;   // 0: the hook reserved the cell but could not time the call
   uint8_t kind;    // proto::OpKind

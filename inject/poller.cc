@@ -12,6 +12,7 @@
 #include "inject/cuda_runtime_calls.h"
 #include "inject/dtype_mapping.h"
 #include "inject/event_pool.h"
+#include "inject/nccl_profiler_tags.h"
 #include "inject/runtime.h"
 
 namespace xpu_timer::inject {
@@ -111,6 +112,10 @@ void Poller::drain_queue() {
     }
     ++issued_total_;
     ++inflight_;
+    if (rec.flags & OpRecord::kUntimed) {  // sampled out: nothing to wait for
+      finish(Pending{rec, 0}, 0, Outcome::kCounted, monotonic_ns());
+      continue;
+    }
     fifos_[StreamKey(rec.device, rec.stream)].push_back(Pending{rec, 0});
   }
 }
@@ -130,7 +135,7 @@ bool Poller::process_head(Pending& p, uint64_t now_ns, bool* done) {
   *done = false;
   EventPool* pool = state_->pools.peek(p.rec.device);
   if (pool == nullptr) {  // cannot happen: the hook took the pair from it
-    finish(p, 0, false, now_ns);
+    finish(p, 0, Outcome::kNotRun, now_ns);
     *done = true;
     return true;
   }
@@ -138,14 +143,15 @@ bool Poller::process_head(Pending& p, uint64_t now_ns, bool* done) {
   const auto state = static_cast<PairState>(pair.state.load(std::memory_order_acquire));
   if (state == PairState::kRecording) return true;  // still inside the host call
   if (state != PairState::kEnded) {                 // nothing ran, nothing to time
-    finish(p, 0, false, now_ns);
+    finish(p, 0, Outcome::kNotRun, now_ns);
     *done = true;
     return true;
   }
   if (!use_device(p.rec.device)) return false;
   const CudaRuntimeCalls& cuda = cuda_calls();
   cudaError_t err;
-  if (p.started_ns == 0) {
+  const bool end_only = p.rec.flags & OpRecord::kEndOnly;  // start never recorded
+  if (p.started_ns == 0 && !end_only) {
     err = cuda.event_query(pair.start);
     if (err == cudaSuccess) {
       p.started_ns = now_ns;
@@ -161,6 +167,11 @@ bool Poller::process_head(Pending& p, uint64_t now_ns, bool* done) {
     cuda_failed("cudaEventQuery", err);
     return false;
   }
+  if (end_only) {  // a completion marker: counted, not timed
+    finish(p, 0, Outcome::kCounted, now_ns);
+    *done = true;
+    return true;
+  }
   if (p.started_ns == 0) p.started_ns = now_ns;
   float ms = 0;
   err = cuda.event_elapsed_time(&ms, pair.start, pair.end);
@@ -169,12 +180,12 @@ bool Poller::process_head(Pending& p, uint64_t now_ns, bool* done) {
     return false;
   }
   const double ns = static_cast<double>(ms) * 1e6;
-  finish(p, ns > 0 ? static_cast<uint64_t>(ns) : 0, true, now_ns);
+  finish(p, ns > 0 ? static_cast<uint64_t>(ns) : 0, Outcome::kTimed, now_ns);
   *done = true;
   return true;
 }
 
-void Poller::finish(const Pending& p, uint64_t duration_ns, bool timed, uint64_t now_ns) {
+void Poller::finish(const Pending& p, uint64_t duration_ns, Outcome outcome, uint64_t now_ns) {
   const OpRecord& r = p.rec;
   ++completed_total_;
   --inflight_;
@@ -184,17 +195,31 @@ void Poller::finish(const Pending& p, uint64_t duration_ns, bool timed, uint64_t
   }
   last_completed_ = op_ref_of(p);
   have_last_completed_ = true;
-  if (timed) {
+  // Completed calls are aggregated: timed ones with their duration, sampled-
+  // out ones (kUntimed, or kEndOnly whose end event completed) as counts.
+  const bool timed = outcome == Outcome::kTimed;
+  if (outcome != Outcome::kNotRun) {
     const auto kind = static_cast<proto::OpKind>(r.kind);
-    const MetricsTable::Key key{r.name, r.dtype,
-                                log2_bucket(kind == proto::OpKind::kGemm ? r.flops : r.bytes),
-                                kind == proto::OpKind::kNccl ? r.nranks : 0};
-    if (!metrics_.add(key, duration_ns, r.bytes, r.flops, now_ns) && metrics_lost_++ == 0) {
+    MetricsTable::Key key{r.name, r.dtype,
+                          log2_bucket(kind == proto::OpKind::kGemm ? r.flops : r.bytes),
+                          kind == proto::OpKind::kNccl ? r.nranks : 0};
+    NcclTag tag;
+    if (kind == proto::OpKind::kNccl) {
+      // Stored by the hook before its release store of the pair state we
+      // acquired in process_head().
+      tag = nccl_tag_load(r.device, r.pair_index);
+      key.algo = tag.algo;
+      key.proto = tag.proto;
+      key.transport = tag.transport;
+    }
+    const bool added = timed ? metrics_.add(key, duration_ns, r.bytes, r.flops, now_ns, tag.nchannels)
+                             : metrics_.add_untimed(key, r.bytes, r.flops, now_ns);
+    if (!added && metrics_lost_++ == 0) {
       XPU_TIMER_LOG_WARN("more than %d metric keys: further new keys are not aggregated",
                          proto::kMaxMetrics);
     }
   }
-  return_pair(r);
+  if (r.flags & OpRecord::kHasPair) return_pair(r);
 }
 
 void Poller::return_pair(const OpRecord& rec) {
@@ -262,6 +287,9 @@ void Poller::fill_comms(proto::StatusPage* page) {
       s.rank = e.rank.load(std::memory_order_relaxed);
       s.issued_seq = issued;
       s.completed_seq = std::min(completed_seq_[i], issued);
+      s.flags = (e.flags.load(std::memory_order_relaxed) & CommEntry::kUnknown)
+                    ? proto::kCommFlagUnknownIdentity
+                    : 0;
     }
   }
   page->ncomms = out;

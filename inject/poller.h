@@ -58,7 +58,10 @@ class Poller {
   void complete_ready(uint64_t now_ns, bool honour_stop);
   // False when a CUDA error of ours ended timing.
   bool process_head(Pending& p, uint64_t now_ns, bool* done);
-  void finish(const Pending& p, uint64_t duration_ns, bool timed, uint64_t now_ns);
+  // kNotRun: the call failed or was never launched; kCounted: completed,
+  // sampled out of timing; kTimed: completed with `duration_ns`.
+  enum class Outcome { kNotRun, kCounted, kTimed };
+  void finish(const Pending& p, uint64_t duration_ns, Outcome outcome, uint64_t now_ns);
   void return_pair(const OpRecord& rec);
   bool use_device(int device);
   void cuda_failed(const char* call, int err);

@@ -10,6 +10,8 @@
 
 #include "common/log.h"
 #include "common/protocol.h"
+#include "inject/crash_handlers.h"
+#include "inject/crash_python_hook.h"
 #include "inject/cuda_runtime_calls.h"
 #include "inject/poller.h"
 
@@ -36,6 +38,7 @@ void on_process_exit() {
   RuntimeState* st = g_state.load(std::memory_order_acquire);
   if (st == nullptr || st->pid != getpid()) return;  // a forked child: not ours
   set_mode(Mode::kPassThrough);
+  crash_set_link_fd(-1);  // closed below: a later crash writes its text file
   if (st->poller != nullptr) {
     st->poller->request_stop();
     if (!st->poller->wait_done(kExitWaitNs)) {
@@ -54,6 +57,7 @@ void on_fork_child() {
     return;  // forked before we started: the child may start on its own
   }
   set_mode(Mode::kPassThrough);
+  crash_forget_process();  // a crash here is not the rank's
   RuntimeState* st = g_state.load(std::memory_order_relaxed);
   // Our copy of the socket would hide the parent's death from the supervisor.
   if (st != nullptr) st->link.close_fd();
@@ -93,6 +97,14 @@ Mode initialize() {
     XPU_TIMER_LOG_DEBUG("%s=1: hooks pass through", proto::kEnvDisable);
     return Mode::kPassThrough;
   }
+  // Crash reporting works with or without a supervisor (a text file then).
+  CrashConfig crash;
+  crash.rank = id.rank;
+  const char* crash_dir = std::getenv(proto::kEnvCrashDir);
+  crash.crash_dir = crash_dir != nullptr ? crash_dir : "";
+  install_crash_handlers(crash);
+  start_python_excepthook_install();
+
   const char* socket_path = std::getenv(proto::kEnvSocket);
   if (socket_path == nullptr || socket_path[0] == '\0') {
     XPU_TIMER_LOG_INFO("%s is not set (not started by xpu_timer_supervisor): hooks pass through",
@@ -108,6 +120,10 @@ Mode initialize() {
 
   RuntimeState* st = new RuntimeState;
   st->identity = id;
+  // Default: each (operation, shape) timed 10 times a second, the other calls
+  // counted (collectives keep a completion marker); 0 times every call.
+  const double sample_rate = env_double("XPU_TIMER_SAMPLE_PER_SEC", 10.0);
+  st->gate = new SampleGate(sample_rate >= 0 ? sample_rate : 10.0);
   st->pid = getpid();
   if (!st->page.create(run_dir, id, st->pid)) {
     delete st;
@@ -120,8 +136,10 @@ Mode initialize() {
     delete st;
     return Mode::kPassThrough;
   }
+  crash_set_link_fd(st->link.fd());
   st->poller = new Poller(st);
   if (!st->poller->start()) {
+    crash_set_link_fd(-1);
     st->page.unlink_file();
     st->link.close_fd();
     return Mode::kPassThrough;  // st is leaked on purpose: tiny, and never half-used
@@ -190,6 +208,14 @@ RuntimeState* active_runtime() {
 void switch_to_pass_through(const char* why) {
   int expected = static_cast<int>(Mode::kActive);
   g_mode.compare_exchange_strong(expected, static_cast<int>(Mode::kPassThrough));
+  // The Poller keeps publishing heartbeats with nothing in flight: tell the
+  // supervisor that this rank's "idle" means nothing. The Poller never
+  // writes `flags`, so an atomic OR outside the seqlock is safe.
+  if (RuntimeState* st = g_state.load(std::memory_order_acquire); st != nullptr) {
+    if (proto::StatusPage* page = st->page.page(); page != nullptr) {
+      __atomic_fetch_or(&page->flags, proto::kPageFlagTimingDisabled, __ATOMIC_RELEASE);
+    }
+  }
   if (!g_pass_through_logged.exchange(true)) {
     XPU_TIMER_LOG_WARN("timing switched off for the rest of this process: %s", why);
   }

@@ -17,6 +17,7 @@
 #include "inject/bounded_queue.h"
 #include "inject/event_pool.h"
 #include "inject/op_record.h"
+#include "inject/sample_gate.h"
 #include "inject/status_page_writer.h"
 #include "inject/supervisor_link.h"
 
@@ -50,6 +51,8 @@ struct RuntimeState {
   StatusPageWriter page;
   SupervisorLink link;
   Poller* poller = nullptr;
+  // Which calls get a full timing; XPU_TIMER_SAMPLE_PER_SEC per (op, shape).
+  SampleGate* gate = nullptr;
 };
 
 Mode mode();

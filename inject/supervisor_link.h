@@ -25,6 +25,8 @@ class SupervisorLink {
   // ignored (none is defined in protocol v1).
   bool alive();
   void close_fd();
+  // For the crash handler, which sends its one report on this socket.
+  int fd() const { return fd_; }
 
  private:
   int fd_ = -1;

@@ -4,6 +4,8 @@
 #include "inject/comm_registry.h"
 #include "inject/cuda_runtime_calls.h"
 #include "inject/event_pool.h"
+#include "inject/nccl_profiler_tags.h"
+#include "inject/sample_gate.h"
 #include "inject/runtime.h"
 
 namespace xpu_timer::inject {
@@ -38,6 +40,38 @@ void advance_comms(const OpDesc& d, OpRecord* rec) {
 
 bool TimedCall::begin(RuntimeState* st, const OpDesc& d, cudaStream_t stream) {
   const CudaRuntimeCalls& cuda = cuda_calls();
+  const bool is_nccl = proto::op_kind_of(d.name) == proto::OpKind::kNccl;
+  const uint64_t now_ns = monotonic_ns();
+  // Sampling (DESIGN.md "The hot path" 5): a (operation, shape) seen again
+  // within the sampling interval is not timed. A GEMM is then only counted:
+  // no CUDA call at all. A collective still records its end event: the
+  // completion marker that hang detection needs.
+  const bool timed = st->gate->should_time(
+      sample_key(static_cast<uint64_t>(d.name), static_cast<uint64_t>(d.dtype), d.flops, d.bytes,
+                 d.group_size),
+      now_ns);
+  if (!timed && !is_nccl) {
+    uint64_t pos = 0;
+    auto* cell = st->queue.try_reserve(&pos);
+    if (cell == nullptr) {
+      st->counters.dropped_queue_full.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    OpRecord rec{};
+    rec.valid = 1;
+    rec.flags = OpRecord::kUntimed;
+    rec.name = static_cast<uint16_t>(d.name);
+    rec.kind = static_cast<uint8_t>(proto::op_kind_of(d.name));
+    rec.dtype = static_cast<uint8_t>(d.dtype);
+    rec.device = d.device;
+    rec.group_size = d.group_size;
+    rec.flops = d.flops;
+    rec.bytes = d.bytes;
+    rec.launch_ns = now_ns;
+    cell->item = rec;
+    st->queue.publish(cell, pos);
+    return false;  // the caller just calls through
+  }
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   if (cuda.stream_is_capturing(stream, &capture) != cudaSuccess) {
     count_cuda_error(st);
@@ -95,8 +129,8 @@ bool TimedCall::begin(RuntimeState* st, const OpDesc& d, cudaStream_t stream) {
   }
   pair->state.store(static_cast<uint32_t>(PairState::kRecording), std::memory_order_relaxed);
   rec.pair_index = index;
-  rec.launch_ns = monotonic_ns();
-  if (cuda.event_record(pair->start, stream) != cudaSuccess) {
+  rec.launch_ns = now_ns;
+  if (timed && cuda.event_record(pair->start, stream) != cudaSuccess) {
     pair->state.store(static_cast<uint32_t>(PairState::kAbandoned), std::memory_order_relaxed);
     rec.valid = 0;  // the Poller only gives the pair back
     rec.flags = OpRecord::kHasPair;
@@ -106,12 +140,16 @@ bool TimedCall::begin(RuntimeState* st, const OpDesc& d, cudaStream_t stream) {
     return false;
   }
   rec.valid = 1;
-  rec.flags = OpRecord::kHasPair;
+  rec.flags = timed ? OpRecord::kHasPair : (OpRecord::kHasPair | OpRecord::kEndOnly);
   cell->item = rec;
   st->queue.publish(cell, pos);  // release: the pair's state and events are visible
   st_ = st;
   pair_ = pair;
   stream_ = stream;
+  nccl_ = rec.kind == static_cast<uint8_t>(proto::OpKind::kNccl);
+  device_ = device;
+  pair_index_ = index;
+  if (nccl_) nccl_tag_call_begin();
   return true;
 }
 
@@ -126,6 +164,9 @@ void TimedCall::end(bool call_ok) {
       count_cuda_error(st_);
     }
   }
+  // The tag is stored before the release below: the Poller that sees kEnded
+  // sees the tag of this call, not of the pair's previous use.
+  if (nccl_) nccl_tag_store(device_, pair_index_, nccl_tag_call_end());
   // Release: the Poller that reads kEnded may query the end event.
   pair_->state.store(static_cast<uint32_t>(state), std::memory_order_release);
   pair_ = nullptr;

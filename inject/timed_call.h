@@ -57,6 +57,11 @@ class TimedCall {
   RuntimeState* st_ = nullptr;
   EventPair* pair_ = nullptr;
   cudaStream_t stream_ = nullptr;
+  // NCCL operations: where end() leaves the profiler plugin's tag for the
+  // Poller (nccl_profiler_tags.h).
+  bool nccl_ = false;
+  int device_ = -1;
+  uint32_t pair_index_ = 0;
 };
 
 }  // namespace xpu_timer::inject

@@ -5,7 +5,7 @@
 set -euo pipefail
 
 pkgs=(cmake make g++ pkg-config python3 libunwind-dev libdw-dev libelf-dev libboost-dev
-      nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev)
+      nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev prometheus)
 
 missing=()
 for p in "${pkgs[@]}"; do

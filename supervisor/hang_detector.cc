@@ -16,6 +16,8 @@ uint64_t age_ns(uint64_t now, uint64_t then) { return now > then ? now - then : 
 
 const proto::CommSlot* find_comm(const RankSample& s, uint64_t comm_hash) {
   for (const proto::CommSlot& c : s.comms) {
+    // A hash local to this rank cannot name a communicator shared with others.
+    if (c.flags & proto::kCommFlagUnknownIdentity) continue;
     if (c.comm_hash == comm_hash) return &c;
   }
   return nullptr;
@@ -167,8 +169,13 @@ HangReport classify_snapshot(const Snapshot& snap, double timeout_s) {
       }
     }
     if (v.state == RankState::kOk && s.page_ok && s.inflight_count == 0) {
-      v.state = RankState::kMissing;
-      v.reason = MissingReason::kIdle;
+      if (s.page_flags & proto::kPageFlagTimingDisabled) {
+        v.state = RankState::kUnresponsive;  // "idle" means nothing without timing
+        v.timing_disabled = true;
+      } else {
+        v.state = RankState::kMissing;
+        v.reason = MissingReason::kIdle;
+      }
     }
   }
   r.summary = hang_sentence(r);
@@ -216,7 +223,9 @@ std::string hang_sentence(const HangReport& report, bool with_durations) {
   if (!never.empty()) parts.push_back(ranks_phrase(never) + " missing (never registered)");
   for (const RankVerdict* v : unresponsive) {
     std::string p = "rank " + std::to_string(v->rank) + " unresponsive";
-    if (with_durations) {
+    if (v->timing_disabled) {
+      p += " (timing disabled after a CUDA error: where it is is unknown)";
+    } else if (with_durations) {
       std::snprintf(buf, sizeof(buf), " (no heartbeat for %.1f s)", v->heartbeat_age_s);
       p += buf;
     }

@@ -53,6 +53,9 @@ struct RankVerdict {
   uint64_t last_completed_seq = 0;
   // kUnresponsive
   double heartbeat_age_s = 0;
+  // kUnresponsive because timing is off after a CUDA error (its page says
+  // nothing in flight whatever it does), not because its heartbeat stopped.
+  bool timing_disabled = false;
 };
 
 // Stuck ranks that wait in the same operation (same communicator and

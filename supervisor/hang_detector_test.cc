@@ -46,14 +46,14 @@ RankSample in_collective(int rank, uint64_t seq, uint64_t ago) {
   s.issued_total = 51;
   s.inflight_count = 1;
   s.oldest_inflight = allreduce(seq, ago);
-  s.comms.push_back(proto::CommSlot{kComm, 4, rank, seq, seq - 1});
+  s.comms.push_back(proto::CommSlot{kComm, 4, rank, seq, seq - 1, 0, 0});
   return s;
 }
 
 // A rank that never issued #seq (stopped in host code after #seq-1).
 RankSample behind(int rank, uint64_t seq) {
   RankSample s = healthy(rank);
-  s.comms.push_back(proto::CommSlot{kComm, 4, rank, seq - 1, seq - 1});
+  s.comms.push_back(proto::CommSlot{kComm, 4, rank, seq - 1, seq - 1, 0, 0});
   return s;
 }
 

@@ -40,9 +40,9 @@ Snapshot hung_snapshot() {
       s.oldest_inflight.bytes = 4096;
       s.oldest_inflight.group_size = 1;
       s.oldest_inflight.launch_ns = kNow - 3 * kSec;
-      s.comms.push_back(proto::CommSlot{0xabc, 2, 0, 4, 3});
+      s.comms.push_back(proto::CommSlot{0xabc, 2, 0, 4, 3, 0, 0});
     } else {
-      s.comms.push_back(proto::CommSlot{0xabc, 2, 1, 3, 3});
+      s.comms.push_back(proto::CommSlot{0xabc, 2, 1, 3, 3, 0, 0});
     }
     snap.ranks.push_back(s);
   }
@@ -120,7 +120,8 @@ TEST(RanksJson, Shape) {
                                             {"nranks", 2},
                                             {"rank", 0},
                                             {"issued_seq", 4},
-                                            {"completed_seq", 3}}));
+                                            {"completed_seq", 3},
+                                            {"unknown_identity", false}}));
   EXPECT_TRUE(j[1]["oldest_inflight"].is_null());
 }
 

@@ -40,6 +40,14 @@ HttpAnswer route_request(const HttpHandlers& handlers, const std::string& method
     }
     return guarded([&] { return HttpAnswer{200, kMetricsContentType, handlers.metrics_text()}; });
   }
+  if (path == "/dump/stacks" && handlers.dump_stacks) {
+    if (method != "POST") return text(405, "method " + method + " not allowed on " + path + "\n");
+    return guarded([&] {
+      std::string body;
+      const int status = handlers.dump_stacks(&body);
+      return HttpAnswer{status, kJson, body + "\n"};
+    });
+  }
   // Routes of DESIGN.md that later components serve.
   if (path == "/dump/stacks" || path == "/dump/timeline" ||
       path == "/HostingService/DumpKernelTrace") {

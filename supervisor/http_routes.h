@@ -13,6 +13,9 @@ struct HttpHandlers {
   std::function<std::string()> hang_json;
   std::function<std::string()> ranks_json;
   std::function<std::string()> metrics_text;
+  // POST /dump/stacks: returns the HTTP status (202 started, 409 busy, ...)
+  // and sets the JSON body. Unset: 501.
+  std::function<int(std::string* json_body)> dump_stacks = nullptr;
 };
 
 struct HttpAnswer {

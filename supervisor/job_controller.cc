@@ -92,7 +92,15 @@ void JobController::kill_everything() {
   // The group is safe to signal only while its leader is unreaped (its pid,
   // hence the group id, cannot be reused before).
   if (!child_exited()) kill(-child_, SIGKILL);
-  for (pid_t p : descendants_of(getpid())) kill(p, SIGKILL);
+  for (pid_t p : leftovers()) kill(p, SIGKILL);
+}
+
+std::vector<pid_t> JobController::leftovers() const {
+  std::vector<pid_t> out;
+  for (pid_t p : descendants_of(getpid())) {
+    if (!spared_ || !spared_(p)) out.push_back(p);
+  }
+  return out;
 }
 
 void JobController::reap() {
@@ -101,6 +109,7 @@ void JobController::reap() {
     const pid_t pid = waitpid(-1, &status, WNOHANG);
     if (pid < 0 && errno == EINTR) continue;
     if (pid <= 0) break;  // 0: children left but none ended; -1 ECHILD: none left
+    if (on_reaped_) on_reaped_(pid, status);
     if (pid == child_ && (WIFEXITED(status) || WIFSIGNALED(status)) && !child_exit_) {
       child_exit_ = job_exit_from_wait_status(status);
       SUP_LOG_INFO("job (pid %d) ended with %s", child_, describe(*child_exit_).c_str());
@@ -114,7 +123,7 @@ void JobController::start_cleanup() {
   cleanup_started_ = std::chrono::steady_clock::now();
   // The job's main process is gone: the group can no longer be signalled
   // safely, but every process it left is our descendant (subreaper).
-  const std::vector<pid_t> left = descendants_of(getpid());
+  const std::vector<pid_t> left = leftovers();
   if (left.empty()) {
     finish();
     return;
@@ -128,7 +137,7 @@ void JobController::start_cleanup() {
 void JobController::cleanup_tick() {
   reap();
   if (finished_) return;
-  const std::vector<pid_t> left = descendants_of(getpid());
+  const std::vector<pid_t> left = leftovers();
   const auto now = std::chrono::steady_clock::now();
   if (left.empty()) {
     finish();

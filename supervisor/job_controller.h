@@ -14,6 +14,7 @@
 #include <chrono>
 #include <functional>
 #include <optional>
+#include <vector>
 
 #include "supervisor/exit_status.h"
 
@@ -35,6 +36,14 @@ class JobController {
 
   bool child_exited() const { return child_exit_.has_value(); }
 
+  // Processes of the supervisor's own (exit-hook plugin hosts) that the
+  // cleanup of the job's leftovers must not kill.
+  void set_spared(std::function<bool(pid_t)> spared) { spared_ = std::move(spared); }
+  // Told of every child reaped (ranks orphaned to us keep their status).
+  void set_on_reaped(std::function<void(pid_t, int)> on_reaped) {
+    on_reaped_ = std::move(on_reaped);
+  }
+
  private:
   void wait_signals();
   void on_signal(int sig);
@@ -44,6 +53,7 @@ class JobController {
   void arm_grace_timer();
   void kill_everything();
   void finish();
+  std::vector<pid_t> leftovers() const;
 
   boost::asio::io_context& io_;
   boost::asio::signal_set signals_;
@@ -52,6 +62,8 @@ class JobController {
   pid_t child_;
   std::chrono::milliseconds kill_grace_;
   DoneCallback done_;
+  std::function<bool(pid_t)> spared_;
+  std::function<void(pid_t, int)> on_reaped_;
   std::optional<JobExit> child_exit_;
   bool grace_armed_ = false;
   bool killed_ = false;

@@ -3,6 +3,7 @@
 #include <limits.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "common/protocol.h"
@@ -26,7 +27,10 @@ std::vector<std::string> build_job_environment(const std::vector<std::string>& b
   std::string preload;
   bool had_preload = false;
   for (const std::string& e : base) {
-    if (has_name(e, proto::kEnvSocket) || has_name(e, proto::kEnvRunDir)) continue;
+    if (has_name(e, proto::kEnvSocket) || has_name(e, proto::kEnvRunDir) ||
+        has_name(e, "XPU_TIMER_SUPERVISOR_PID")) {
+      continue;
+    }
     if (has_name(e, "LD_PRELOAD")) {
       preload = e.substr(sizeof("LD_PRELOAD=") - 1);
       had_preload = true;
@@ -51,6 +55,16 @@ std::vector<std::string> build_job_environment(const std::vector<std::string>& b
     env.push_back("LD_PRELOAD=" + preload);
     env.push_back(std::string(proto::kEnvSocket) + "=" + watch.socket_path);
     env.push_back(std::string(proto::kEnvRunDir) + "=" + watch.run_dir);
+    // The ranks name us as their allowed tracer (inject/ptracer_permit.cc), so
+    // that our forked stack collectors may attach under Yama ptrace_scope=1.
+    env.push_back("XPU_TIMER_SUPERVISOR_PID=" + std::to_string(::getpid()));
+    // NCCL >= 2.23 then names each collective's algorithm and protocol to us
+    // (inject/nccl_profiler_plugin.cc). NCCL loads one profiler plugin: a
+    // user's own choice wins, and our NCCL labels then read "unknown".
+    const bool user_plugin = std::any_of(base.begin(), base.end(), [](const std::string& e) {
+      return has_name(e, "NCCL_PROFILER_PLUGIN");
+    });
+    if (!user_plugin) env.push_back("NCCL_PROFILER_PLUGIN=" + watch.inject_lib);
   } else if (had_preload) {
     env.push_back("LD_PRELOAD=" + preload);
   }

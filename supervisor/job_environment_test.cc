@@ -1,5 +1,7 @@
 #include "supervisor/job_environment.h"
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,13 +16,26 @@ bool has(const std::vector<std::string>& env, const std::string& entry) {
 TEST(JobEnvironment, PrependsTheLibraryAndSetsTheSocket) {
   const WatchSettings w{"/opt/x/lib/libxpu_timer_inject.so", "/dev/shm/r/s.sock", "/dev/shm/r"};
   const auto env = build_job_environment(
-      {"PATH=/bin", "LD_PRELOAD=/usr/lib/libjemalloc.so", "XPU_TIMER_SOCKET=/stale"}, w);
+      {"PATH=/bin", "LD_PRELOAD=/usr/lib/libjemalloc.so", "XPU_TIMER_SOCKET=/stale",
+       "XPU_TIMER_SUPERVISOR_PID=1"},
+      w);
   EXPECT_TRUE(has(env, "PATH=/bin"));
   EXPECT_TRUE(has(env, "LD_PRELOAD=/opt/x/lib/libxpu_timer_inject.so:/usr/lib/libjemalloc.so"));
   EXPECT_TRUE(has(env, "XPU_TIMER_SOCKET=/dev/shm/r/s.sock"));
   EXPECT_TRUE(has(env, "XPU_TIMER_RUN_DIR=/dev/shm/r"));
   EXPECT_FALSE(has(env, "XPU_TIMER_SOCKET=/stale"));
-  EXPECT_EQ(env.size(), 4u);
+  EXPECT_TRUE(has(env, "NCCL_PROFILER_PLUGIN=/opt/x/lib/libxpu_timer_inject.so"));
+  // Our pid, for the ranks' PR_SET_PTRACER; an inherited one is replaced.
+  EXPECT_TRUE(has(env, "XPU_TIMER_SUPERVISOR_PID=" + std::to_string(getpid())));
+  EXPECT_FALSE(has(env, "XPU_TIMER_SUPERVISOR_PID=1"));
+  EXPECT_EQ(env.size(), 6u);
+}
+
+TEST(JobEnvironment, KeepsTheUsersOwnNcclProfilerPlugin) {
+  const WatchSettings w{"/l/inject.so", "/s", "/r"};
+  const auto env = build_job_environment({"NCCL_PROFILER_PLUGIN=/their/plugin.so"}, w);
+  EXPECT_TRUE(has(env, "NCCL_PROFILER_PLUGIN=/their/plugin.so"));
+  EXPECT_FALSE(has(env, "NCCL_PROFILER_PLUGIN=/l/inject.so"));
 }
 
 TEST(JobEnvironment, DoesNotPreloadTwice) {

@@ -6,8 +6,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <array>
 
+#include "common/protocol.h"
 #include "supervisor/log_tee.h"
 
 namespace xpu_timer::supervisor {
@@ -29,43 +29,76 @@ class RankLinkServer::Connection : public std::enable_shared_from_this<Connectio
                        [self](const boost::system::error_code& ec) { self->on_readable(ec); });
   }
 
+  void drain() {
+    while (!closed_ && read_one() == ReadResult::kMore) {
+    }
+  }
+
  private:
+  enum class ReadResult { kMore, kWouldBlock, kClosed };
+
   void on_readable(const boost::system::error_code& ec) {
-    if (ec || !*alive_) return;  // cancelled: the server is closing
+    if (ec || !*alive_ || closed_) return;  // cancelled: the server is closing
+    ReadResult r;
+    while ((r = read_one()) == ReadResult::kMore) {
+    }
+    if (r == ReadResult::kWouldBlock) read_next();
+  }
+
+  ReadResult read_one() {
+    std::vector<unsigned char>& buffer = server_->buffer_;
     // MSG_TRUNC makes recv report the packet's real length, so an oversize
     // packet is seen as such instead of silently cut.
     const ssize_t n =
-        recv(socket_.native_handle(), buffer_.data(), buffer_.size(), MSG_DONTWAIT | MSG_TRUNC);
+        recv(socket_.native_handle(), buffer.data(), buffer.size(), MSG_DONTWAIT | MSG_TRUNC);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-      read_next();
-      return;
+      return ReadResult::kWouldBlock;
     }
     if (n <= 0) {
       close(n < 0 ? strerror(errno) : nullptr);
-      return;
+      return ReadResult::kClosed;
     }
-    if (static_cast<size_t>(n) > buffer_.size()) {
-      SUP_LOG_WARN("rank link %llu: dropped: message of %zd bytes is too large",
-                   static_cast<unsigned long long>(id_), n);
-      close(nullptr);
-      return;
+    if (static_cast<size_t>(n) > buffer.size()) {
+      return drop("message of " + std::to_string(n) + " bytes is too large");
     }
     std::string error;
-    auto reg = parse_register_message(buffer_.data(), static_cast<size_t>(n), &error);
-    if (!reg) {
-      SUP_LOG_WARN("rank link %llu: dropped: %s", static_cast<unsigned long long>(id_),
-                   error.c_str());
-      close(nullptr);
-      return;
+    const auto type = message_type(buffer.data(), static_cast<size_t>(n), &error);
+    if (!type) return drop(error);
+    switch (static_cast<proto::MsgType>(*type)) {
+      case proto::MsgType::kRegister: {
+        auto reg = parse_register_message(buffer.data(), static_cast<size_t>(n), &error);
+        if (!reg) return drop(error);
+        if (!server_->on_register_(id_, *reg)) {
+          close(nullptr);
+          return ReadResult::kClosed;
+        }
+        return ReadResult::kMore;
+      }
+      case proto::MsgType::kCrashReport: {
+        auto report = parse_crash_report(buffer.data(), static_cast<size_t>(n), &error);
+        if (!report) return drop(error);
+        if (server_->on_crash_) server_->on_crash_(std::move(*report));
+        return ReadResult::kMore;
+      }
+      case proto::MsgType::kPythonException: {
+        auto report = parse_python_exception(buffer.data(), static_cast<size_t>(n), &error);
+        if (!report) return drop(error);
+        if (server_->on_exception_) server_->on_exception_(std::move(*report));
+        return ReadResult::kMore;
+      }
     }
-    if (!server_->on_register_(id_, *reg)) {
-      close(nullptr);
-      return;
-    }
-    read_next();
+    return drop("unknown message type " + std::to_string(*type));
+  }
+
+  ReadResult drop(const std::string& why) {
+    SUP_LOG_WARN("rank link %llu: dropped: %s", static_cast<unsigned long long>(id_), why.c_str());
+    close(nullptr);
+    return ReadResult::kClosed;
   }
 
   void close(const char* why) {
+    if (closed_) return;
+    closed_ = true;
     if (why != nullptr) {
       SUP_LOG_DEBUG("rank link %llu closed: %s", static_cast<unsigned long long>(id_), why);
     }
@@ -73,6 +106,7 @@ class RankLinkServer::Connection : public std::enable_shared_from_this<Connectio
     socket_.close(ignored);
     if (*alive_) {
       --server_->open_connections_;
+      server_->connections_.erase(id_);
       server_->on_disconnect_(id_);
     }
   }
@@ -81,7 +115,7 @@ class RankLinkServer::Connection : public std::enable_shared_from_this<Connectio
   std::shared_ptr<bool> alive_;
   boost::asio::posix::stream_descriptor socket_;
   uint64_t id_;
-  std::array<unsigned char, 2048> buffer_{};
+  bool closed_ = false;
 };
 
 RankLinkServer::RankLinkServer(boost::asio::io_context& io, RegisterCallback on_register,
@@ -90,7 +124,8 @@ RankLinkServer::RankLinkServer(boost::asio::io_context& io, RegisterCallback on_
       acceptor_(io),
       retry_timer_(io),
       on_register_(std::move(on_register)),
-      on_disconnect_(std::move(on_disconnect)) {}
+      on_disconnect_(std::move(on_disconnect)),
+      buffer_(proto::kMaxMessageBytes) {}
 
 RankLinkServer::~RankLinkServer() { close(); }
 
@@ -117,6 +152,16 @@ bool RankLinkServer::listen(const std::string& path, std::string* error) {
   return true;
 }
 
+void RankLinkServer::drain() {
+  // Accept what is queued too: an excepthook's connection may be waiting.
+  if (acceptor_.is_open()) accept_pending();
+  std::vector<std::shared_ptr<Connection>> live;
+  for (auto& [id, weak] : connections_) {
+    if (auto c = weak.lock()) live.push_back(std::move(c));
+  }
+  for (auto& c : live) c->drain();
+}
+
 void RankLinkServer::close() {
   *alive_ = false;
   boost::system::error_code ignored;
@@ -126,33 +171,39 @@ void RankLinkServer::close() {
 
 void RankLinkServer::accept_next() {
   auto alive = alive_;
-  acceptor_.async_wait(
-      boost::asio::posix::descriptor_base::wait_read,
-      [this, alive](const boost::system::error_code& ec) {
-        if (ec || !*alive) return;
-        for (;;) {
-          const int fd =
-              accept4(acceptor_.native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-          if (fd < 0) {
-            if (errno == EINTR) continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-            SUP_LOG_WARN("accept on the rank socket failed: %s; retrying in 1 s", strerror(errno));
-            retry_timer_.expires_after(std::chrono::seconds(1));
-            retry_timer_.async_wait([this, alive](const boost::system::error_code& tec) {
-              if (!tec && *alive) accept_next();
-            });
-            return;
-          }
-          if (open_connections_ >= kMaxConnections) {
-            SUP_LOG_WARN("too many rank connections (%zu): refusing one", open_connections_);
-            ::close(fd);
-            continue;
-          }
-          ++open_connections_;
-          std::make_shared<Connection>(this, fd, next_id_++)->read_next();
-        }
-        accept_next();
+  acceptor_.async_wait(boost::asio::posix::descriptor_base::wait_read,
+                       [this, alive](const boost::system::error_code& ec) {
+                         if (ec || !*alive) return;
+                         if (accept_pending()) accept_next();
+                       });
+}
+
+bool RankLinkServer::accept_pending() {
+  auto alive = alive_;
+  for (;;) {
+    const int fd =
+        accept4(acceptor_.native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
+      SUP_LOG_WARN("accept on the rank socket failed: %s; retrying in 1 s", strerror(errno));
+      retry_timer_.expires_after(std::chrono::seconds(1));
+      retry_timer_.async_wait([this, alive](const boost::system::error_code& tec) {
+        if (!tec && *alive) accept_next();
       });
+      return false;
+    }
+    if (open_connections_ >= kMaxConnections) {
+      SUP_LOG_WARN("too many rank connections (%zu): refusing one", open_connections_);
+      ::close(fd);
+      continue;
+    }
+    ++open_connections_;
+    const uint64_t id = next_id_++;
+    auto conn = std::make_shared<Connection>(this, fd, id);
+    connections_[id] = conn;
+    conn->read_next();
+  }
 }
 
 }  // namespace xpu_timer::supervisor

@@ -34,6 +34,7 @@ struct RankSample {
   uint64_t skipped_capture = 0;
   uint64_t hook_errors = 0;
   uint64_t queue_depth = 0;
+  uint32_t page_flags = 0;  // proto::kPageFlag*
 };
 
 struct Snapshot {

@@ -46,6 +46,7 @@ RankSample sample_rank(const RankRecord& record, proto::StatusPage* scratch) {
   s.skipped_capture = scratch->skipped_capture;
   s.hook_errors = scratch->hook_errors;
   s.queue_depth = scratch->queue_depth;
+  s.page_flags = scratch->flags;
   return s;
 }
 

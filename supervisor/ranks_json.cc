@@ -13,7 +13,8 @@ double age_s(uint64_t now, uint64_t then) {
 
 }  // namespace
 
-nlohmann::json ranks_json(const Snapshot& snap, const HangReport& latest) {
+nlohmann::json ranks_json(const Snapshot& snap, const HangReport& latest,
+                          const std::map<int, nlohmann::json>* crashes) {
   using nlohmann::json;
   std::map<int, RankState> states;
   for (const RankVerdict& v : latest.ranks) states[v.rank] = v.state;
@@ -54,13 +55,19 @@ nlohmann::json ranks_json(const Snapshot& snap, const HangReport& latest) {
                        {"nranks", c.nranks},
                        {"rank", c.rank},
                        {"issued_seq", c.issued_seq},
-                       {"completed_seq", c.completed_seq}});
+                       {"completed_seq", c.completed_seq},
+                       {"unknown_identity", (c.flags & proto::kCommFlagUnknownIdentity) != 0}});
     }
     r["comms"] = std::move(comms);
     r["dropped_queue_full"] = s.dropped_queue_full;
     r["skipped_capture"] = s.skipped_capture;
     r["hook_errors"] = s.hook_errors;
     r["queue_depth"] = s.queue_depth;
+    r["timing_disabled"] = (s.page_flags & proto::kPageFlagTimingDisabled) != 0;
+    if (crashes != nullptr) {
+      auto c = crashes->find(s.rank);
+      r["crash"] = c != crashes->end() ? c->second : json(nullptr);
+    }
     out.push_back(std::move(r));
   }
   return out;

@@ -3,6 +3,7 @@
 // Pure.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "supervisor/hang_detector.h"
@@ -15,7 +16,10 @@ namespace xpu_timer::supervisor {
 //   "inflight_count":..,"oldest_inflight":{op..,"pending_s":..}|null,
 //   "last_completed":{op..}|null,"heartbeat_age_s":..,
 //   "comms":[{"comm":"<16 hex>","nranks":4,"rank":0,"issued_seq":6,"completed_seq":5}],
-//   "dropped_queue_full":0,"skipped_capture":0,"hook_errors":0,"queue_depth":0}]
-nlohmann::json ranks_json(const Snapshot& snap, const HangReport& latest);
+//   "dropped_queue_full":0,"skipped_capture":0,"hook_errors":0,"queue_depth":0,
+//   "timing_disabled":false,"crash":{...}|null}]
+// `crashes`: rank -> crash object (crash_json.h); null: no "crash" member.
+nlohmann::json ranks_json(const Snapshot& snap, const HangReport& latest,
+                          const std::map<int, nlohmann::json>* crashes = nullptr);
 
 }  // namespace xpu_timer::supervisor

@@ -57,7 +57,8 @@ TEST(RegisterMessage, RejectsWhatIsWrongWithOneLine) {
   m = valid();
   m.header.version = 99;
   EXPECT_EQ(error_of(m),
-            "protocol version 99, supervisor speaks 1 (stale libxpu_timer_inject.so?)");
+            "protocol version 99, supervisor speaks " + std::to_string(proto::kProtocolVersion) +
+                " (stale libxpu_timer_inject.so?)");
   m = valid();
   m.header.type = 9;
   EXPECT_EQ(error_of(m), "unknown message type 9");

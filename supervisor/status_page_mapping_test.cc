@@ -71,7 +71,8 @@ TEST_F(StatusPageMappingTest, RefusesBadPages) {
   write_page([](proto::StatusPage* p) { p->version = 7; });
   EXPECT_EQ(open_error(),
             "status page " + path_ +
-                ": protocol version 7, supervisor speaks 1 (stale libxpu_timer_inject.so?)");
+                ": protocol version 7, supervisor speaks " +
+                std::to_string(proto::kProtocolVersion) + " (stale libxpu_timer_inject.so?)");
   write_page([](proto::StatusPage* p) { p->page_bytes = 12; });
   EXPECT_NE(open_error().find("page_bytes 12"), std::string::npos);
   write_page();

@@ -6,8 +6,12 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <boost/asio/post.hpp>
 #include <map>
 
+#include "supervisor/crash_plugin_runner.h"
+#include "supervisor/crash_tracker.h"
 #include "supervisor/dump_files.h"
 #include "supervisor/hang_report_json.h"
 #include "supervisor/http_server.h"
@@ -23,6 +27,7 @@
 #include "supervisor/rank_sampler.h"
 #include "supervisor/ranks_json.h"
 #include "supervisor/run_dir.h"
+#include "supervisor/stack_dump.h"
 
 namespace xpu_timer::supervisor {
 namespace {
@@ -36,6 +41,31 @@ sigset_t controlled_signals() {
     sigaddset(&set, sig);
   }
   return set;
+}
+
+// The registered ranks whose process still lives (the same process that
+// registered: pid reuse is checked).
+std::vector<StackTarget> stack_targets(const std::vector<RankRecord>& records) {
+  std::vector<StackTarget> out;
+  for (const RankRecord& rec : records) {
+    if (!process_alive(rec.reg.pid, rec.start_time)) continue;
+    out.push_back(StackTarget{rec.reg.rank, rec.reg.world_size, rec.reg.pid});
+  }
+  return out;
+}
+
+// "rank/pid/launch_ns" of each stuck rank's pending operation: the same
+// operation keeps its key while it stays stuck. (A hang with no stuck
+// operation is keyed by its sentence.)
+std::vector<std::string> stuck_operation_keys(const HangReport& report) {
+  std::vector<std::string> keys;
+  for (const RankVerdict& v : report.ranks) {
+    if (v.state != RankState::kStuck || !v.has_op) continue;
+    keys.push_back(std::to_string(v.rank) + "/" + std::to_string(v.pid) + "/" +
+                   std::to_string(v.op.launch_ns));
+  }
+  if (keys.empty()) keys.push_back(hang_sentence(report, /*with_durations=*/false));
+  return keys;
 }
 
 std::string command_text(const std::vector<std::string>& argv) {
@@ -54,7 +84,9 @@ Supervisor::Supervisor(Options options)
       poll_timer_(io_),
       detector_(options_.hang_timeout_s),
       poll_scratch_(std::make_unique<proto::StatusPage>()),
-      published_report_(std::make_shared<HangReport>()) {}
+      published_report_(std::make_shared<HangReport>()) {
+  metrics_ = std::make_unique<MetricsExporter>(MetricsConfig::from_env(options_.command));
+}
 
 Supervisor::~Supervisor() {
   if (http_) http_->stop();
@@ -81,10 +113,29 @@ JobExit Supervisor::run() {
   } else {
     SUP_LOG_WARN("dump directory unusable, no dump files will be written: %s", error.c_str());
   }
+  if (!dump_dir_.empty()) {
+    StackDumpSettings stack_settings;
+    stack_settings.dump_dir = dump_dir_;
+    stacks_ = std::make_unique<StackDumper>(std::move(stack_settings));
+  }
   SUP_LOG_INFO("supervising '%s': port %d on %s, dump dir %s, hang timeout %.3g s, on hang %s",
                command_text(options_.command).c_str(), options_.port, options_.host.c_str(),
                options_.dump_dir.c_str(), options_.hang_timeout_s,
                options_.on_hang == OnHang::kKill ? "kill" : "keep");
+
+  PluginSettings plugin_settings = plugin_settings_from_env();
+  if (!plugin_settings.plugins.empty()) {
+    std::string names;
+    for (const std::string& p : plugin_settings.plugins) names += (names.empty() ? "" : ", ") + p;
+    SUP_LOG_INFO("exit-hook plugins: %s (host %s, timeout %.0f s)", names.c_str(),
+                 plugin_settings.host_script.c_str(), plugin_settings.timeout_s);
+    if (::access(plugin_settings.host_script.c_str(), R_OK) != 0) {
+      SUP_LOG_WARN("plugin host %s is not readable (%s): plugins will fail; set "
+                   "XPU_TIMER_PLUGIN_HOST", plugin_settings.host_script.c_str(), strerror(errno));
+    }
+  }
+  plugins_ = std::make_unique<CrashPluginRunner>(io_, std::move(plugin_settings));
+  crashes_ = std::make_unique<CrashTracker>(dump_dir_, plugins_.get());
 
   // Watching needs the library, a run dir and the socket; without any of
   // them the job still runs, unwatched.
@@ -104,6 +155,11 @@ JobExit Supervisor::run() {
       link_server_ = std::make_unique<RankLinkServer>(
           io_, [this](uint64_t id, const RankRegistration& reg) { return on_register(id, reg); },
           [this](uint64_t id) { registry_.on_disconnect(id); });
+      link_server_->set_crash_callbacks(
+          [this](SignalReport r) { crashes_->on_signal_report(std::move(r), registry_.snapshot()); },
+          [this](PythonExceptionReport r) {
+            crashes_->on_python_exception(std::move(r), registry_.snapshot());
+          });
       if (!link_server_->listen(run_dir.socket_path(), &error)) {
         SUP_LOG_WARN("%s: running the job UNWATCHED", error.c_str());
         link_server_.reset();
@@ -139,18 +195,19 @@ JobExit Supervisor::run() {
                watch.inject_lib.empty() ? " (unwatched)" : "");
 
   JobExit result;
-  job_ = std::make_unique<JobController>(io_, launched.pid, options_.kill_grace_s,
-                                         [this, &result](const JobExit& e) {
-                                           result = e;
-                                           io_.stop();
-                                         });
+  job_ = std::make_unique<JobController>(
+      io_, launched.pid, options_.kill_grace_s,
+      [this, &result](const JobExit& e) { finish_after_job(e, &result); });
+  job_->set_spared([this](pid_t pid) { return plugins_->owns(pid); });
+  job_->set_on_reaped([this](pid_t pid, int status) { crashes_->on_reaped(pid, status); });
   job_->start();
   pthread_sigmask(SIG_SETMASK, &previous_mask, nullptr);
 
   // After the fork, so that no listening socket can leak into the job.
-  http_ = std::make_unique<HttpServer>(HttpHandlers{[this] { return hang_json(); },
-                                                    [this] { return ranks_json_text(); },
-                                                    [this] { return metrics_text(); }});
+  http_ = std::make_unique<HttpServer>(
+      HttpHandlers{[this] { return hang_json(); }, [this] { return ranks_json_text(); },
+                   [this] { return metrics_text(); },
+                   [this](std::string* body) { return dump_stacks_request(body); }});
   if (http_->start(options_.host, options_.port, &error)) {
     SUP_LOG_INFO("listening on http://%s:%d", options_.host.c_str(), http_->port());
     if (!dump_dir_.empty() &&
@@ -196,6 +253,18 @@ bool Supervisor::on_register(uint64_t connection_id, const RankRegistration& reg
   return true;
 }
 
+void Supervisor::finish_after_job(const JobExit& exit, JobExit* result) {
+  *result = exit;
+  try {
+    if (link_server_) link_server_->drain();
+    crashes_->check_deaths(registry_.snapshot());
+  } catch (const std::exception& e) {
+    SUP_LOG_ERROR("crash bookkeeping at exit failed: %s", e.what());
+  }
+  // Plugins end by themselves or by their timeout; the job's status is kept.
+  plugins_->when_idle([this] { io_.stop(); });
+}
+
 void Supervisor::schedule_poll() {
   poll_timer_.expires_after(std::chrono::milliseconds(options_.poll_ms));
   poll_timer_.async_wait([this](const boost::system::error_code& ec) {
@@ -207,7 +276,9 @@ void Supervisor::schedule_poll() {
 
 void Supervisor::poll() {
   try {
+    if (link_server_) link_server_->drain();  // crash reports before deaths
     const std::vector<RankRecord> records = registry_.snapshot();
+    crashes_->check_deaths(records);
     if (records.empty() && !detector_.report().hung) return;
     const Snapshot snap = take_snapshot(records, poll_scratch_.get());
     const HangEvent event = detector_.update(snap);
@@ -227,16 +298,126 @@ void Supervisor::on_hang_event(HangEvent event, const HangReport& report) {
     return;  // hang.json keeps the last hang for the post-mortem
   }
   SUP_LOG_WARN("hang: %s", report.summary.c_str());
-  if (!dump_dir_.empty()) {
-    std::string error;
-    if (!write_file_atomically(dump_dir_ + "/hang.json",
-                               json_text(hang_report_json(report), 2) + "\n", &error)) {
-      SUP_LOG_WARN("%s", error.c_str());
+  hang_in_file_ = report;
+  // Starting the collection only spawns its thread; hang.json then names the
+  // folder being written, and is rewritten when the stacks are in.
+  start_hang_stacks();
+  write_hang_file();
+  if (event == HangEvent::kDetected && options_.on_hang == OnHang::kKill && job_) {
+    if (stacks_ && stacks_->running()) {
+      // Killing now would lose the evidence: on_stacks_done kills (each rank's
+      // collection is bounded by its timeout).
+      kill_after_stacks_ = true;
+      SUP_LOG_INFO("--on-hang kill: the job ends once its stacks are collected");
+    } else {
+      killed_for_hang_ = true;
+      job_->terminate(SIGTERM, "hang detected and --on-hang kill");
     }
   }
-  if (event == HangEvent::kDetected && options_.on_hang == OnHang::kKill && job_) {
-    job_->terminate(SIGTERM, "hang detected and --on-hang kill");
+}
+
+void Supervisor::start_hang_stacks() {
+  if (!stacks_ || !hang_in_file_ || killed_for_hang_) return;
+  // A changed hang deserves new stacks only when some rank is stuck in an
+  // operation not seen stuck before: ranks merely exiting (as after the
+  // kill) or being found missing do not change where the others wait.
+  const std::vector<std::string> keys = stuck_operation_keys(*hang_in_file_);
+  bool new_key = false;
+  for (const std::string& k : keys) {
+    new_key |= std::find(hangs_collected_.begin(), hangs_collected_.end(), k) ==
+               hangs_collected_.end();
   }
+  if (!new_key) return;
+  const StackDumper::Started started =
+      stacks_->start(stack_targets(registry_.snapshot()), "hang",
+                     [this](std::shared_ptr<const StackDumpReport> r) {
+                       boost::asio::post(io_, [this, r] { on_stacks_done(r); });
+                     });
+  switch (started.status) {
+    case StackDumper::StartStatus::kStarted:
+      for (const std::string& k : keys) {
+        if (hangs_collected_.size() >= 4096) hangs_collected_.erase(hangs_collected_.begin());
+        hangs_collected_.push_back(k);
+      }
+      hang_stacks_ = stacks_->latest();
+      SUP_LOG_INFO("collecting the stacks of %zu rank(s) into %s",
+                   hang_stacks_ ? hang_stacks_->ranks.size() : size_t{0}, started.dir.c_str());
+      break;
+    case StackDumper::StartStatus::kBusy:
+      hang_stacks_queued_ = true;
+      SUP_LOG_INFO("a stack collection is running (%s); this hang's follows it",
+                   started.dir.c_str());
+      break;
+    case StackDumper::StartStatus::kNoTargets:
+    case StackDumper::StartStatus::kFailed:
+      SUP_LOG_WARN("no stacks for this hang: %s", started.error.c_str());
+      break;
+  }
+}
+
+void Supervisor::on_stacks_done(std::shared_ptr<const StackDumpReport> report) {
+  if (report->reason == "hang") {
+    hang_stacks_ = report;
+    write_hang_file();
+  }
+  // A hang seen while a requested dump ran gets its own dump first, unless
+  // the job is to be killed and this hang's stacks are already in.
+  if (hang_stacks_queued_ && !(kill_after_stacks_ && report->reason == "hang")) {
+    hang_stacks_queued_ = false;
+    start_hang_stacks();
+    if (stacks_->running()) return;
+  }
+  hang_stacks_queued_ = false;
+  if (kill_after_stacks_ && job_) {
+    kill_after_stacks_ = false;
+    killed_for_hang_ = true;
+    job_->terminate(SIGTERM, "hang detected and --on-hang kill (stacks collected)");
+  }
+}
+
+void Supervisor::write_hang_file() {
+  if (dump_dir_.empty() || !hang_in_file_) return;
+  nlohmann::json j = hang_report_json(*hang_in_file_);
+  j["stacks"] = hang_stacks_ ? stack_dump_json(*hang_stacks_) : nlohmann::json(nullptr);
+  std::string error;
+  if (!write_file_atomically(dump_dir_ + "/hang.json", json_text(j, 2) + "\n", &error)) {
+    SUP_LOG_WARN("%s", error.c_str());
+  }
+}
+
+int Supervisor::dump_stacks_request(std::string* json_body) {
+  using nlohmann::json;
+  if (!stacks_) {
+    *json_body = json{{"error", "no usable dump directory: stacks cannot be written"}}.dump();
+    return 503;
+  }
+  const StackDumper::Started started =
+      stacks_->start(stack_targets(registry_.snapshot()), "request",
+                     [this](std::shared_ptr<const StackDumpReport> r) {
+                       boost::asio::post(io_, [this, r] { on_stacks_done(r); });
+                     });
+  switch (started.status) {
+    case StackDumper::StartStatus::kStarted: {
+      json ranks = json::array();
+      if (auto latest = stacks_->latest()) {
+        for (const RankStackResult& r : latest->ranks) ranks.push_back(r.rank);
+      }
+      *json_body = json{{"dir", started.dir}, {"ranks", ranks}}.dump();
+      SUP_LOG_INFO("POST /dump/stacks: collecting the stacks of %zu rank(s) into %s", ranks.size(),
+                   started.dir.c_str());
+      return 202;
+    }
+    case StackDumper::StartStatus::kBusy:
+      *json_body = json{{"error", "a stack collection is running"}, {"dir", started.dir}}.dump();
+      return 409;
+    case StackDumper::StartStatus::kNoTargets:
+      *json_body = json{{"error", started.error}}.dump();
+      return 503;
+    case StackDumper::StartStatus::kFailed:
+      break;
+  }
+  *json_body = json{{"error", started.error}}.dump();
+  return 500;
 }
 
 std::string Supervisor::hang_json() const {
@@ -247,7 +428,10 @@ std::string Supervisor::hang_json() const {
   }
   HangReport shown = *report;
   shown.timeout_s = options_.hang_timeout_s;
-  return json_text(hang_report_json(shown), 2);
+  nlohmann::json j = hang_report_json(shown);
+  std::shared_ptr<const StackDumpReport> stacks = stacks_ ? stacks_->latest() : nullptr;
+  j["stacks"] = stacks ? stack_dump_json(*stacks) : nlohmann::json(nullptr);
+  return json_text(j, 2);
 }
 
 std::string Supervisor::ranks_json_text() const {
@@ -258,7 +442,8 @@ std::string Supervisor::ranks_json_text() const {
   }
   auto scratch = std::make_unique<proto::StatusPage>();
   const Snapshot snap = take_snapshot(registry_.snapshot(), scratch.get());
-  return json_text(ranks_json(snap, *report), 2);
+  const std::map<int, nlohmann::json> crashes = crashes_->crash_json_by_rank();
+  return json_text(ranks_json(snap, *report, &crashes), 2);
 }
 
 std::string Supervisor::metrics_text() const {
@@ -267,29 +452,7 @@ std::string Supervisor::metrics_text() const {
     std::lock_guard<std::mutex> lock(report_mutex_);
     report = published_report_;
   }
-  std::map<int, RankState> states;
-  for (const RankVerdict& v : report->ranks) states[v.rank] = v.state;
-
-  auto scratch = std::make_unique<proto::StatusPage>();
-  MetricsWriter writer;
-  const uint64_t now = monotonic_now_ns();
-  for (const RankRecord& rec : registry_.snapshot()) {
-    RankMetricsInput in;
-    in.rank = rec.reg.rank;
-    in.local_rank = rec.reg.local_rank;
-    in.host = rec.reg.host;
-    in.up = process_alive(rec.reg.pid, rec.start_time);
-    auto it = states.find(rec.reg.rank);
-    in.stuck = it != states.end() && it->second == RankState::kStuck;
-    uint64_t beat = 0;
-    if (rec.page && rec.page->heartbeat(&beat)) {
-      beat = std::max(beat, rec.registered_ns);
-      in.heartbeat_age_s = now > beat ? static_cast<double>(now - beat) / 1e9 : 0.0;
-    }
-    in.page = rec.page && rec.page->read(scratch.get()) ? scratch.get() : nullptr;
-    writer.add_rank(in);
-  }
-  return writer.finish(report->hung);
+  return metrics_->render(registry_.snapshot(), *report);
 }
 
 }  // namespace xpu_timer::supervisor

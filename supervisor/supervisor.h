@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "supervisor/exit_status.h"
 #include "supervisor/hang_detector.h"
@@ -22,9 +23,14 @@
 
 namespace xpu_timer::supervisor {
 
+class CrashPluginRunner;
+class CrashTracker;
 class HttpServer;
 class JobController;
+class MetricsExporter;
 class RankLinkServer;
+class StackDumper;
+struct StackDumpReport;
 
 class Supervisor {
  public:
@@ -40,9 +46,17 @@ class Supervisor {
   void poll();
   void schedule_poll();
   void on_hang_event(HangEvent event, const HangReport& report);
+  // The job ended: take the last crash reports, conclude the ranks that died
+  // without one, let the plugins finish (bounded by their timeout), stop.
+  void finish_after_job(const JobExit& exit, JobExit* result);
   std::string hang_json() const;
   std::string ranks_json_text() const;
   std::string metrics_text() const;
+  // Stacks (stack_dump.h). Asio thread, except dump_stacks_request (HTTP).
+  void start_hang_stacks();
+  void on_stacks_done(std::shared_ptr<const StackDumpReport> report);
+  void write_hang_file();
+  int dump_stacks_request(std::string* json_body);
 
   Options options_;
   std::string dump_dir_;  // empty when it could not be created
@@ -51,12 +65,28 @@ class Supervisor {
   RankRegistry registry_;
   HangDetector detector_;
   std::unique_ptr<proto::StatusPage> poll_scratch_;
+  std::unique_ptr<CrashPluginRunner> plugins_;
+  std::unique_ptr<CrashTracker> crashes_;
   std::unique_ptr<RankLinkServer> link_server_;
   std::unique_ptr<JobController> job_;
   std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<MetricsExporter> metrics_;  // thread-safe; used by HTTP threads
 
   mutable std::mutex report_mutex_;
   std::shared_ptr<const HangReport> published_report_;
+
+  // Asio thread only: the hang hang.json describes, the stack dump it points
+  // to, the stuck operations (rank/pid/launch time) whose stacks were taken,
+  // and what waits for a running dump to end (--on-hang kill, a queued hang
+  // dump). After the kill for a hang no further hang dump starts.
+  std::optional<HangReport> hang_in_file_;
+  std::shared_ptr<const StackDumpReport> hang_stacks_;
+  std::vector<std::string> hangs_collected_;
+  bool hang_stacks_queued_ = false;
+  bool kill_after_stacks_ = false;
+  bool killed_for_hang_ = false;
+  // Last member: destroyed first, so its threads end before what they use.
+  std::unique_ptr<StackDumper> stacks_;
 };
 
 }  // namespace xpu_timer::supervisor

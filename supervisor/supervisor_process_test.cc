@@ -191,7 +191,7 @@ class SupervisorProcessTest : public ::testing::Test {
     page->local_world_size = world;
     page->heartbeat_ns.store(mono_ns());
     page->ncomms = 1;
-    page->comms[0] = proto::CommSlot{kComm, world, rank, 5, 5};
+    page->comms[0] = proto::CommSlot{kComm, world, rank, 5, 5, 0, 0};
     page->issued_total = page->completed_total = 5;
     pages_[rank] = page;
     paths_[rank] = path;
@@ -370,11 +370,17 @@ TEST_F(SupervisorProcessTest, FakeRanksHangIsReportedAndClears) {
   const HttpReply metrics = http_get(port, "/metrics");
   EXPECT_EQ(metrics.status, 200);
   EXPECT_NE(metrics.headers.find("text/plain; version=0.0.4"), std::string::npos);
-  EXPECT_NE(metrics.body.find("xpu_timer_hang{rank=\"0\",local_rank=\"0\",host=\"fakehost\"} 1\n"),
-            std::string::npos);
-  EXPECT_NE(metrics.body.find("xpu_timer_hang{rank=\"2\",local_rank=\"2\",host=\"fakehost\"} 0\n"),
-            std::string::npos);
-  EXPECT_NE(metrics.body.find("xpu_timer_job_hung 1\n"), std::string::npos);
+  // job_name: the supervised command's file name (no XPU_TIMER_JOB_NAME here).
+  auto has_series = [&](const std::string& prefix, const std::string& rest) {
+    const size_t at = metrics.body.find(prefix);
+    return at != std::string::npos && metrics.body.find(rest, at) == metrics.body.find('}', at);
+  };
+  EXPECT_TRUE(has_series("xpu_timer_hang{rank=\"0\",local_rank=\"0\",host=\"fakehost\",job_name=",
+                         "} 1\n"))
+      << metrics.body;
+  EXPECT_TRUE(has_series("xpu_timer_hang{rank=\"2\",local_rank=\"2\",host=\"fakehost\",job_name=",
+                         "} 0\n"));
+  EXPECT_TRUE(has_series("xpu_timer_job_hung{job_name=", "} 1\n"));
 
   const HttpReply ranks = http_get(port, "/ranks");
   EXPECT_EQ(ranks.status, 200);

@@ -21,6 +21,14 @@ def user_code_stuck_here(seconds):
     time.sleep(seconds)
 
 
+def user_code_crashes_here(kind, step):
+    print(f"crashing ({kind}) at step {step}", flush=True)
+    if kind == "segv":
+        import ctypes
+        ctypes.string_at(0)  # reads address 0: SIGSEGV in the interpreter
+    raise RuntimeError(f"user code failed at step {step}")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=10)
@@ -28,6 +36,9 @@ def main():
     p.add_argument("--hang-rank", type=int, default=-1)
     p.add_argument("--hang-step", type=int, default=-1)
     p.add_argument("--hang-seconds", type=float, default=600)
+    p.add_argument("--crash-rank", type=int, default=-1)
+    p.add_argument("--crash-step", type=int, default=-1)
+    p.add_argument("--crash-kind", choices=["segv", "exception"], default="segv")
     p.add_argument("--wait-file", default="", help="after the last step, wait until this file exists")
     p.add_argument("--ready-file", default="", help="rank 0 touches this after the last step")
     args = p.parse_args()
@@ -47,6 +58,8 @@ def main():
         if rank == args.hang_rank and step == args.hang_step:
             print(f"rank {rank}: hanging at step {step}", flush=True)
             user_code_stuck_here(args.hang_seconds)
+        if rank == args.crash_rank and step == args.crash_step:
+            user_code_crashes_here(args.crash_kind, step)
         c = a @ a
         d = torch.bmm(b, b)
         y = lin(x)

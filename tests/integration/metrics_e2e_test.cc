@@ -28,14 +28,20 @@ std::map<std::pair<std::string, std::string>, double> sum_by_rank_op(const std::
   return out;
 }
 
-TEST(MetricsE2E, PerRankCountsBytesAndFlopsAreExact) {
+// "0": every call timed; "": the default sampling (each (op, shape) timed
+// about 10 times a second, the other calls only counted).
+class MetricsE2E : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MetricsE2E, PerRankCountsBytesAndFlopsAreExact) {
+  const bool every_call_timed = GetParam() == "0";
   // 11 steps of 3 GEMMs rotating over all 7 GEMM entry points (steps 0..10;
   // rank 1 hangs at step 10 after its GEMMs), 10 completed 1 MiB all-reduces.
-  SupervisedJob job("metrics", {"--hang-timeout", "300"},
+  SupervisedJob job(every_call_timed ? "metrics-all" : "metrics-sampled", {"--hang-timeout", "300"},
                     sim_job(2, false,
                             {"--steps", "1000", "--gemm-api", "all", "--gemm", "1024,1024,1024",
                              "--gemm-batch", "2", "--bytes", "1048576", "--hang-rank", "1",
-                             "--hang-step", "10"}));
+                             "--hang-step", "10"}),
+                    {"XPU_TIMER_SAMPLE_PER_SEC=" + GetParam()});
   ASSERT_TRUE(wait_until(
       [&] {
         auto ranks = job.get_json("/ranks");
@@ -70,18 +76,34 @@ TEST(MetricsE2E, PerRankCountsBytesAndFlopsAreExact) {
   };
   for (const std::string rank : {"0", "1"}) {
     for (const auto& [op, e] : expected) {
+      // Every call is counted; the timed ones carry latency and FLOPs.
       EXPECT_EQ(ops.at({rank, op}), e.first) << rank << " " << op;
-      EXPECT_EQ(lat_count.at({rank, op}), e.first) << rank << " " << op;
-      EXPECT_EQ(flops.at({rank, op}), e.first * e.second) << rank << " " << op;
+      const double timed = lat_count.at({rank, op});
+      if (every_call_timed) {
+        EXPECT_EQ(timed, e.first) << rank << " " << op;
+      } else {
+        EXPECT_GE(timed, 1) << rank << " " << op;
+        EXPECT_LE(timed, e.first) << rank << " " << op;
+      }
+      EXPECT_EQ(flops.at({rank, op}), timed * e.second) << rank << " " << op;
     }
     EXPECT_EQ(ops.at({rank, "AllReduce"}), 10) << rank;
-    EXPECT_EQ(bytes.at({rank, "AllReduce"}), 10.0 * 1048576) << rank;
-    // Each simulated all-reduce lasts at least 20 us + 1 MiB / 50 GB/s.
-    EXPECT_GE(lat_sum.at({rank, "AllReduce"}), 10 * (20e-6 + 1048576 / 50e9)) << rank;
+    EXPECT_EQ(bytes.at({rank, "AllReduce"}), lat_count.at({rank, "AllReduce"}) * 1048576) << rank;
+    // Each simulated all-reduce lasts at least 20 us + 1 MiB / 50 GB/s (less
+    // 1% for the resolution of event timestamps).
+    EXPECT_GE(lat_sum.at({rank, "AllReduce"}),
+              lat_count.at({rank, "AllReduce"}) * (20e-6 + 1048576 / 50e9) * 0.99)
+        << rank;
   }
   EXPECT_NE(reply->body.find("# TYPE xpu_timer_operation_latency_seconds histogram"),
             std::string::npos);
 }
+
+INSTANTIATE_TEST_SUITE_P(Sampling, MetricsE2E, ::testing::Values("0", ""),
+                         [](const ::testing::TestParamInfo<std::string>& i) {
+                           return i.param == "0" ? std::string("EveryCallTimed")
+                                                 : std::string("DefaultSampling");
+                         });
 
 }  // namespace
 }  // namespace xpu_timer::testing

@@ -1,5 +1,7 @@
 #include "tests/integration/supervisor_fixture.h"
 
+#include <signal.h>
+
 #include <gtest/gtest.h>
 
 namespace xpu_timer::testing {
@@ -40,6 +42,12 @@ SupervisedJob::SupervisedJob(const std::string& name, std::vector<std::string> s
   auto full_env = sim_env();
   full_env.insert(full_env.end(), env.begin(), env.end());
   child_ = std::make_unique<Child>(argv, full_env, dump_dir_ + "/console.log");
+}
+
+SupervisedJob::~SupervisedJob() {
+  if (!child_ || child_->wait_for(std::chrono::milliseconds(0)).has_value()) return;
+  child_->signal(SIGTERM);
+  if (!child_->wait_for(std::chrono::seconds(20)).has_value()) child_->kill_group();
 }
 
 std::string SupervisedJob::log() const { return read_file(dump_dir_ + "/console.log"); }

@@ -30,6 +30,10 @@ class SupervisedJob {
   // Starts the supervisor with `sup_args` (before "--") over `job`.
   SupervisedJob(const std::string& name, std::vector<std::string> sup_args,
                 std::vector<std::string> job, std::vector<std::string> env = {});
+  // Ends a supervisor still running when the test ends (a failed assertion)
+  // with SIGTERM, so that it takes its job along: the job runs in a process
+  // group of its own, which killing the supervisor's group would leave behind.
+  ~SupervisedJob();
   const std::string& dump_dir() const { return dump_dir_; }
   std::string log() const;  // supervisor's console (its log and the job's output)
   Child& child() { return *child_; }
