@@ -1,8 +1,10 @@
 #include "inject/nccl_profiler_tags.h"
 
 #include <atomic>
+#include <cctype>
 #include <cstring>
 
+#include "common/log.h"
 #include "common/protocol.h"
 #include "inject/event_pool.h"
 
@@ -79,6 +81,22 @@ NcclTag nccl_tag_load(int device, uint32_t pair_index) {
   return unpack_nccl_tag(g_tags[device][pair_index].load(std::memory_order_relaxed));
 }
 
+namespace {
+// NCCL's spelling differs between releases ("Ring" from the tuning tables,
+// "RING" and "NVLS_TREE" from ncclAlgoToString in 2.28): compare letters and
+// digits only, ignoring case and underscores.
+bool same_name(const char* got, const char* want) {
+  for (;; ++got) {
+    while (*got == '_') ++got;
+    const char a = static_cast<char>(std::tolower(static_cast<unsigned char>(*got)));
+    const char b = static_cast<char>(std::tolower(static_cast<unsigned char>(*want)));
+    if (a != b) return false;
+    if (a == '\0') return true;
+    ++want;
+  }
+}
+}  // namespace
+
 uint8_t nccl_algo_from_name(const char* name) {
   if (name == nullptr || *name == '\0') return static_cast<uint8_t>(NcclAlgo::kUnknown);
   struct Entry {
@@ -95,16 +113,21 @@ uint8_t nccl_algo_from_name(const char* name) {
       {"PAT", NcclAlgo::kPat},
   };
   for (const Entry& e : kNames) {
-    if (std::strcmp(name, e.name) == 0) return static_cast<uint8_t>(e.algo);
+    if (same_name(name, e.name)) return static_cast<uint8_t>(e.algo);
   }
+  // Once per process: a name we do not know (a newer NCCL, symmetric kernels).
+  static std::atomic<bool> logged{false};
+  if (!logged.exchange(true)) XPU_TIMER_LOG_INFO("NCCL algorithm '%.40s' shown as 'other'", name);
   return static_cast<uint8_t>(NcclAlgo::kOther);
 }
 
 uint8_t nccl_proto_from_name(const char* name) {
   if (name == nullptr || *name == '\0') return static_cast<uint8_t>(NcclProto::kUnknown);
-  if (std::strcmp(name, "LL") == 0) return static_cast<uint8_t>(NcclProto::kLL);
-  if (std::strcmp(name, "LL128") == 0) return static_cast<uint8_t>(NcclProto::kLL128);
-  if (std::strcmp(name, "Simple") == 0) return static_cast<uint8_t>(NcclProto::kSimple);
+  if (same_name(name, "LL")) return static_cast<uint8_t>(NcclProto::kLL);
+  if (same_name(name, "LL128")) return static_cast<uint8_t>(NcclProto::kLL128);
+  if (same_name(name, "Simple")) return static_cast<uint8_t>(NcclProto::kSimple);
+  static std::atomic<bool> logged{false};
+  if (!logged.exchange(true)) XPU_TIMER_LOG_INFO("NCCL protocol '%.40s' shown as 'other'", name);
   return static_cast<uint8_t>(NcclProto::kOther);
 }
 

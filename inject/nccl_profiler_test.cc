@@ -176,6 +176,12 @@ TEST(NcclProfilerNames, MapNcclNamesAndEnums) {
   EXPECT_EQ(nccl_algo_from_name("Ring"), u8(NcclAlgo::kRing));
   EXPECT_EQ(nccl_algo_from_name("NVLSTree"), u8(NcclAlgo::kNvlsTree));
   EXPECT_EQ(nccl_algo_from_name("CollNetChain"), u8(NcclAlgo::kCollNetChain));
+  // ncclAlgoToString / ncclProtoToString spellings (NCCL 2.28).
+  EXPECT_EQ(nccl_algo_from_name("RING"), u8(NcclAlgo::kRing));
+  EXPECT_EQ(nccl_algo_from_name("NVLS_TREE"), u8(NcclAlgo::kNvlsTree));
+  EXPECT_EQ(nccl_algo_from_name("COLLNET_DIRECT"), u8(NcclAlgo::kCollNetDirect));
+  EXPECT_EQ(nccl_proto_from_name("SIMPLE"), u8(NcclProto::kSimple));
+  EXPECT_EQ(nccl_algo_from_name("RINGX"), u8(NcclAlgo::kOther));
   EXPECT_EQ(nccl_algo_from_name("AGxLL_R"), u8(NcclAlgo::kOther));  // symmetric kernels
   EXPECT_EQ(nccl_algo_from_name(nullptr), u8(NcclAlgo::kUnknown));
   EXPECT_EQ(nccl_proto_from_name("LL128"), u8(NcclProto::kLL128));
