@@ -50,4 +50,8 @@ status=$?
 set -e
 trap - EXIT
 echo "demo: supervisor exited with status $status"
+stacks=$(ls -d "$out"/stacks-* 2>/dev/null | head -1)
 echo "demo: outputs in $out: hang.json (as detected), hang_live.json (GET /hang), supervisor.log, console.log"
+[ -n "$stacks" ] && echo "demo: every rank's stacks and flame graphs (py_stack.svg, cpp_stack.svg, mixed_stack.svg): $stacks"
+[ -n "$stacks" ] && grep -h "stuck_in_host_code" "$stacks/py_stack" | sed 's/^/demo:   /' | cut -c1-200
+exit 0
