@@ -156,7 +156,16 @@ std::string make_temp_dir(const std::string& name) {
 }
 
 std::optional<HttpReply> http_get(int port, const std::string& path) {
-  // A plain HTTP/1.0 GET: the test must not depend on the HTTP library under test.
+  return http_request(port, "GET", path);
+}
+
+std::optional<HttpReply> http_post(int port, const std::string& path) {
+  return http_request(port, "POST", path);
+}
+
+std::optional<HttpReply> http_request(int port, const std::string& method,
+                                      const std::string& path) {
+  // Plain HTTP/1.0: the test must not depend on the HTTP library under test.
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return std::nullopt;
   sockaddr_in addr{};
@@ -167,7 +176,8 @@ std::optional<HttpReply> http_get(int port, const std::string& path) {
     ::close(fd);
     return std::nullopt;
   }
-  const std::string req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+  const std::string req =
+      method + " " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n";
   if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
     ::close(fd);
     return std::nullopt;

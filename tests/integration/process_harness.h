@@ -69,6 +69,9 @@ struct HttpReply {
   std::string body;
 };
 std::optional<HttpReply> http_get(int port, const std::string& path);
+// POST with an empty body.
+std::optional<HttpReply> http_post(int port, const std::string& path);
+std::optional<HttpReply> http_request(int port, const std::string& method, const std::string& path);
 
 // True while `pid` exists and is not a zombie.
 bool process_alive(pid_t pid);
