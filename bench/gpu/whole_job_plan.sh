@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Runs whole-job overhead plans (bench/gpu/whole_job.py) on a GPU machine and
+# packs every job's log into one archive.
+# usage: bench/gpu/whole_job_plan.sh DIST_DIR OUT_DIR PLAN
+#   PLAN diag:  where the time goes (arms that switch parts of xpu-timer off)
+#   PLAN final: the issue's figures (bare vs supervised defaults, 8 rounds, 3 workloads)
+set -uo pipefail
+dist=$(cd "$1" && pwd); out=$2; plan=$3
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$out"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+{
+  echo "release $(cat "$dist/VERSION")"
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
+  python3 -c "import torch, transformers; print('torch', torch.__version__, 'nccl', torch.cuda.nccl.version(), 'transformers', transformers.__version__)"
+} 2>&1 | tee "$out/machine.txt"
+wj() { python3 "$here/whole_job.py" --dist "$dist" --out "$out/jobs" "$@" 2>&1 | tee -a "$out/summary.txt"; }
+case $plan in
+diag)
+  wj --workload gpt2_ddp --rounds 3 --arm bare --arm sup --arm disable:XPU_TIMER_DISABLE=1 \
+     --arm poll10:XPU_TIMER_POLL_INTERVAL_MS=10 --arm notime:XPU_TIMER_SAMPLE_PER_SEC=0.001 \
+     -- --steps 60
+  wj --workload launch_bound --rounds 2 --arm bare --arm sup --arm poll10:XPU_TIMER_POLL_INTERVAL_MS=10 \
+     -- --steps 400
+  ;;
+final)
+  wj --workload gpt2_ddp --rounds 8 -- --steps 80
+  wj --workload overlap_tp --rounds 8 -- --steps 100
+  wj --workload launch_bound --rounds 8 -- --steps 400
+  ;;
+*) echo "unknown plan $plan"; exit 2 ;;
+esac
+tar -C "$out" -czf "$out/jobs.tar.gz" jobs && rm -rf "$out/jobs"
