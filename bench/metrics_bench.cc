@@ -93,7 +93,7 @@ class Ranks {
       rec.reg.pid = getpid();
       rec.reg.host = "node-" + std::to_string(r / 8);
       rec.start_time = self ? self->start_time : 0;
-      rec.page = StatusPageMapping::open(path, getpid(), r, &error);
+      rec.page = proto::StatusPageFile::attach(path, getpid(), r, &error);
       if (!rec.page) {
         std::fprintf(stderr, "%s\n", error.c_str());
         std::abort();

@@ -18,6 +18,9 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <type_traits>
 
 namespace xpu_timer::proto {
@@ -34,6 +37,15 @@ constexpr const char* kEnvDisable = "XPU_TIMER_DISABLE";  // "1": hooks pass thr
 // Where a rank with no supervisor writes xpu_timer_crash-rank<R>-<pid>.txt
 // (default: its working directory).
 constexpr const char* kEnvCrashDir = "XPU_TIMER_CRASH_DIR";
+// The supervisor's pid: each rank names it its allowed tracer under Yama
+// ptrace_scope=1 (inject/ptracer_permit.cc).
+constexpr const char* kEnvSupervisorPid = "XPU_TIMER_SUPERVISOR_PID";
+// "1": debug logging, on both sides.
+constexpr const char* kEnvDebugMode = "XPU_TIMER_DEBUG_MODE";
+// Not ours, set for the job: the dynamic loader preloads the injected
+// library; NCCL >= 2.23 loads it as its profiler plugin.
+constexpr const char* kEnvPreload = "LD_PRELOAD";
+constexpr const char* kEnvNcclProfilerPlugin = "NCCL_PROFILER_PLUGIN";
 
 enum class OpKind : uint8_t { kNone = 0, kGemm = 1, kNccl = 2, kMemcpy = 3 };
 
@@ -67,6 +79,13 @@ enum class OpName : uint16_t {
 // Name as shown to users ("AllReduce", "GemmEx", ...). Never null.
 const char* op_name_str(OpName name);
 OpKind op_kind_of(OpName name);
+// "gemm", "nccl", "memcpy", "none": the kind as metrics and traces name it.
+const char* op_kind_str(uint8_t kind);
+// nccl-tests' bus-bandwidth factor for `bytes` as our hooks define them (the
+// larger of the send and receive buffer, nccl-tests' "size"): AllReduce
+// 2(n-1)/n, AllGather and ReduceScatter (n-1)/n, others 1; nranks 0
+// (communicator size unknown) gives 1.
+double nccl_bus_factor(OpName op, uint32_t nranks);
 
 // Data types, independent of the CUDA enum values so the page stays stable.
 enum class DType : uint8_t {
@@ -156,7 +175,7 @@ struct MetricSlot {
   uint64_t sum_flops;     // GEMM floating point operations
   uint64_t last_update_ns;
   uint64_t hist[kHistBuckets];  // non-cumulative counts per latency bucket
-  // Calls completed without a timing (sampling, DESIGN.md "The hot path" 5):
+  // Calls completed without a timing (docs/architecture.md "The hot path", 4):
   // count, sum_* and hist above cover the timed calls only, so that their
   // ratios (FLOP/s, bandwidth, latency) stay exact; these add the rest.
   uint64_t untimed_count;
@@ -210,6 +229,12 @@ static_assert(std::is_standard_layout_v<StatusPage>);
 static_assert(std::atomic<uint64_t>::is_always_lock_free);
 
 // ---- unix socket messages (SOCK_SEQPACKET: one message per packet) ----
+//
+// Every message starts with a MsgHeader. The encode_* / decode_* functions at
+// the end of this header are the only code that builds or checks one: the
+// injected library, the supervisor and the test fakes call them, and the
+// Python excepthook packs its header with kMsgHeaderStructFormat, handed to
+// it by inject/crash_python_hook.cc.
 
 enum class MsgType : uint16_t {
   kRegister = 1,         // rank -> supervisor, once, after the status page exists
@@ -227,6 +252,32 @@ struct MsgHeader {
   uint32_t bytes;    // whole message including this header
   uint32_t reserved;
 };
+static_assert(sizeof(MsgHeader) == 16);
+static_assert(offsetof(MsgHeader, version) == 4 && offsetof(MsgHeader, type) == 6 &&
+              offsetof(MsgHeader, bytes) == 8 && offsetof(MsgHeader, reserved) == 12);
+
+// MsgHeader as Python's struct module packs it: little endian, the fields in
+// declaration order (magic, version, type, bytes, reserved).
+constexpr const char kMsgHeaderStructFormat[] = "<IHHII";
+
+// Offset of field `index` of a "<" struct format of I and H fields, or of its
+// end when index is the field count; -1 for anything else. For the checks below.
+constexpr int struct_format_offset(const char* format, int index) {
+  if (format[0] != '<') return -1;
+  int offset = 0;
+  for (int i = 0; format[i + 1] != '\0'; ++i) {
+    if (i == index) return offset;
+    const char c = format[i + 1];
+    if (c != 'I' && c != 'H') return -1;
+    offset += c == 'I' ? 4 : 2;
+  }
+  return offset;
+}
+static_assert(struct_format_offset(kMsgHeaderStructFormat, 1) == offsetof(MsgHeader, version));
+static_assert(struct_format_offset(kMsgHeaderStructFormat, 2) == offsetof(MsgHeader, type));
+static_assert(struct_format_offset(kMsgHeaderStructFormat, 3) == offsetof(MsgHeader, bytes));
+static_assert(struct_format_offset(kMsgHeaderStructFormat, 4) == offsetof(MsgHeader, reserved));
+static_assert(struct_format_offset(kMsgHeaderStructFormat, 5) == sizeof(MsgHeader));
 
 struct RegisterMsg {
   MsgHeader header;
@@ -240,6 +291,9 @@ struct RegisterMsg {
   char status_path[256];  // NUL-terminated path of the status page file
 };
 static_assert(std::is_trivially_copyable_v<RegisterMsg>);
+static_assert(sizeof(RegisterMsg) == 360);
+static_assert(offsetof(RegisterMsg, pid) == 16 && offsetof(RegisterMsg, group_rank) == 36 &&
+              offsetof(RegisterMsg, hostname) == 40 && offsetof(RegisterMsg, status_path) == 104);
 
 // ---- crash report: written by a signal handler, so fixed-size POD only ----
 
@@ -259,11 +313,15 @@ struct CrashFrame {
   uint32_t reserved;
   char function[kCrashFuncBytes];
 };
+static_assert(sizeof(CrashFrame) == 160);
+static_assert(offsetof(CrashFrame, module_offset) == 8 && offsetof(CrashFrame, func_offset) == 16 &&
+              offsetof(CrashFrame, module) == 24 && offsetof(CrashFrame, function) == 32);
 
 struct CrashModule {
   uint64_t load_bias;  // dlpi_addr
   char path[kCrashModuleBytes];
 };
+static_assert(sizeof(CrashModule) == 168 && offsetof(CrashModule, path) == 8);
 
 // CrashReportMsg::flags
 constexpr uint32_t kCrashFlagFramesTruncated = 1;   // more than kCrashMaxFrames frames
@@ -291,9 +349,49 @@ struct CrashReportMsg {
 };
 static_assert(std::is_trivially_copyable_v<CrashReportMsg>);
 static_assert(sizeof(CrashReportMsg) <= kMaxMessageBytes);
+static_assert(sizeof(CrashReportMsg) == 14368);
+static_assert(offsetof(CrashReportMsg, pid) == 16 && offsetof(CrashReportMsg, flags) == 44 &&
+              offsetof(CrashReportMsg, fault_addr) == 48 &&
+              offsetof(CrashReportMsg, thread_name) == 72 &&
+              offsetof(CrashReportMsg, nframes) == 88 && offsetof(CrashReportMsg, frames) == 96 &&
+              offsetof(CrashReportMsg, modules) == 10336);
 
-// Seqlock read of the guarded part of a page into `out` (a private copy).
-// Returns false when the writer kept it busy for all attempts.
-bool read_status_page(const StatusPage* page, StatusPage* out, int attempts = 64);
+// ---- encoding and decoding of the messages ----
+// Encoders fill every byte of a message, padding included. Decoders take
+// untrusted bytes (any length, any alignment), check what the protocol
+// requires of every message of that type, copy, and say in one line what is
+// wrong otherwise; judging the values (a rank inside its world, an absolute
+// path) is the receiver's business.
+
+// Header of a message of `type` that is `bytes` long in all. Async-signal-safe.
+MsgHeader make_header(MsgType type, uint32_t bytes);
+
+// What a rank says when it registers.
+struct RegisterInfo {
+  int32_t pid = 0;
+  int32_t rank = 0;
+  int32_t local_rank = 0;
+  int32_t world_size = 1;
+  int32_t local_world_size = 1;
+  int32_t group_rank = 0;
+  const char* hostname = "";
+  const char* status_path = "";
+};
+// False when a string had to be cut to fit its field. No allocation.
+bool encode_register(const RegisterInfo& info, RegisterMsg* out);
+// The JSON body behind its header; "" when the whole exceeds kMaxMessageBytes.
+std::string encode_python_exception(std::string_view json);
+
+// Type of a message whose header is sound: our magic and version, a known
+// type, `bytes` equal to the packet's length, within kMaxMessageBytes, and the
+// size that type requires. nullopt with *error otherwise.
+std::optional<MsgType> decode_message(const void* data, size_t len, std::string* error);
+// A kRegister message; its strings must be NUL-terminated.
+bool decode_register(const void* data, size_t len, RegisterMsg* out, std::string* error);
+// A kCrashReport message; nframes and nmodules must fit their arrays.
+bool decode_crash_report(const void* data, size_t len, CrashReportMsg* out, std::string* error);
+// The JSON body of a kPythonException message, a view into `data`.
+std::optional<std::string_view> decode_python_exception(const void* data, size_t len,
+                                                        std::string* error);
 
 }  // namespace xpu_timer::proto

@@ -54,15 +54,15 @@ std::string subtitle(const MergeResult& merged, const MergedView& view) {
   std::string s = "world size " + std::to_string(merged.world_size) + ", files of " +
                   std::to_string(merged.ranks_with_file.count()) + " ranks";
   if (!missing.empty()) s += " (no file: " + fold_ranks(missing) + ")";
-  s += "; " + std::to_string(view.nodes[kRootNode].total) +
-       " thread stacks. Frame: func@source@stuck_ranks|leak_ranks";
+  s += "; " + std::to_string(view.nodes[kRootNode].total) + " thread stacks";
   return s;
 }
 
 }  // namespace
 
 bool write_flamegraphs(const MergeResult& merged, const std::string& out_dir,
-                       std::vector<std::string>* written, std::string* error) {
+                       std::vector<std::string>* written, std::string* error,
+                       const std::optional<HangVerdict>& verdict) {
   const std::string dir = out_dir.empty() || out_dir.back() == '/' ? out_dir : out_dir + "/";
   for (const MergedView& view : merged.views) {
     const std::string base = dir + view_name(view.view) + "_stack";
@@ -71,6 +71,8 @@ bool write_flamegraphs(const MergeResult& merged, const std::string& out_dir,
     SvgOptions options;
     options.title = view_title(view.view);
     options.subtitle = subtitle(merged, view);
+    options.world_size = merged.world_size;
+    options.verdict = verdict;
     if (!write_file(base + ".svg", render_svg(view, merged.labels, options), error)) return false;
     written->push_back(base + ".svg");
   }

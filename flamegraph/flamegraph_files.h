@@ -2,15 +2,19 @@
 // the folded text `<view>_stack` and the SVG `<view>_stack.svg`.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "flamegraph/hang_verdict.h"
 #include "flamegraph/merged_stacks.h"
 
 namespace xpu_timer::flamegraph {
 
 // *written lists the paths written; false with *error naming the file and errno.
+// With a hang verdict the SVGs name it and mark the missing ranks' frames.
 bool write_flamegraphs(const MergeResult& merged, const std::string& out_dir,
-                       std::vector<std::string>* written, std::string* error);
+                       std::vector<std::string>* written, std::string* error,
+                       const std::optional<HangVerdict>& verdict = std::nullopt);
 
 }  // namespace xpu_timer::flamegraph

@@ -1,4 +1,4 @@
-// Colour families of flame-graph frames (DESIGN.md "Merged stacks"):
+// Colour families of flame-graph frames (docs/architecture.md "Merged stacks"):
 // cyan Python/CPython, green torch/NCCL/CUDA, yellow C++, red C/system,
 // purple process state. Decided from the frame's kind and its `func@source`
 // label, checked in that order: state; Python frames; GPU/torch libraries by
@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "flamegraph/stack_file.h"
+#include "flamegraph/stack_view.h"
 
 namespace xpu_timer::flamegraph {
 

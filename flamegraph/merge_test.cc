@@ -5,7 +5,7 @@
 
 #include "flamegraph/folded_writer.h"
 #include "flamegraph/merged_stacks.h"
-#include "flamegraph/stack_file_parser.h"
+#include "stack/stack_file.h"
 
 namespace xpu_timer::flamegraph {
 namespace {
@@ -49,11 +49,11 @@ std::string stack_file(int rank, bool leak, const char* state = "S (sleeping)") 
              {"kind":"native","func":"start_thread","module":"/lib/libc.so.6"}]}]})";
 }
 
-StackFile parse(const std::string& text) {
-  StackFile f;
+stack::ProcessStack parse(const std::string& text) {
   std::string error;
-  EXPECT_TRUE(parse_stack_file(text, &f, &error)) << error;
-  return f;
+  std::optional<stack::ProcessStack> f = stack::parse_stack_file(text, &error);
+  EXPECT_TRUE(f) << error;
+  return f.value_or(stack::ProcessStack{});
 }
 
 MergeResult merge_example() {

@@ -1,9 +1,12 @@
 #include "flamegraph/merged_stacks.h"
 
 #include <algorithm>
+#include <cinttypes>
+#include <cstdio>
 
 #include "common/rank_set.h"
 #include "flamegraph/frame_label.h"
+#include "flamegraph/own_threads.h"
 
 namespace xpu_timer::flamegraph {
 namespace {
@@ -11,6 +14,15 @@ namespace {
 // Above this many children a node's lookup goes through the hash map; below,
 // a linear scan of a few integer pairs is faster than hashing.
 constexpr size_t kLinearChildren = 8;
+
+// What a native frame's label says of its offset: "0x2a1f0" (into buf, as the
+// stack file writes it) for an unknown function, where it is all there is to
+// tell frames apart; "" for a known one, and for 0 (no module).
+std::string_view label_offset(const stack::NativeFrame& f, char (&buf)[24]) {
+  if (f.offset == 0 || !(f.func.empty() || f.func == "??")) return {};
+  const int n = std::snprintf(buf, sizeof(buf), "0x%" PRIx64, f.offset);
+  return std::string_view(buf, static_cast<size_t>(n));
+}
 
 void sort_children(MergedView* view, const StringInterner& labels) {
   for (MergedNode& n : view->nodes) {
@@ -60,31 +72,86 @@ uint32_t StackMerger::child(MergedView* view, uint32_t parent, uint32_t label, F
   return id;
 }
 
-bool StackMerger::add(const StackFile& file) {
-  if (result_.ranks_with_file.contains(file.rank)) return false;
-  result_.ranks_with_file.add(file.rank);
-  result_.world_size = std::max(result_.world_size, file.world_size);
+void StackMerger::append_label(FrameKind kind) {
+  path_.emplace_back(result_.labels.intern(label_), kind);
+}
 
-  global_ids_.resize(file.labels.size());
-  for (size_t i = 0; i < file.labels.size(); ++i) {
-    global_ids_[i] = result_.labels.intern(file.labels[i].text);
+void StackMerger::add_path(View v, uint32_t rank, uint32_t state) {
+  MergedView* view = &result_.views[static_cast<int>(v)];
+  view->nodes[kRootNode].ranks.add(rank);
+  uint32_t node = child(view, kRootNode, state, FrameKind::kState);
+  view->nodes[node].ranks.add(rank);
+  for (const auto& [label, kind] : path_) {
+    node = child(view, node, label, kind);
+    view->nodes[node].ranks.add(rank);
   }
-  const uint32_t state = result_.labels.intern(state_frame_label(file.process_state));
+  ++view->nodes[node].self;
+}
 
-  for (int v = 0; v < kViewCount; ++v) {
-    MergedView* view = &result_.views[v];
-    for (const ThreadStack& thread : file.threads) {
-      const std::vector<uint32_t>& frames = thread.frames[v];
-      if (frames.empty() && static_cast<View>(v) == View::kPy) continue;
-      view->nodes[kRootNode].ranks.add(file.rank);
-      uint32_t node = child(view, kRootNode, state, FrameKind::kState);
-      view->nodes[node].ranks.add(file.rank);
-      for (uint32_t local : frames) {
-        node = child(view, node, global_ids_[local], file.labels[local].kind);
-        view->nodes[node].ranks.add(file.rank);
-      }
-      ++view->nodes[node].self;
+bool StackMerger::add(const stack::ProcessStack& stack) {
+  if (stack.rank < 0 || stack.rank >= stack.world_size) return false;
+  const auto rank = static_cast<uint32_t>(stack.rank);
+  if (result_.ranks_with_file.contains(rank)) return false;
+  result_.ranks_with_file.add(rank);
+  result_.world_size = std::max(result_.world_size, static_cast<uint32_t>(stack.world_size));
+  const uint32_t state = result_.labels.intern(state_frame_label(stack.process_state));
+
+  // Stack files list frames innermost first; the merge walks from the root.
+  // Our own background threads: one folded frame each (own_threads.h).
+  std::vector<bool> own(stack.threads.size());
+  for (size_t t = 0; t < own.size(); ++t) own[t] = is_xpu_timer_thread(stack.threads[t]);
+  auto add_own_thread = [&](View v) {
+    path_.clear();
+    label_ = kOwnThreadLabel;
+    append_label(FrameKind::kState);
+    add_path(v, rank, state);
+  };
+
+  char hex[24];
+  for (size_t t = 0; t < own.size(); ++t) {
+    const stack::ThreadStack& thread = stack.threads[t];
+    if (own[t]) {
+      add_own_thread(View::kCpp);
+      continue;
     }
+    path_.clear();
+    for (auto f = thread.native.rbegin(); f != thread.native.rend(); ++f) {
+      format_native_frame_label(&label_, f->func, f->module, f->file, f->line,
+                                label_offset(*f, hex), f->inlined);
+      append_label(FrameKind::kNative);
+    }
+    add_path(View::kCpp, rank, state);
+  }
+  for (size_t t = 0; t < own.size(); ++t) {
+    const stack::ThreadStack& thread = stack.threads[t];
+    if (thread.python.empty()) continue;  // the py view shows Python threads only
+    if (own[t]) {
+      add_own_thread(View::kPy);
+      continue;
+    }
+    path_.clear();
+    for (auto f = thread.python.rbegin(); f != thread.python.rend(); ++f) {
+      format_python_frame_label(&label_, f->func, f->file, f->line);
+      append_label(FrameKind::kPython);
+    }
+    add_path(View::kPy, rank, state);
+  }
+  for (size_t t = 0; t < own.size(); ++t) {
+    const stack::ThreadStack& thread = stack.threads[t];
+    if (own[t]) {
+      add_own_thread(View::kMixed);
+      continue;
+    }
+    path_.clear();
+    for (auto f = thread.mixed.rbegin(); f != thread.mixed.rend(); ++f) {
+      if (f->python) {
+        format_python_frame_label(&label_, f->func, f->file, f->line);
+      } else {
+        format_native_frame_label(&label_, f->func, f->module, f->file, f->line, {}, false);
+      }
+      append_label(f->python ? FrameKind::kPython : FrameKind::kNative);
+    }
+    add_path(View::kMixed, rank, state);
   }
   return true;
 }

@@ -10,6 +10,11 @@
 // missing rank's main thread a narrow one beside it whose rank set names it.
 // In the py view only threads with Python frames count; in cpp and mixed a
 // thread whose stack could not be read still counts under its state frame.
+// Our own background threads count as one frame each (own_threads.h).
+//
+// Frame texts (frame_label.h) are made here, per frame, into one reused buffer
+// and interned at once, so that the merge compares integers and a 1024-rank
+// dump formats no string it does not need.
 //
 // StackMerger is fed on one thread (the loader's sink) and is not thread-safe.
 #pragma once
@@ -21,8 +26,9 @@
 #include <vector>
 
 #include "flamegraph/rank_bits.h"
-#include "flamegraph/stack_file.h"
+#include "flamegraph/stack_view.h"
 #include "flamegraph/string_interner.h"
+#include "stack/stack_types.h"
 
 namespace xpu_timer::flamegraph {
 
@@ -58,18 +64,25 @@ struct MergeResult {
 class StackMerger {
  public:
   StackMerger();
-  // False (and nothing merged) when a file of the same rank was already added.
-  bool add(const StackFile& file);
+  // One rank's stacks, as read from its stack file. False (and nothing
+  // merged) when the same rank was already added or the rank is not in
+  // [0, world_size).
+  bool add(const stack::ProcessStack& stack);
   // Computes totals, sorts children and formats frame texts. Call once.
   MergeResult finish();
 
  private:
   uint32_t child(MergedView* view, uint32_t parent, uint32_t label, FrameKind kind);
+  void append_label(FrameKind kind);  // interns label_ and appends it to path_
+  // One thread stack (path_, root first) of `rank` under its state frame.
+  void add_path(View v, uint32_t rank, uint32_t state);
 
   MergeResult result_;
   // (parent << 32 | label) -> child, used for nodes with many children.
   std::unordered_map<uint64_t, uint32_t> wide_children_[kViewCount];
-  std::vector<uint32_t> global_ids_;  // scratch: file label id -> global id
+  // Scratch, reused for every frame and thread: no allocation once warm.
+  std::string label_;
+  std::vector<std::pair<uint32_t, FrameKind>> path_;
 };
 
 }  // namespace xpu_timer::flamegraph

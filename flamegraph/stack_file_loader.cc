@@ -1,116 +1,27 @@
 #include "flamegraph/stack_file_loader.h"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
 #include <condition_variable>
-#include <cstring>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <thread>
-
-#include "flamegraph/stack_file_parser.h"
 
 namespace xpu_timer::flamegraph {
 namespace {
-
-constexpr std::string_view kSuffix = ".stacktrace";
-
-std::string errno_text(int err) { return std::string(std::strerror(err)); }
-
-bool read_file(const std::string& path, size_t max_bytes, std::string* text, std::string* error) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    *error = "cannot open: " + errno_text(errno);
-    return false;
-  }
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { ::close(fd); }
-  } closer{fd};
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    *error = "cannot stat: " + errno_text(errno);
-    return false;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    *error = "not a regular file";
-    return false;
-  }
-  if (static_cast<unsigned long long>(st.st_size) > max_bytes) {
-    *error = "too large (" + std::to_string(st.st_size) + " bytes, limit " +
-             std::to_string(max_bytes) + ")";
-    return false;
-  }
-  text->resize(static_cast<size_t>(st.st_size));
-  size_t done = 0;
-  while (done < text->size()) {
-    const ssize_t n = ::read(fd, text->data() + done, text->size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      *error = "cannot read: " + errno_text(errno);
-      return false;
-    }
-    if (n == 0) break;  // shrank while we read: decode what is there
-    done += static_cast<size_t>(n);
-  }
-  text->resize(done);
-  return true;
-}
 
 // A decoded file or the reason it was skipped, produced by a worker for slot i.
 struct Slot {
   bool ready = false;
   bool ok = false;
-  StackFile file;
+  std::unique_ptr<stack::ProcessStack> stack;
   std::string error;
 };
 
 }  // namespace
 
-bool list_stack_files(const std::string& dir, std::vector<std::string>* paths, std::string* error) {
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) {
-    *error = "cannot open folder " + dir + ": " + errno_text(errno);
-    return false;
-  }
-  std::unique_ptr<DIR, int (*)(DIR*)> closer(d, &::closedir);
-  const std::string prefix = dir.empty() || dir.back() == '/' ? dir : dir + "/";
-  errno = 0;
-  while (const dirent* e = ::readdir(d)) {
-    const std::string_view name(e->d_name);
-    if (name.size() <= kSuffix.size() || name.substr(name.size() - kSuffix.size()) != kSuffix) {
-      continue;
-    }
-    const std::string path = prefix + std::string(name);
-    struct stat st;
-    if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) paths->push_back(path);
-  }
-  if (errno != 0) {
-    *error = "cannot list folder " + dir + ": " + errno_text(errno);
-    return false;
-  }
-  std::sort(paths->begin(), paths->end());
-  return true;
-}
-
-bool load_stack_file(const std::string& path, size_t max_file_bytes, StackFile* out,
-                     std::string* error) {
-  std::string text;
-  if (!read_file(path, max_file_bytes, &text, error)) return false;
-  if (!parse_stack_file(text, out, error)) return false;
-  out->path = path;
-  return true;
-}
-
-LoadSummary load_stack_files(const std::vector<std::string>& paths, const LoadOptions& options,
-                             const std::function<void(StackFile&&)>& sink) {
+LoadSummary load_stack_files(
+    const std::vector<std::string>& paths, const LoadOptions& options,
+    const std::function<void(const std::string& path, const stack::ProcessStack& stack)>& sink) {
   LoadSummary summary;
   const size_t total = paths.size();
   unsigned workers =
@@ -127,18 +38,28 @@ LoadSummary load_stack_files(const std::vector<std::string>& paths, const LoadOp
   size_t next_to_take = 0;
   size_t consumed = 0;
   bool stop = false;
+  // Decoded files go back here once the sink has seen them, and are decoded
+  // into again: their strings keep their capacity, so that a dump of hundreds
+  // of MB costs a few dozen files' worth of allocations, not millions.
+  std::vector<std::unique_ptr<stack::ProcessStack>> spare;
 
   auto work = [&] {
     for (;;) {
       size_t i;
+      Slot result;
       {
         std::unique_lock<std::mutex> lock(mu);
         window_moved.wait(lock, [&] { return stop || next_to_take < consumed + window; });
         if (stop || next_to_take >= total) return;
         i = next_to_take++;
+        if (!spare.empty()) {
+          result.stack = std::move(spare.back());
+          spare.pop_back();
+        }
       }
-      Slot result;
-      result.ok = load_stack_file(paths[i], options.max_file_bytes, &result.file, &result.error);
+      if (!result.stack) result.stack = std::make_unique<stack::ProcessStack>();
+      result.ok = stack::load_stack_file(paths[i], result.stack.get(), &result.error,
+                                         options.max_file_bytes);
       {
         std::lock_guard<std::mutex> lock(mu);
         slots[i] = std::move(result);
@@ -163,9 +84,13 @@ LoadSummary load_stack_files(const std::vector<std::string>& paths, const LoadOp
     // The sink runs outside the lock so that workers keep decoding meanwhile.
     if (slot.ok) {
       ++summary.loaded;
-      sink(std::move(slot.file));
+      sink(paths[i], *slot.stack);
     } else {
       summary.problems.push_back(LoadProblem{paths[i], slot.error});
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      spare.push_back(std::move(slot.stack));
     }
     if (options.on_progress) options.on_progress(i + 1, total);
   }

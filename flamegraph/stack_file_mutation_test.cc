@@ -1,7 +1,7 @@
-// Deterministic mutation testing of the stack-file parser (the libFuzzer target
-// fuzz/stack_file_fuzz.cc does the same guided, in a clang build): 10,000
-// variants of a valid file, each decoded and, when it decodes, merged. None may
-// crash, and every refusal must say why.
+// Deterministic mutation testing of the stack-file reader, stack::parse_stack_file
+// (the libFuzzer target stack/fuzz/stack_file_fuzz.cc does the same guided, in a
+// clang build): 10,000 variants of a valid file, each decoded and, when it
+// decodes, merged. None may crash, and every refusal must say why.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -10,9 +10,9 @@
 #include "flamegraph/bench/synthetic_dump.h"
 #include "flamegraph/folded_writer.h"
 #include "flamegraph/merged_stacks.h"
-#include "flamegraph/stack_file_parser.h"
 #include "flamegraph/svg_renderer.h"
 #include "flamegraph/test_folder.h"
+#include "stack/stack_file.h"
 
 namespace xpu_timer::flamegraph {
 namespace {
@@ -69,11 +69,10 @@ TEST(StackFileMutation, TenThousandVariantsNeverCrash) {
   StackMerger merger;
   for (int i = 0; i < 10000; ++i) {
     const std::string text = mutate(seed, &rng);
-    StackFile f;
     std::string why;
-    if (parse_stack_file(text, &f, &why)) {
+    if (const auto f = stack::parse_stack_file(text, &why)) {
       ++decoded;
-      merger.add(f);
+      merger.add(*f);
     } else {
       ASSERT_FALSE(why.empty()) << "variant " << i;
     }

@@ -7,10 +7,16 @@
 # $XPU_TIMER_CRASH_DIR (or the cwd)/xpu_timer_exception-rank<R>-<pid>.json.
 # Plugins never run here: the supervisor runs them in its own child python3.
 # Nothing in this hook may raise into the interpreter's exit path.
+#
+# Every protocol constant comes from the caller (common/protocol.h, through
+# crash_python_hook.cc): the header's struct format (fields magic, version,
+# type, bytes, reserved), their values, the size limit and the variable names.
 
 
-def _xpu_timer_install(magic, version, msg_type, max_bytes):
+def _xpu_timer_install(header_format, magic, version, msg_type, max_bytes, env_socket,
+                       env_crash_dir):
     import os
+    import struct
     import sys
 
     previous = sys.excepthook
@@ -21,8 +27,9 @@ def _xpu_timer_install(magic, version, msg_type, max_bytes):
         rank = int(os.environ.get("RANK", "0"))
     except ValueError:
         rank = 0
-    socket_path = os.environ.get("XPU_TIMER_SOCKET", "")
-    crash_dir = os.environ.get("XPU_TIMER_CRASH_DIR", "") or os.getcwd()
+    socket_path = os.environ.get(env_socket, "")
+    crash_dir = os.environ.get(env_crash_dir, "") or os.getcwd()
+    header_bytes = struct.calcsize(header_format)
 
     def describe(exc_type, exc_value, exc_tb):
         import time
@@ -60,14 +67,14 @@ def _xpu_timer_install(magic, version, msg_type, max_bytes):
 
     def encode(doc):
         import json
-        import struct
 
         body = json.dumps(doc).encode("utf-8", "replace")
-        if len(body) + 16 > max_bytes:
+        if header_bytes + len(body) > max_bytes:
             doc = dict(doc, formatted="", args=[], traceback=doc["traceback"][-50:],
                        message=doc["message"][:2000])
             body = json.dumps(doc).encode("utf-8", "replace")
-        return struct.pack("<IHHII", magic, version, msg_type, 16 + len(body), 0) + body
+        size = header_bytes + len(body)
+        return struct.pack(header_format, magic, version, msg_type, size, 0) + body
 
     def send(data):
         import socket

@@ -66,10 +66,7 @@ bool worth_reporting(int sig) {
 
 void build_and_send(int sig, const siginfo_t* info, void* ucontext) {
   proto::CrashReportMsg& m = g_msg;
-  m.header.magic = proto::kMessageMagic;
-  m.header.version = proto::kProtocolVersion;
-  m.header.type = static_cast<uint16_t>(proto::MsgType::kCrashReport);
-  m.header.bytes = sizeof(proto::CrashReportMsg);
+  m.header = proto::make_header(proto::MsgType::kCrashReport, sizeof(proto::CrashReportMsg));
   m.pid = g_pid;
   m.tid = current_tid();
   m.rank = g_rank;

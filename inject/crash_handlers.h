@@ -1,4 +1,4 @@
-// Fatal-signal handlers of the injected library (DESIGN.md "Crash forensics").
+// Fatal-signal handlers of the injected library (docs/architecture.md "Crash forensics").
 //
 // install_crash_handlers() runs once, lazily, from Runtime initialisation on
 // the first hooked CUDA/NCCL call, i.e. after the interpreter and torch set

@@ -47,7 +47,7 @@ bool load_python_api(PythonApi* api) {
 }
 
 PythonApi g_api;
-char g_source[sizeof(kCrashExcepthookSource) + 128];
+char g_source[sizeof(kCrashExcepthookSource) + 256];
 
 void* install_thread(void*) {
   pthread_setname_np(pthread_self(), "xpu_timer_pyhook");
@@ -79,9 +79,12 @@ void* install_thread(void*) {
 
 void start_python_excepthook_install() {
   if (!load_python_api(&g_api)) return;  // not a Python process
-  std::snprintf(g_source, sizeof(g_source), "%s\n_xpu_timer_install(%u, %u, %u, %u)\n",
-                kCrashExcepthookSource, proto::kMessageMagic, proto::kProtocolVersion,
-                static_cast<unsigned>(proto::MsgType::kPythonException), proto::kMaxMessageBytes);
+  // The script knows no protocol constant: it gets them all here.
+  std::snprintf(g_source, sizeof(g_source),
+                "%s\n_xpu_timer_install('%s', %u, %u, %u, %u, '%s', '%s')\n",
+                kCrashExcepthookSource, proto::kMsgHeaderStructFormat, proto::kMessageMagic,
+                proto::kProtocolVersion, static_cast<unsigned>(proto::MsgType::kPythonException),
+                proto::kMaxMessageBytes, proto::kEnvSocket, proto::kEnvCrashDir);
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);

@@ -6,20 +6,28 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
-#include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "inject/testdata/child_process.h"
+#include "common/protocol.h"
+#include "tests/harness/child_process.h"
 
 namespace xpu_timer::inject {
 namespace {
 
-using testing::ChildProcess;
+using xpu_timer::testing::Child;
+using xpu_timer::testing::read_file;
 
-constexpr double kTimeoutS = 60;
+constexpr std::chrono::seconds kTimeout(60);
+
+// Environment entries: the injected library preloaded or not, never a supervisor.
+const std::string kNoSupervisor = std::string(proto::kEnvSocket) + "=";
+const std::string kNoPreload = std::string(proto::kEnvPreload) + "=";
+const std::string kPreloadInject = std::string(proto::kEnvPreload) + "=" + INJECT_LIB;
 
 struct Hook {
   const char* name;
@@ -51,27 +59,18 @@ const Hook kHooks[] = {
     {"ncclCommAbort", ""},
 };
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Runs the probe with LD_DEBUG=bindings into a file; returns the log.
 std::string bindings_log(bool preload, std::string* output) {
   char dir_tmpl[] = "/tmp/xpu_inject_bind_XXXXXX";
   if (mkdtemp(dir_tmpl) == nullptr) return "";
   const std::string prefix = std::string(dir_tmpl) + "/ld";
   std::vector<std::string> env = {"LD_DEBUG=bindings", "LD_DEBUG_OUTPUT=" + prefix,
-                                  "LD_BIND_NOW=1"};
-  std::vector<std::string> unset = {"XPU_TIMER_SOCKET", "LD_PRELOAD"};
-  if (preload) env.push_back(std::string("LD_PRELOAD=") + INJECT_LIB);
-  auto child = ChildProcess::start({BINDING_PROBE}, env, unset);
-  if (child == nullptr) return "";
-  const pid_t pid = child->pid();
-  const int rc = child->wait_exit(kTimeoutS);
-  *output = child->output();
+                                  "LD_BIND_NOW=1", kNoSupervisor,
+                                  preload ? kPreloadInject : kNoPreload};
+  Child child({BINDING_PROBE}, env);
+  const pid_t pid = child.pid();
+  const int rc = child.wait_exit_code(kTimeout);
+  *output = child.output();
   if (rc != 0) return "";
   const std::string log_path = prefix + "." + std::to_string(pid);
   std::string log = read_file(log_path);
@@ -133,13 +132,10 @@ TEST_F(BindingTest, WithoutThePreloadTheSameImportsBindToTheRealLibraries) {
 }
 
 TEST_F(BindingTest, StatusesOfTheRealLibrariesAreReturnedUnchanged) {
-  auto plain = ChildProcess::start({BINDING_PROBE, "call"}, {}, {"LD_PRELOAD", "XPU_TIMER_SOCKET"});
-  ASSERT_NE(plain, nullptr);
-  ASSERT_EQ(plain->wait_exit(kTimeoutS), 0) << plain->output();
-  auto hooked = ChildProcess::start(
-      {BINDING_PROBE, "call"}, {std::string("LD_PRELOAD=") + INJECT_LIB}, {"XPU_TIMER_SOCKET"});
-  ASSERT_NE(hooked, nullptr);
-  ASSERT_EQ(hooked->wait_exit(kTimeoutS), 0) << hooked->output();
+  auto plain = Child::start({BINDING_PROBE, "call"}, {kNoPreload, kNoSupervisor});
+  ASSERT_EQ(plain->wait_exit_code(kTimeout), 0) << plain->output();
+  auto hooked = Child::start({BINDING_PROBE, "call"}, {kPreloadInject, kNoSupervisor});
+  ASSERT_EQ(hooked->wait_exit_code(kTimeout), 0) << hooked->output();
   // Keep only the probe's status lines (the hooked run also logs one line).
   auto statuses = [](const std::string& s) {
     std::istringstream in(s);

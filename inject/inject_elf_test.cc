@@ -10,17 +10,14 @@
 #include <sstream>
 #include <string>
 
-#include "inject/testdata/child_process.h"
+#include "tests/harness/child_process.h"
 
 namespace xpu_timer::inject {
 namespace {
 
-using testing::ChildProcess;
-
 std::string run(const std::vector<std::string>& argv) {
-  auto child = ChildProcess::start(argv, {});
-  if (child == nullptr) return "";
-  return child->wait_exit(30) == 0 ? child->output() : "";
+  xpu_timer::testing::Child child(argv);
+  return child.wait_exit_code(std::chrono::seconds(30)) == 0 ? child.output() : "";
 }
 
 class ElfTest : public ::testing::Test {

@@ -3,13 +3,13 @@
 // LD_PRELOAD under a test-local fake supervisor; the tests read the status
 // pages exactly as the supervisor does. Every wait is bounded; readiness is a
 // "READY" line from the driver, never a sleep.
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
 #include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -21,24 +21,21 @@
 #include "inject/clock.h"
 #include "inject/comm_hash.h"
 #include "inject/dtype_mapping.h"
-#include "inject/testdata/child_process.h"
 #include "inject/testdata/fake_supervisor.h"
+#include "tests/harness/child_process.h"
+#include "tests/simgpu/sim_segments.h"
 
 namespace xpu_timer::inject {
 namespace {
 
 using proto::DType;
 using proto::OpName;
-using testing::ChildProcess;
 using testing::FakeSupervisor;
 using testing::RegisteredRank;
+using xpu_timer::testing::Child;
 
-constexpr double kTimeoutS = 30;
-
-std::string unique_job_id() {
-  static int n = 0;
-  return "inject-test-" + std::to_string(getpid()) + "-" + std::to_string(++n);
-}
+constexpr std::chrono::seconds kTimeout{30};
+constexpr double kTimeoutS = kTimeout.count();
 
 // The comm_hash every rank must report for the sim's main communicator:
 // the sim derives its ncclUniqueId from the job id (sim_make_unique_id).
@@ -81,28 +78,19 @@ class InjectSimTest : public ::testing::Test {
       GTEST_SKIP() << "inject library or simulated GPU not built";
     }
     ASSERT_TRUE(sup_.ok()) << "cannot listen on a unix socket in /tmp";
-    job_ = unique_job_id();
+    job_ = simgpu::testing::unique_job_id();
   }
 
   // A killed job leaves the sim's rendezvous segments behind.
   void TearDown() override {
-    if (job_.empty()) return;
-    const std::string prefix = "xpu_sim_" + job_;
-    if (DIR* d = opendir("/dev/shm")) {
-      while (dirent* e = readdir(d)) {
-        if (std::string(e->d_name).rfind(prefix, 0) == 0) {
-          unlink((std::string("/dev/shm/") + e->d_name).c_str());
-        }
-      }
-      closedir(d);
-    }
+    if (!job_.empty()) simgpu::testing::remove_segments(job_);
   }
 
   // Environment of a watched rank; `rank_env` adds RANK & co for runs
   // without the launcher.
   std::vector<std::string> env(bool rank_env = true) const {
     std::vector<std::string> e = sup_.env();
-    e.push_back(std::string("LD_PRELOAD=") + INJECT_LIB);
+    e.push_back(std::string(proto::kEnvPreload) + "=" + INJECT_LIB);
     e.push_back(std::string("XPU_TIMER_SIM_LIB_DIR=") + SIM_LIB_DIR);
     e.push_back("XPU_TIMER_SIM_JOB_ID=" + job_);
     // These tests check the timing of every call; sampling has its own test.
@@ -149,7 +137,7 @@ class InjectSimTest : public ::testing::Test {
 
 TEST_F(InjectSimTest, TrainerStepsAreCountedExactlyOnEveryRank) {
   constexpr int kSteps = 5, kGemms = 4;
-  auto job = ChildProcess::start(
+  auto job = Child::start(
       {SIM_LAUNCH, "--nproc", "2", "--", SIM_TRAINER, "--steps", std::to_string(kSteps),
        "--gemms-per-step", std::to_string(kGemms), "--gemm", "256,512,1024", "--gemm-api", "gemmex",
        "--collective", "allreduce", "--bytes", "1048576"},
@@ -157,7 +145,7 @@ TEST_F(InjectSimTest, TrainerStepsAreCountedExactlyOnEveryRank) {
   ASSERT_NE(job, nullptr);
   auto ranks = accept_ranks(2);
   ASSERT_EQ(ranks.size(), 2u) << job->output();
-  ASSERT_EQ(job->wait_exit(kTimeoutS), 0) << job->output();
+  ASSERT_EQ(job->wait_exit_code(kTimeout), 0) << job->output();
 
   const uint64_t gemm_flops_each = 2ull * 256 * 512 * 1024;
   for (int r = 0; r < 2; ++r) {
@@ -205,7 +193,7 @@ TEST_F(InjectSimTest, TrainerStepsAreCountedExactlyOnEveryRank) {
 TEST_F(InjectSimTest, SampledOutCallsAreCountedAndCollectivesStillComplete) {
   sample_rate_ = "1";  // one timing per second and shape: the job lasts far less
   constexpr int kSteps = 20, kGemms = 4;
-  auto job = ChildProcess::start(
+  auto job = Child::start(
       {SIM_LAUNCH, "--nproc", "2", "--", SIM_TRAINER, "--steps", std::to_string(kSteps),
        "--gemms-per-step", std::to_string(kGemms), "--gemm", "256,512,1024", "--gemm-api", "gemmex",
        "--collective", "allreduce", "--bytes", "1048576"},
@@ -213,7 +201,7 @@ TEST_F(InjectSimTest, SampledOutCallsAreCountedAndCollectivesStillComplete) {
   ASSERT_NE(job, nullptr);
   auto ranks = accept_ranks(2);
   ASSERT_EQ(ranks.size(), 2u) << job->output();
-  ASSERT_EQ(job->wait_exit(kTimeoutS), 0) << job->output();
+  ASSERT_EQ(job->wait_exit_code(kTimeout), 0) << job->output();
   const uint64_t gemm_flops_each = 2ull * 256 * 512 * 1024;
   for (int r = 0; r < 2; ++r) {
     SCOPED_TRACE("rank " + std::to_string(r));
@@ -243,14 +231,14 @@ TEST_F(InjectSimTest, SampledOutCallsAreCountedAndCollectivesStillComplete) {
 // AllReduce; rank 0's is launched, started on the GPU and never completes.
 TEST_F(InjectSimTest, HungCollectiveIsTheOldestInflightOpWithItsCommAndSeq) {
   auto job =
-      ChildProcess::start({SIM_LAUNCH, "--nproc", "2", "--", SIM_TRAINER, "--steps", "5",
+      Child::start({SIM_LAUNCH, "--nproc", "2", "--", SIM_TRAINER, "--steps", "5",
                            "--gemms-per-step", "2", "--gemm", "64,64,64", "--collective",
                            "allreduce", "--bytes", "4096", "--hang-rank", "1", "--hang-step", "2"},
                           env(/*rank_env=*/false));
   ASSERT_NE(job, nullptr);
   auto ranks = accept_ranks(2);
   ASSERT_EQ(ranks.size(), 2u) << job->output();
-  ASSERT_TRUE(job->wait_for_output("stuck_in_host_code", kTimeoutS)) << job->output();
+  ASSERT_TRUE(job->wait_for_output("stuck_in_host_code", kTimeout)) << job->output();
   const uint64_t main_hash = expected_main_comm_hash(job_);
 
   auto stuck = wait_page(*ranks[0], [](const proto::StatusPage& s) {
@@ -283,8 +271,8 @@ TEST_F(InjectSimTest, HungCollectiveIsTheOldestInflightOpWithItsCommAndSeq) {
   EXPECT_EQ(c1->completed_seq, 2u);
 
   // Both ranks stay alive and keep their heartbeats going while hung.
-  const uint64_t hb0 = ranks[0]->page->heartbeat_ns.load();
-  const uint64_t hb1 = ranks[1]->page->heartbeat_ns.load();
+  const uint64_t hb0 = ranks[0]->heartbeat_ns();
+  const uint64_t hb1 = ranks[1]->heartbeat_ns();
   EXPECT_NE(
       wait_page(*ranks[0], [&](const proto::StatusPage& s) { return s.heartbeat_ns.load() > hb0; })
           ->heartbeat_ns.load(),
@@ -293,11 +281,11 @@ TEST_F(InjectSimTest, HungCollectiveIsTheOldestInflightOpWithItsCommAndSeq) {
       wait_page(*ranks[1], [&](const proto::StatusPage& s) { return s.heartbeat_ns.load() > hb1; })
           ->heartbeat_ns.load(),
       hb1);
-  // The job is killed by ~ChildProcess (SIGKILL to its process group).
+  // The job is killed by ~Child (SIGKILL to its process group).
 }
 
 TEST_F(InjectSimTest, GroupsSendRecvAndSplitAdvanceEachCommunicatorsSeq) {
-  auto job = ChildProcess::start({SIM_LAUNCH, "--nproc", "2", "--", SIM_DRIVER, "init",
+  auto job = Child::start({SIM_LAUNCH, "--nproc", "2", "--", SIM_DRIVER, "init",
                                   "gemm:gemmex:64:64:64:1", "coll:allreduce:4096", "group:3:4096",
                                   "ring:1024", "split:1:4096", "sync", "wait", "finalize"},
                                  env(/*rank_env=*/false));
@@ -346,12 +334,12 @@ TEST_F(InjectSimTest, GroupsSendRecvAndSplitAdvanceEachCommunicatorsSeq) {
     EXPECT_EQ(p->hook_errors, 0u);
   }
   job->close_stdin();
-  ASSERT_EQ(job->wait_exit(kTimeoutS), 0) << job->output();
+  ASSERT_EQ(job->wait_exit_code(kTimeout), 0) << job->output();
   EXPECT_TRUE(sup_.page_files().empty());
 }
 
 TEST_F(InjectSimTest, EveryGemmEntryPointIsTimedWithItsShapeAndCaptureIsSkipped) {
-  auto job = ChildProcess::start(
+  auto job = Child::start(
       {SIM_DRIVER, "init", "gemm:gemmex:64:128:256:1", "gemm:stridedbatchedex:64:128:256:3",
        "gemm:sgemm:32:32:32:1", "gemm:hgemm:16:16:16:1", "gemm:sgemmstridedbatched:8:8:8:2",
        "gemm:hgemmstridedbatched:8:8:8:5", "gemm:ltmatmul:64:32:16:2", "capture:64:64:64", "sync",
@@ -360,7 +348,7 @@ TEST_F(InjectSimTest, EveryGemmEntryPointIsTimedWithItsShapeAndCaptureIsSkipped)
   ASSERT_NE(job, nullptr);
   auto ranks = accept_ranks(1);
   ASSERT_EQ(ranks.size(), 1u) << job->output();
-  ASSERT_TRUE(job->wait_for_output("READY", kTimeoutS)) << job->output();
+  ASSERT_TRUE(job->wait_for_output("READY", kTimeout)) << job->output();
   auto p = wait_page(*ranks[0], [](const proto::StatusPage& s) {
     return s.completed_total >= 7 && s.skipped_capture >= 1;
   });
@@ -393,17 +381,17 @@ TEST_F(InjectSimTest, EveryGemmEntryPointIsTimedWithItsShapeAndCaptureIsSkipped)
   }
   EXPECT_EQ(p->nmetrics, 7u);
   job->close_stdin();
-  EXPECT_EQ(job->wait_exit(kTimeoutS), 0) << job->output();
+  EXPECT_EQ(job->wait_exit_code(kTimeout), 0) << job->output();
 }
 
 TEST_F(InjectSimTest, HooksReachLibrariesThatAreNotInTheGlobalScope) {
-  auto job = ChildProcess::start({SIM_DRIVER, "init", "gemm:gemmex:64:64:64:1",
+  auto job = Child::start({SIM_DRIVER, "init", "gemm:gemmex:64:64:64:1",
                                   "coll:allreduce:4096", "sync", "scope", "wait", "finalize"},
                                  env());
   ASSERT_NE(job, nullptr);
   auto ranks = accept_ranks(1);
   ASSERT_EQ(ranks.size(), 1u) << job->output();
-  ASSERT_TRUE(job->wait_for_output("READY", kTimeoutS)) << job->output();
+  ASSERT_TRUE(job->wait_for_output("READY", kTimeout)) << job->output();
   // Neither library is in the global scope, so dlsym(RTLD_NEXT) from the
   // preloaded library (which searches a subset of it) finds nothing there...
   EXPECT_NE(job->output().find("global ncclCommCount absent, global cublasCreate_v2 absent"),
@@ -416,47 +404,47 @@ TEST_F(InjectSimTest, HooksReachLibrariesThatAreNotInTheGlobalScope) {
   EXPECT_NE(find_metric(*p, OpName::kGemmEx, DType::kBF16), nullptr);
   EXPECT_NE(find_metric(*p, OpName::kAllReduce, DType::kBF16), nullptr);
   job->close_stdin();
-  EXPECT_EQ(job->wait_exit(kTimeoutS), 0) << job->output();
+  EXPECT_EQ(job->wait_exit_code(kTimeout), 0) << job->output();
 }
 
 TEST_F(InjectSimTest, ForkedChildLeavesTheParentsPageAndConnectionAlone) {
-  auto job = ChildProcess::start(
+  auto job = Child::start(
       {SIM_DRIVER, "init", "gemm:gemmex:64:64:64:1", "sync", "fork", "wait", "finalize"}, env());
   ASSERT_NE(job, nullptr);
   auto ranks = accept_ranks(1);
   ASSERT_EQ(ranks.size(), 1u) << job->output();
-  ASSERT_TRUE(job->wait_for_output("READY", kTimeoutS)) << job->output();
+  ASSERT_TRUE(job->wait_for_output("READY", kTimeout)) << job->output();
   EXPECT_NE(job->output().find("child exited 0"), std::string::npos) << job->output();
   EXPECT_EQ(sup_.page_files().size(), 1u) << "the child's exit handler must not unlink it";
   pollfd p{ranks[0]->fd, POLLIN, 0};
   EXPECT_EQ(poll(&p, 1, 0), 0) << "connection must still be open";
   EXPECT_FALSE(sup_.connection_pending(0.1)) << "the child must not register";
-  const uint64_t hb = ranks[0]->page->heartbeat_ns.load();
+  const uint64_t hb = ranks[0]->heartbeat_ns();
   auto page = wait_page(*ranks[0], [&](const proto::StatusPage& s) {
     return s.heartbeat_ns.load() > hb && s.completed_total == 1;
   });
   ASSERT_NE(page, nullptr);
   EXPECT_GT(page->heartbeat_ns.load(), hb) << "the parent's background thread still runs";
   job->close_stdin();
-  EXPECT_EQ(job->wait_exit(kTimeoutS), 0) << job->output();
+  EXPECT_EQ(job->wait_exit_code(kTimeout), 0) << job->output();
   EXPECT_TRUE(sup_.page_files().empty());
 }
 
 TEST_F(InjectSimTest, SupervisorGoingAwaySwitchesToPassThroughAndTheJobFinishes) {
-  auto job = ChildProcess::start(
+  auto job = Child::start(
       {SIM_DRIVER, "init", "gemm:gemmex:64:64:64:1", "sync", "wait", "gemm:gemmex:64:64:64:1",
        "coll:allreduce:4096", "sync", "finalize", "exit:7"},
       env());
   ASSERT_NE(job, nullptr);
   auto ranks = accept_ranks(1);
   ASSERT_EQ(ranks.size(), 1u) << job->output();
-  ASSERT_TRUE(job->wait_for_output("READY", kTimeoutS)) << job->output();
+  ASSERT_TRUE(job->wait_for_output("READY", kTimeout)) << job->output();
   auto p = wait_page(*ranks[0], [](const proto::StatusPage& s) { return s.completed_total == 1; });
   ASSERT_NE(p, nullptr);
   ranks[0]->disconnect();
-  ASSERT_TRUE(job->wait_for_output("supervisor closed its connection", kTimeoutS)) << job->output();
+  ASSERT_TRUE(job->wait_for_output("supervisor closed its connection", kTimeout)) << job->output();
   job->close_stdin();
-  EXPECT_EQ(job->wait_exit(kTimeoutS), 7) << job->output();
+  EXPECT_EQ(job->wait_exit_code(kTimeout), 7) << job->output();
 }
 
 class UnwatchedRunTest : public InjectSimTest {
@@ -469,44 +457,38 @@ class UnwatchedRunTest : public InjectSimTest {
 
 TEST_F(UnwatchedRunTest, WithoutThePreloadTheTrainerExitsWithItsCode) {
   std::vector<std::string> e = env();
-  e.erase(std::remove_if(e.begin(), e.end(),
-                         [](const std::string& s) { return s.rfind("LD_PRELOAD=", 0) == 0; }),
-          e.end());
-  auto job = ChildProcess::start(trainer(), e, {"LD_PRELOAD"});
+  e.push_back(std::string(proto::kEnvPreload) + "=");  // removes it
+  auto job = Child::start(trainer(), e);
   ASSERT_NE(job, nullptr);
-  EXPECT_EQ(job->wait_exit(kTimeoutS), 3) << job->output();
+  EXPECT_EQ(job->wait_exit_code(kTimeout), 3) << job->output();
 }
 
 TEST_F(UnwatchedRunTest, DisabledHooksPassThroughWithoutRegistering) {
   std::vector<std::string> e = env();
-  e.push_back("XPU_TIMER_DISABLE=1");
-  auto job = ChildProcess::start(trainer(), e);
+  e.push_back(std::string(proto::kEnvDisable) + "=1");
+  auto job = Child::start(trainer(), e);
   ASSERT_NE(job, nullptr);
-  EXPECT_EQ(job->wait_exit(kTimeoutS), 3) << job->output();
+  EXPECT_EQ(job->wait_exit_code(kTimeout), 3) << job->output();
   EXPECT_FALSE(sup_.connection_pending(0.05));
   EXPECT_TRUE(sup_.page_files().empty());
 }
 
 TEST_F(UnwatchedRunTest, NoSupervisorSocketMeansPassThrough) {
   std::vector<std::string> e = env();
-  e.erase(std::remove_if(e.begin(), e.end(),
-                         [](const std::string& s) { return s.rfind("XPU_TIMER_SOCKET=", 0) == 0; }),
-          e.end());
-  auto job = ChildProcess::start(trainer(), e, {"XPU_TIMER_SOCKET"});
+  e.push_back(std::string(proto::kEnvSocket) + "=");  // removes it
+  auto job = Child::start(trainer(), e);
   ASSERT_NE(job, nullptr);
-  EXPECT_EQ(job->wait_exit(kTimeoutS), 3) << job->output();
+  EXPECT_EQ(job->wait_exit_code(kTimeout), 3) << job->output();
   EXPECT_NE(job->output().find("hooks pass through"), std::string::npos) << job->output();
   EXPECT_TRUE(sup_.page_files().empty());
 }
 
 TEST_F(UnwatchedRunTest, UnreachableSupervisorMeansPassThrough) {
   std::vector<std::string> e = env();
-  for (auto& v : e) {
-    if (v.rfind("XPU_TIMER_SOCKET=", 0) == 0) v = "XPU_TIMER_SOCKET=" + sup_.dir() + "/nobody.sock";
-  }
-  auto job = ChildProcess::start(trainer(), e);
+  e.push_back(std::string(proto::kEnvSocket) + "=" + sup_.dir() + "/nobody.sock");  // replaces it
+  auto job = Child::start(trainer(), e);
   ASSERT_NE(job, nullptr);
-  EXPECT_EQ(job->wait_exit(kTimeoutS), 3) << job->output();
+  EXPECT_EQ(job->wait_exit_code(kTimeout), 3) << job->output();
   EXPECT_NE(job->output().find("running without the supervisor"), std::string::npos)
       << job->output();
   EXPECT_TRUE(sup_.page_files().empty()) << "the page of an unregistered rank is removed";

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,8 +18,8 @@
 #include "inject/clock.h"
 #include "inject/dtype_mapping.h"
 #include "inject/nccl_profiler_tags.h"
-#include "inject/testdata/child_process.h"
 #include "inject/testdata/fake_supervisor.h"
+#include "tests/harness/child_process.h"
 
 namespace xpu_timer::inject {
 namespace {
@@ -26,13 +27,14 @@ namespace {
 using proto::NcclAlgo;
 using proto::NcclProto;
 using proto::NcclTransport;
-using testing::ChildProcess;
 using testing::FakeSupervisor;
+using xpu_timer::testing::Child;
 
-constexpr double kTimeoutS = 20;
+constexpr std::chrono::seconds kTimeout{20};
+constexpr double kTimeoutS = kTimeout.count();
 
 struct DriverRun {
-  std::unique_ptr<ChildProcess> child;
+  std::unique_ptr<Child> child;
   std::unique_ptr<proto::StatusPage> page;
   std::string error;
 };
@@ -43,8 +45,8 @@ DriverRun run_driver(FakeSupervisor& sup, const std::vector<std::string>& steps,
                      const std::vector<std::string>& extra_env = {}) {
   DriverRun run;
   std::vector<std::string> env = sup.env();
-  env.push_back(std::string("LD_PRELOAD=") + INJECT_LIB);
-  env.push_back(std::string("NCCL_PROFILER_PLUGIN=") + INJECT_LIB);
+  env.push_back(std::string(proto::kEnvPreload) + "=" + INJECT_LIB);
+  env.push_back(std::string(proto::kEnvNcclProfilerPlugin) + "=" + INJECT_LIB);
   env.push_back("XPU_TIMER_SAMPLE_PER_SEC=0");  // every call timed: exact counts per key
   for (const char* v :
        {"RANK=0", "LOCAL_RANK=0", "WORLD_SIZE=1", "LOCAL_WORLD_SIZE=1", "GROUP_RANK=0"}) {
@@ -54,10 +56,10 @@ DriverRun run_driver(FakeSupervisor& sup, const std::vector<std::string>& steps,
   std::vector<std::string> argv = {DRIVER};
   argv.insert(argv.end(), steps.begin(), steps.end());
   argv.push_back("wait");
-  run.child = ChildProcess::start(argv, env);
+  run.child = Child::start(argv, env);
   auto* rank = sup.accept_rank(kTimeoutS, &run.error);
   if (rank == nullptr) return run;
-  if (!run.child->wait_for_output("READY", kTimeoutS)) {
+  if (!run.child->wait_for_output("READY", kTimeout)) {
     run.error = "driver not ready: " + run.child->output();
     return run;
   }
@@ -138,7 +140,7 @@ TEST_F(NcclProfilerTest, V5TagsEachHookedCallWithItsAlgorithmAndProtocol) {
   EXPECT_EQ(async->algo, u8(NcclAlgo::kUnknown));
   EXPECT_EQ(async->proto, u8(NcclProto::kUnknown));
   run.child->close_stdin();
-  EXPECT_EQ(run.child->wait_exit(kTimeoutS), 0) << run.child->output();
+  EXPECT_EQ(run.child->wait_exit_code(kTimeout), 0) << run.child->output();
 }
 
 // Older NCCL releases look up older symbols with other descriptor layouts.
@@ -158,18 +160,18 @@ TEST_F(NcclProfilerTest, OlderPluginVersionsTagToo) {
     EXPECT_EQ(s->transport, u8(version == 4 ? NcclTransport::kInterNode : NcclTransport::kUnknown))
         << "v" << version;
     run.child->close_stdin();
-    EXPECT_EQ(run.child->wait_exit(kTimeoutS), 0) << run.child->output();
+    EXPECT_EQ(run.child->wait_exit_code(kTimeout), 0) << run.child->output();
   }
 }
 
 // XPU_TIMER_DISABLE=1: the plugin asks NCCL for no events at all.
 TEST_F(NcclProfilerTest, DisabledProcessAsksForNoEvents) {
-  std::vector<std::string> env = {std::string("LD_PRELOAD=") + INJECT_LIB,
-                                  std::string("NCCL_PROFILER_PLUGIN=") + INJECT_LIB,
-                                  "XPU_TIMER_DISABLE=1"};
-  auto child = ChildProcess::start({DRIVER, "ar:1048576:Ring:LL:1"}, env);
-  EXPECT_EQ(child->wait_exit(kTimeoutS), 0) << child->output();
-  EXPECT_NE(child->output().find("mask 0"), std::string::npos) << child->output();
+  std::vector<std::string> env = {std::string(proto::kEnvPreload) + "=" + INJECT_LIB,
+                                  std::string(proto::kEnvNcclProfilerPlugin) + "=" + INJECT_LIB,
+                                  std::string(proto::kEnvDisable) + "=1"};
+  Child child({DRIVER, "ar:1048576:Ring:LL:1"}, env);
+  EXPECT_EQ(child.wait_exit_code(kTimeout), 0) << child.output();
+  EXPECT_NE(child.output().find("mask 0"), std::string::npos) << child.output();
 }
 
 TEST(NcclProfilerNames, MapNcclNamesAndEnums) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/env_config.h"
 #include "common/log.h"
 #include "inject/clock.h"
 #include "inject/comm_registry.h"
@@ -18,7 +19,9 @@
 namespace xpu_timer::inject {
 namespace {
 
-constexpr uint64_t kBusyPassNs = 1000ull * 1000;      // work pending
+// Default pass interval while work is pending; XPU_TIMER_POLL_INTERVAL_MS
+// overrides it (diagnostics of the background thread's cost).
+constexpr double kBusyPassMs = 1.0;
 constexpr uint64_t kIdlePassNs = 5ull * 1000 * 1000;  // nothing pending
 constexpr uint64_t kDrainLimitNs = 30ull * 1000 * 1000 * 1000;
 constexpr int kMaxDrainPerPass = 1 << 16;
@@ -35,7 +38,11 @@ void sleep_ns(uint64_t ns) {
 
 }  // namespace
 
-Poller::Poller(RuntimeState* state) : state_(state), completed_seq_(CommRegistry::kCapacity, 0) {}
+Poller::Poller(RuntimeState* state)
+    : state_(state),
+      busy_pass_ns_(static_cast<uint64_t>(
+          std::max(0.05, env_double("XPU_TIMER_POLL_INTERVAL_MS", kBusyPassMs)) * 1e6)),
+      completed_seq_(CommRegistry::kCapacity, 0) {}
 
 bool Poller::start() {
   // Block every signal in our thread: process-directed signals (SIGINT,
@@ -90,7 +97,7 @@ void Poller::run() {
     publish(now);
     const bool pending = inflight_ > 0 || state_->queue.approx_size() > 0;
     if (draining_ && (!pending || now > drain_deadline_ns_ || !cuda_ok_)) break;
-    sleep_ns(pending ? kBusyPassNs : kIdlePassNs);
+    sleep_ns(pending ? busy_pass_ns_ : std::max(busy_pass_ns_, kIdlePassNs));
   }
   // Exit: one last non-blocking pass so the page's final counts include what
   // finished since the previous pass (the CUDA runtime is still alive: the
@@ -112,11 +119,15 @@ void Poller::drain_queue() {
     }
     ++issued_total_;
     ++inflight_;
+    Pending p;
+    p.rec = rec;
     if (rec.flags & OpRecord::kUntimed) {  // sampled out: nothing to wait for
-      finish(Pending{rec, 0}, 0, Outcome::kCounted, monotonic_ns());
+      record(p, static_cast<uint8_t>(recorder::OpState::kUntimed));
+      finish(p, 0, Outcome::kCounted, monotonic_ns());
       continue;
     }
-    fifos_[StreamKey(rec.device, rec.stream)].push_back(Pending{rec, 0});
+    record(p, static_cast<uint8_t>(recorder::OpState::kIssued));
+    fifos_[StreamKey(rec.device, rec.stream)].push_back(p);
   }
 }
 
@@ -143,6 +154,7 @@ bool Poller::process_head(Pending& p, uint64_t now_ns, bool* done) {
   const auto state = static_cast<PairState>(pair.state.load(std::memory_order_acquire));
   if (state == PairState::kRecording) return true;  // still inside the host call
   if (state != PairState::kEnded) {                 // nothing ran, nothing to time
+    record(p, static_cast<uint8_t>(recorder::OpState::kFailed));
     finish(p, 0, Outcome::kNotRun, now_ns);
     *done = true;
     return true;
@@ -155,6 +167,7 @@ bool Poller::process_head(Pending& p, uint64_t now_ns, bool* done) {
     err = cuda.event_query(pair.start);
     if (err == cudaSuccess) {
       p.started_ns = now_ns;
+      record(p, static_cast<uint8_t>(recorder::OpState::kRunning));
     } else if (err != cudaErrorNotReady) {
       if (capture_related(err)) return true;  // transient: another thread captures
       cuda_failed("cudaEventQuery", err);
@@ -168,6 +181,8 @@ bool Poller::process_head(Pending& p, uint64_t now_ns, bool* done) {
     return false;
   }
   if (end_only) {  // a completion marker: counted, not timed
+    if (state_->ring.ok()) p.gpu_end_ns = gpu_clock_.host_ns_of(p.rec.device, pair.end, now_ns);
+    record(p, static_cast<uint8_t>(recorder::OpState::kCompleted));
     finish(p, 0, Outcome::kCounted, now_ns);
     *done = true;
     return true;
@@ -180,7 +195,13 @@ bool Poller::process_head(Pending& p, uint64_t now_ns, bool* done) {
     return false;
   }
   const double ns = static_cast<double>(ms) * 1e6;
-  finish(p, ns > 0 ? static_cast<uint64_t>(ns) : 0, Outcome::kTimed, now_ns);
+  const uint64_t duration_ns = ns > 0 ? static_cast<uint64_t>(ns) : 0;
+  if (state_->ring.ok()) {
+    p.gpu_start_ns = gpu_clock_.host_ns_of(p.rec.device, pair.start, now_ns);
+    if (p.gpu_start_ns != 0) p.gpu_end_ns = p.gpu_start_ns + duration_ns;
+  }
+  record(p, static_cast<uint8_t>(recorder::OpState::kCompleted));
+  finish(p, duration_ns, Outcome::kTimed, now_ns);
   *done = true;
   return true;
 }
@@ -220,6 +241,48 @@ void Poller::finish(const Pending& p, uint64_t duration_ns, Outcome outcome, uin
     }
   }
   if (r.flags & OpRecord::kHasPair) return_pair(r);
+}
+
+void Poller::record(Pending& p, uint8_t state) {
+  recorder::RingWriter& ring = state_->ring;
+  if (!ring.ok()) return;
+  const OpRecord& r = p.rec;
+  recorder::RecordData d;
+  d.name = r.name;
+  d.kind = r.kind;
+  d.dtype = r.dtype;
+  d.state = state;
+  d.flags = 0;
+  if (r.flags & OpRecord::kEndOnly) {
+    d.flags |= recorder::kRecEndOnly;
+  } else if ((r.flags & OpRecord::kHasPair) && p.gpu_start_ns != 0) {
+    d.flags |= recorder::kRecTimed;
+  }
+  if (r.name == static_cast<uint16_t>(proto::OpName::kGroup)) d.flags |= recorder::kRecGroup;
+  d.red_op = r.red_op;
+  d.device = r.device;
+  d.peer = r.peer;
+  d.nranks = r.nranks;
+  d.group_size = r.group_size;
+  d.stream = r.stream;
+  d.comm_hash = r.comm_hash;
+  d.seq = r.seq;
+  d.count = r.count;
+  d.bytes = r.bytes;
+  d.flops = r.flops;
+  d.m = r.m;
+  d.n = r.n;
+  d.k = r.k;
+  d.batch = r.batch;
+  d.launch_ns = r.launch_ns;
+  d.ready_ns = p.started_ns;
+  d.gpu_start_ns = p.gpu_start_ns;
+  d.gpu_end_ns = p.gpu_end_ns;
+  if (p.ring_pos == kNoRingPos) {
+    p.ring_pos = ring.append(d);
+  } else {
+    ring.update(p.ring_pos, d);
+  }
 }
 
 void Poller::return_pair(const OpRecord& rec) {
@@ -296,7 +359,7 @@ void Poller::fill_comms(proto::StatusPage* page) {
 }
 
 void Poller::publish(uint64_t now_ns) {
-  proto::StatusPage* page = state_->page.page();
+  proto::StatusPage* page = state_->page->page();
   const Pending* oldest = nullptr;
   for (const auto& [key, fifo] : fifos_) {
     if (!fifo.empty() &&
@@ -305,7 +368,7 @@ void Poller::publish(uint64_t now_ns) {
     }
   }
   const HookCounters& c = state_->counters;
-  state_->page.begin_write();
+  state_->page->begin_write();
   page->issued_total = issued_total_;
   page->completed_total = completed_total_;
   page->inflight_count = inflight_;
@@ -318,8 +381,8 @@ void Poller::publish(uint64_t now_ns) {
   fill_comms(page);
   metrics_.drain_dirty([page](uint32_t i, const proto::MetricSlot& s) { page->metrics[i] = s; });
   page->nmetrics = metrics_.size();
-  state_->page.end_write();
-  state_->page.heartbeat(now_ns);
+  state_->page->end_write();
+  state_->page->heartbeat(now_ns);
 }
 
 }  // namespace xpu_timer::inject

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "common/protocol.h"
+#include "inject/gpu_clock.h"
 #include "inject/metrics_table.h"
 #include "inject/op_record.h"
 
@@ -48,8 +49,12 @@ class Poller {
  private:
   struct Pending {
     OpRecord rec;
-    uint64_t started_ns;
+    uint64_t started_ns = 0;
+    uint64_t ring_pos = kNoRingPos;  // its flight-recorder record
+    uint64_t gpu_start_ns = 0;       // host-clock GPU times, once known
+    uint64_t gpu_end_ns = 0;
   };
+  static constexpr uint64_t kNoRingPos = ~0ull;
   using StreamKey = std::pair<int, uintptr_t>;  // (device, cudaStream_t)
 
   static void* thread_main(void* self);
@@ -63,6 +68,8 @@ class Poller {
   enum class Outcome { kNotRun, kCounted, kTimed };
   void finish(const Pending& p, uint64_t duration_ns, Outcome outcome, uint64_t now_ns);
   void return_pair(const OpRecord& rec);
+  // Flight recorder: the record of `p` in `state` (recorder::OpState).
+  void record(Pending& p, uint8_t state);
   bool use_device(int device);
   void cuda_failed(const char* call, int err);
   void publish(uint64_t now_ns);
@@ -70,10 +77,12 @@ class Poller {
   static proto::OpRef op_ref_of(const Pending& p);
 
   RuntimeState* const state_;
+  const uint64_t busy_pass_ns_;  // sleep between passes while work is pending
   std::atomic<bool> stop_{false};
   std::atomic<bool> done_{false};
 
   std::map<StreamKey, std::deque<Pending>> fifos_;
+  GpuClock gpu_clock_;
   uint64_t issued_total_ = 0;
   uint64_t completed_total_ = 0;
   uint32_t inflight_ = 0;

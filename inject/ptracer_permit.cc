@@ -11,10 +11,12 @@
 
 #include <cstdlib>
 
+#include "common/protocol.h"
+
 namespace {
 
 __attribute__((constructor)) void xpu_timer_permit_supervisor_ptrace() {
-  const char* v = std::getenv("XPU_TIMER_SUPERVISOR_PID");
+  const char* v = std::getenv(xpu_timer::proto::kEnvSupervisorPid);
   if (v == nullptr || *v == '\0') return;
   char* end = nullptr;
   const long pid = std::strtol(v, &end, 10);

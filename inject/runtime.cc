@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "common/log.h"
 #include "common/protocol.h"
@@ -45,7 +46,8 @@ void on_process_exit() {
       XPU_TIMER_LOG_WARN("background thread did not stop within 500 ms at exit");
     }
   }
-  st->page.unlink_file();
+  st->page->unlink();
+  st->ring.unlink_file();
   st->link.close_fd();
 }
 
@@ -70,19 +72,21 @@ __attribute__((constructor)) void register_fork_handler() {
 }
 
 void fill_register_msg(const RuntimeState& st, proto::RegisterMsg* msg) {
-  std::memset(msg, 0, sizeof(*msg));
-  msg->header.magic = proto::kMessageMagic;
-  msg->header.version = proto::kProtocolVersion;
-  msg->header.type = static_cast<uint16_t>(proto::MsgType::kRegister);
-  msg->header.bytes = sizeof(proto::RegisterMsg);
-  msg->pid = st.pid;
-  msg->rank = st.identity.rank;
-  msg->local_rank = st.identity.local_rank;
-  msg->world_size = st.identity.world_size;
-  msg->local_world_size = st.identity.local_world_size;
-  msg->group_rank = st.identity.group_rank;
-  if (gethostname(msg->hostname, sizeof(msg->hostname) - 1) != 0) msg->hostname[0] = '\0';
-  std::snprintf(msg->status_path, sizeof(msg->status_path), "%s", st.page.path());
+  char host[sizeof(msg->hostname)] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+  proto::RegisterInfo info;
+  info.pid = st.pid;
+  info.rank = st.identity.rank;
+  info.local_rank = st.identity.local_rank;
+  info.world_size = st.identity.world_size;
+  info.local_world_size = st.identity.local_world_size;
+  info.group_rank = st.identity.group_rank;
+  info.hostname = host;
+  info.status_path = st.page->path().c_str();
+  if (!proto::encode_register(info, msg)) {  // cut: the supervisor will not find the page
+    XPU_TIMER_LOG_WARN("status page path %s is too long for the protocol",
+                       info.status_path);
+  }
 }
 
 // Returns the new mode. Runs on the first hooking thread, inside its hook.
@@ -91,7 +95,7 @@ Mode initialize() {
   char tag[48];
   std::snprintf(tag, sizeof(tag), "xpu_timer inject[rank %d]", id.rank);
   set_log_tag(tag);
-  if (env_bool("XPU_TIMER_DEBUG_MODE", false)) set_log_level(LogLevel::kDebug);
+  if (env_bool(proto::kEnvDebugMode, false)) set_log_level(LogLevel::kDebug);
 
   if (env_bool(proto::kEnvDisable, false)) {
     XPU_TIMER_LOG_DEBUG("%s=1: hooks pass through", proto::kEnvDisable);
@@ -125,14 +129,23 @@ Mode initialize() {
   const double sample_rate = env_double("XPU_TIMER_SAMPLE_PER_SEC", 10.0);
   st->gate = new SampleGate(sample_rate >= 0 ? sample_rate : 10.0);
   st->pid = getpid();
-  if (!st->page.create(run_dir, id, st->pid)) {
+  std::string page_error;
+  st->page = proto::StatusPageFile::create(run_dir, id, st->pid, &page_error);
+  if (st->page == nullptr) {
+    XPU_TIMER_LOG_WARN("%s; timing is off", page_error.c_str());
     delete st;
     return Mode::kPassThrough;
+  }
+  // The flight recorder is optional: without it, timing and hang detection
+  // go on (the supervisor finds no ring file and says so in its dumps).
+  if (const uint32_t cap = recorder::capacity_from_env(); cap > 0) {
+    st->ring.create(run_dir, id.rank, id.local_rank, id.world_size, st->pid, cap);
   }
   proto::RegisterMsg msg;
   fill_register_msg(*st, &msg);
   if (!st->link.connect_and_register(socket_path, msg)) {
-    st->page.unlink_file();
+    st->page->unlink();
+    st->ring.unlink_file();
     delete st;
     return Mode::kPassThrough;
   }
@@ -140,7 +153,8 @@ Mode initialize() {
   st->poller = new Poller(st);
   if (!st->poller->start()) {
     crash_set_link_fd(-1);
-    st->page.unlink_file();
+    st->page->unlink();
+    st->ring.unlink_file();
     st->link.close_fd();
     return Mode::kPassThrough;  // st is leaked on purpose: tiny, and never half-used
   }
@@ -148,7 +162,7 @@ Mode initialize() {
   if (std::atexit(on_process_exit) != 0) {
     XPU_TIMER_LOG_WARN("atexit failed; the status page file is left behind at exit");
   }
-  XPU_TIMER_LOG_INFO("watching this rank; status page %s", st->page.path());
+  XPU_TIMER_LOG_INFO("watching this rank; status page %s", st->page->path().c_str());
   return Mode::kActive;
 }
 
@@ -212,7 +226,7 @@ void switch_to_pass_through(const char* why) {
   // supervisor that this rank's "idle" means nothing. The Poller never
   // writes `flags`, so an atomic OR outside the seqlock is safe.
   if (RuntimeState* st = g_state.load(std::memory_order_acquire); st != nullptr) {
-    if (proto::StatusPage* page = st->page.page(); page != nullptr) {
+    if (proto::StatusPage* page = st->page->page(); page != nullptr) {
       __atomic_fetch_or(&page->flags, proto::kPageFlagTimingDisabled, __ATOMIC_RELEASE);
     }
   }

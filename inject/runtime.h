@@ -12,13 +12,15 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 
 #include "common/env_config.h"
+#include "common/recorder_ring.h"
+#include "common/status_page.h"
 #include "inject/bounded_queue.h"
 #include "inject/event_pool.h"
 #include "inject/op_record.h"
 #include "inject/sample_gate.h"
-#include "inject/status_page_writer.h"
 #include "inject/supervisor_link.h"
 
 namespace xpu_timer::inject {
@@ -48,8 +50,12 @@ struct RuntimeState {
   BoundedQueue<OpRecord> queue{kQueueCapacity};
   EventPools pools;
   HookCounters counters;
-  StatusPageWriter page;
+  // The status page (common/status_page.h): written by the Poller only; set
+  // before the state is published, never null after.
+  std::unique_ptr<proto::StatusPageFile> page;
   SupervisorLink link;
+  // The flight recorder (common/recorder_ring.h): written by the Poller only.
+  recorder::RingWriter ring;
   Poller* poller = nullptr;
   // Which calls get a full timing; XPU_TIMER_SAMPLE_PER_SEC per (op, shape).
   SampleGate* gate = nullptr;

@@ -1,5 +1,5 @@
 // Decides which calls get a full CUDA-event timing, so that the hot path stays
-// within the overhead budget (DESIGN.md "The hot path", item 5): each distinct
+// within the overhead budget (docs/architecture.md "The hot path", 4): each distinct
 // (operation, shape) is timed at most `rate` times per second; the other calls
 // are only counted (GEMMs) or get a completion marker alone (collectives, for
 // hang detection). rate 0 times every call.

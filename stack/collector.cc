@@ -201,8 +201,9 @@ CollectResult collect_stacks_in_child(pid_t pid, const CollectOptions& opt) {
   if (child == 0) {
     close(fds[0]);
     CollectResult r = collect_stacks(pid, opt);
-    nlohmann::json doc = {{"attached", r.attached}, {"stack", to_json(r.stack)}};
-    std::string text = doc.dump();
+    // One byte for `attached`, then the stack file's text: the parent decodes
+    // it with the stack file's own reader.
+    std::string text = (r.attached ? "1" : "0") + stack_file_text(r.stack, -1);
     const char* p = text.data();
     size_t left = text.size();
     while (left > 0) {
@@ -240,14 +241,12 @@ CollectResult collect_stacks_in_child(pid_t pid, const CollectOptions& opt) {
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
-  std::string err;
-  nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  std::string err = "nothing written";
   std::optional<ProcessStack> parsed;
-  if (!doc.is_discarded() && doc.is_object() && doc.contains("stack"))
-    parsed = from_json(doc["stack"], &err);
+  if (!text.empty()) parsed = parse_stack_file(std::string_view(text).substr(1), &err);
   if (parsed) {
     result.stack = std::move(*parsed);
-    result.attached = doc.value("attached", false);
+    result.attached = text[0] == '1';
     return result;
   }
   result.stack.pid = pid;

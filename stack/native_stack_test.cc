@@ -7,20 +7,24 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
-#include <thread>
+#include <string>
+#include <vector>
 
 #include "stack/collector.h"
 #include "stack/stack_file.h"
-#include "stack/test_process.h"
+#include "tests/harness/child_process.h"
 
 namespace xpu_timer::stack {
 namespace {
 
-using testing::TestProcess;
+using xpu_timer::testing::Child;
+using xpu_timer::testing::ChildOptions;
+using xpu_timer::testing::no_thread_stopped;
+using xpu_timer::testing::process_state;
+using xpu_timer::testing::wait_threads_state;
 using namespace std::chrono_literals;
 
 const char* kTarget = XPU_STACK_TEST_TARGET;
@@ -55,29 +59,33 @@ int frame_index(const ThreadStack& t, const std::string& func) {
   return -1;
 }
 
-std::string run_command(const std::string& cmd, int* status) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  *status = pclose(p);
-  return out;
+// The target says "ready" on its stdout, which is then the readiness pipe.
+ChildOptions ready_on_stdout() {
+  ChildOptions o;
+  o.ready_fd = 1;
+  return o;
 }
 
-bool wait_blocked(const TestProcess& p) {
-  return testing::wait_threads_state(p.pid(), "S", 5000ms);
+// Stdout of argv run to its end (stderr: the test's own); *status its exit code.
+std::string run_command(const std::vector<std::string>& argv, int* status,
+                        bool with_stderr = false) {
+  ChildOptions o;
+  o.capture_stderr = with_stderr;
+  Child c(argv, {}, o);
+  *status = c.wait_exit_code(30s);
+  return c.output();
 }
+
+bool wait_blocked(const Child& p) { return wait_threads_state(p.pid(), "S", 5000ms); }
 
 TEST(NativeStack, NestedFunctionsAreDemangledInOrderWithFileAndLine) {
-  TestProcess target({kTarget, "nested"});
-  ASSERT_EQ(target.wait_for_line(), "ready");
+  Child target({kTarget, "nested"}, {}, ready_on_stdout());
+  ASSERT_EQ(target.wait_ready_line(), "ready");
   ASSERT_TRUE(wait_blocked(target));
   CollectResult r = collect_stacks(target.pid(), CollectOptions{});
   ASSERT_TRUE(r.attached) << (r.stack.errors.empty() ? "" : r.stack.errors[0]);
-  EXPECT_TRUE(testing::no_thread_stopped(target.pid()));
-  EXPECT_NE(testing::process_state(target.pid()), '?');
+  EXPECT_TRUE(no_thread_stopped(target.pid()));
+  EXPECT_NE(process_state(target.pid()), '?');
   EXPECT_GT(r.stack.stopped_ms, 0.0);
   EXPECT_FALSE(r.stack.python_version.has_value());
   ASSERT_FALSE(r.stack.errors.empty());
@@ -122,15 +130,14 @@ TEST(NativeStack, StrippedBinaryGivesModuleAndOffsets) {
   ASSERT_NE(mkdtemp(dir), nullptr);
   std::string stripped = std::string(dir) + "/native_target_stripped";
   int status = 0;
-  run_command("objcopy --strip-all '" + std::string(kTarget) + "' '" + stripped + "' 2>&1",
-              &status);
+  run_command({"objcopy", "--strip-all", kTarget, stripped}, &status, /*with_stderr=*/true);
   if (status != 0) GTEST_SKIP() << "objcopy --strip-all failed or is missing";
 
   // Offsets of our functions, from the unstripped binary (same layout).
   std::map<uint64_t, std::string> known;
   {
-    TestProcess target({kTarget, "nested"});
-    ASSERT_EQ(target.wait_for_line(), "ready");
+    Child target({kTarget, "nested"}, {}, ready_on_stdout());
+    ASSERT_EQ(target.wait_ready_line(), "ready");
     ASSERT_TRUE(wait_blocked(target));
     CollectResult r = collect_stacks(target.pid(), CollectOptions{});
     ASSERT_TRUE(r.attached);
@@ -139,12 +146,12 @@ TEST(NativeStack, StrippedBinaryGivesModuleAndOffsets) {
   }
   ASSERT_GE(known.size(), 4u);
 
-  TestProcess target({stripped, "nested"});
-  ASSERT_EQ(target.wait_for_line(), "ready");
+  Child target({stripped, "nested"}, {}, ready_on_stdout());
+  ASSERT_EQ(target.wait_ready_line(), "ready");
   ASSERT_TRUE(wait_blocked(target));
   CollectResult r = collect_stacks(target.pid(), CollectOptions{});
   ASSERT_TRUE(r.attached);
-  EXPECT_TRUE(testing::no_thread_stopped(target.pid()));
+  EXPECT_TRUE(no_thread_stopped(target.pid()));
   const ThreadStack* main = find_thread(r.stack, target.pid());
   ASSERT_NE(main, nullptr);
   size_t matched = 0;
@@ -163,12 +170,12 @@ TEST(NativeStack, StrippedBinaryGivesModuleAndOffsets) {
 }
 
 TEST(NativeStack, ThreadsCreatedDuringAttachAreHandled) {
-  TestProcess target({kTarget, "spawn"});
-  ASSERT_EQ(target.wait_for_line(), "ready");
+  Child target({kTarget, "spawn"}, {}, ready_on_stdout());
+  ASSERT_EQ(target.wait_ready_line(), "ready");
   for (int i = 0; i < 5; ++i) {
     CollectResult r = collect_stacks(target.pid(), CollectOptions{});
     ASSERT_TRUE(r.attached) << (r.stack.errors.empty() ? "" : r.stack.errors[0]);
-    EXPECT_TRUE(testing::no_thread_stopped(target.pid()));
+    EXPECT_TRUE(no_thread_stopped(target.pid()));
     EXPECT_GE(r.stack.threads.size(), 3u);
     const ThreadStack* main = find_thread(r.stack, target.pid());
     ASSERT_NE(main, nullptr);
@@ -181,16 +188,16 @@ TEST(NativeStack, ThreadsCreatedDuringAttachAreHandled) {
       }
     }
   }
-  EXPECT_NE(testing::process_state(target.pid()), '?');
+  EXPECT_NE(process_state(target.pid()), '?');
 }
 
 TEST(NativeStack, ProcessExitingDuringCollectionGivesAResult) {
-  TestProcess target({kTarget, "exit"});
-  ASSERT_EQ(target.wait_for_line(), "ready");
+  Child target({kTarget, "exit"}, {}, ready_on_stdout());
+  ASSERT_EQ(target.wait_ready_line(), "ready");
   int collections = 0;
   auto deadline = std::chrono::steady_clock::now() + 10s;
   for (;;) {
-    char st = testing::process_state(target.pid());
+    char st = process_state(target.pid());
     if (st == 'Z' || st == '?') break;
     ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "target did not exit";
     CollectResult r = collect_stacks(target.pid(), CollectOptions{});
@@ -201,19 +208,16 @@ TEST(NativeStack, ProcessExitingDuringCollectionGivesAResult) {
   }
   EXPECT_GE(collections, 1);
   // It exited by itself (not killed, not left stopped): status 0.
-  int status = 0;
-  ASSERT_EQ(waitpid(target.pid(), &status, 0), target.pid());
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  const auto status = target.wait_for(10s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(status->exited && status->code == 0) << xpu_timer::testing::describe(*status);
 }
 
 TEST(NativeStack, ZombieIsReportedWithoutAttach) {
   pid_t child = fork();
   if (child == 0) _exit(0);
   ASSERT_GT(child, 0);
-  auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (testing::process_state(child) != 'Z' && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(1ms);
-  ASSERT_EQ(testing::process_state(child), 'Z');
+  ASSERT_TRUE(xpu_timer::testing::wait_until([&] { return process_state(child) == 'Z'; }, 5s));
   CollectResult r = collect_stacks(child, CollectOptions{});
   EXPECT_FALSE(r.attached);
   ASSERT_FALSE(r.stack.errors.empty());
@@ -226,11 +230,11 @@ TEST(NativeStack, ZombieIsReportedWithoutAttach) {
 }
 
 TEST(NativeStack, UninterruptibleThreadGivesPartialResultAndIsReleased) {
-  TestProcess target({kTarget, "vfork"});
-  std::string ready = target.wait_for_line();
+  Child target({kTarget, "vfork"}, {}, ready_on_stdout());
+  std::string ready = target.wait_ready_line();
   ASSERT_EQ(ready.rfind("ready ", 0), 0u) << ready;
   pid_t vfork_child = static_cast<pid_t>(std::stoi(ready.substr(6)));
-  ASSERT_TRUE(testing::wait_threads_state(target.pid(), "D", 5000ms));
+  ASSERT_TRUE(wait_threads_state(target.pid(), "D", 5000ms));
   CollectOptions opt;
   opt.stop_timeout = 200ms;
   auto start = std::chrono::steady_clock::now();
@@ -245,14 +249,14 @@ TEST(NativeStack, UninterruptibleThreadGivesPartialResultAndIsReleased) {
   EXPECT_TRUE(r.stack.threads[0].native.empty());
   // Once the vfork child is gone the parent must run on, not stop for us.
   kill(vfork_child, SIGKILL);
-  EXPECT_EQ(target.wait_for_line(5000ms), "resumed");
-  EXPECT_TRUE(testing::wait_threads_state(target.pid(), "SR", 2000ms));
-  EXPECT_TRUE(testing::no_thread_stopped(target.pid()));
+  EXPECT_EQ(target.wait_ready_line(5000ms), "resumed");
+  EXPECT_TRUE(wait_threads_state(target.pid(), "SR", 2000ms));
+  EXPECT_TRUE(no_thread_stopped(target.pid()));
 }
 
 TEST(NativeStack, PermissionDeniedIsOneClearLine) {
-  TestProcess target({kTarget, "nested"});
-  ASSERT_EQ(target.wait_for_line(), "ready");
+  Child target({kTarget, "nested"}, {}, ready_on_stdout());
+  ASSERT_EQ(target.wait_ready_line(), "ready");
   int fds[2];
   ASSERT_EQ(pipe(fds), 0);
   pid_t child = fork();
@@ -279,12 +283,12 @@ TEST(NativeStack, PermissionDeniedIsOneClearLine) {
             std::string::npos)
       << line;
   EXPECT_NE(line.find("needs CAP_SYS_PTRACE or being an ancestor"), std::string::npos) << line;
-  EXPECT_TRUE(testing::no_thread_stopped(target.pid()));
+  EXPECT_TRUE(no_thread_stopped(target.pid()));
 }
 
 TEST(NativeStack, CollectionInForkedChildMatches) {
-  TestProcess target({kTarget, "nested"});
-  ASSERT_EQ(target.wait_for_line(), "ready");
+  Child target({kTarget, "nested"}, {}, ready_on_stdout());
+  ASSERT_EQ(target.wait_ready_line(), "ready");
   ASSERT_TRUE(wait_blocked(target));
   CollectOptions opt;
   opt.rank = 3;
@@ -296,21 +300,21 @@ TEST(NativeStack, CollectionInForkedChildMatches) {
   const ThreadStack* main = find_thread(r.stack, target.pid());
   ASSERT_NE(main, nullptr);
   EXPECT_GE(frame_index(*main, "stack_test::middle_level()"), 0) << describe(*main);
-  EXPECT_TRUE(testing::no_thread_stopped(target.pid()));
+  EXPECT_TRUE(no_thread_stopped(target.pid()));
 }
 
 TEST(StackCli, DumpsTextJsonAndFile) {
-  TestProcess target({kTarget, "nested"});
-  ASSERT_EQ(target.wait_for_line(), "ready");
+  Child target({kTarget, "nested"}, {}, ready_on_stdout());
+  ASSERT_EQ(target.wait_ready_line(), "ready");
   ASSERT_TRUE(wait_blocked(target));
   std::string pid = std::to_string(target.pid());
   int status = 0;
-  std::string text = run_command(std::string(XPU_STACK_TEST_CLI) + " --pid " + pid, &status);
+  std::string text = run_command({XPU_STACK_TEST_CLI, "--pid", pid}, &status);
   EXPECT_EQ(status, 0);
   EXPECT_NE(text.find("Thread " + pid + " (stack_test_nati)"), std::string::npos) << text;
   EXPECT_NE(text.find("stack_test::inner_blocked()"), std::string::npos) << text;
 
-  std::string json = run_command(std::string(XPU_STACK_TEST_CLI) + " --json --pid " + pid, &status);
+  std::string json = run_command({XPU_STACK_TEST_CLI, "--json", "--pid", pid}, &status);
   EXPECT_EQ(status, 0);
   auto doc = nlohmann::json::parse(json, nullptr, false);
   ASSERT_FALSE(doc.is_discarded()) << json;
@@ -320,8 +324,8 @@ TEST(StackCli, DumpsTextJsonAndFile) {
   char dir[] = "/tmp/xpu_stack_cli_XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
   std::string file = std::string(dir) + "/" + stack_file_name(2, 4);
-  run_command(std::string(XPU_STACK_TEST_CLI) + " --rank 2 --world-size 4 --out " + file +
-                  " --in-child --pid " + pid,
+  run_command({XPU_STACK_TEST_CLI, "--rank", "2", "--world-size", "4", "--out", file,
+               "--in-child", "--pid", pid},
               &status);
   EXPECT_EQ(status, 0);
   std::string err;
@@ -332,10 +336,11 @@ TEST(StackCli, DumpsTextJsonAndFile) {
   EXPECT_EQ(loaded->threads.size(), 2u);
   unlink(file.c_str());
   rmdir(dir);
-  EXPECT_TRUE(testing::no_thread_stopped(target.pid()));
+  EXPECT_TRUE(no_thread_stopped(target.pid()));
 
   // A pid that does not exist: non-zero exit and one clear line.
-  std::string out = run_command(std::string(XPU_STACK_TEST_CLI) + " --pid 999999999 2>&1", &status);
+  std::string out = run_command({XPU_STACK_TEST_CLI, "--pid", "999999999"}, &status,
+                                /*with_stderr=*/true);
   EXPECT_NE(status, 0);
   EXPECT_EQ(out, "xpu_timer_stack: process 999999999 does not exist\n");
 }

@@ -9,12 +9,13 @@
 
 #include "stack/collector.h"
 #include "stack/mixed_stack.h"
-#include "stack/test_process.h"
+#include "tests/harness/child_process.h"
 
 namespace xpu_timer::stack {
 namespace {
 
-using testing::TestProcess;
+using xpu_timer::testing::Child;
+using xpu_timer::testing::ChildOptions;
 using namespace std::chrono_literals;
 
 const char* kScript = XPU_STACK_TEST_SCRIPT;
@@ -72,8 +73,11 @@ class PythonStack : public ::testing::TestWithParam<Interpreter> {};
 TEST_P(PythonStack, ThreadsFramesLinesGilAndMixedStack) {
   const Interpreter& py = GetParam();
   if (access(py.path, X_OK) != 0) GTEST_SKIP() << py.path << " not found on this machine";
-  TestProcess target({py.path, kScript, "{fd}"}, /*ready_on_extra_fd=*/true);
-  ASSERT_EQ(target.wait_for_line(), "ready");
+  // The script says "ready" on fd 10, its readiness pipe.
+  ChildOptions ready_on_fd10;
+  ready_on_fd10.ready_fd = 10;
+  Child target({py.path, kScript, "{ready_fd}"}, {}, ready_on_fd10);
+  ASSERT_EQ(target.wait_ready_line(), "ready");
 
   // The readiness line is written just before the blocking calls: retry
   // (bounded) until every thread is where the script puts it.
@@ -81,7 +85,7 @@ TEST_P(PythonStack, ThreadsFramesLinesGilAndMixedStack) {
   for (int attempt = 0; attempt < 60; ++attempt) {
     r = collect_stacks(target.pid(), CollectOptions{});
     ASSERT_TRUE(r.attached) << describe(r.stack);
-    EXPECT_TRUE(testing::no_thread_stopped(target.pid()));
+    EXPECT_TRUE(xpu_timer::testing::no_thread_stopped(target.pid()));
     if (settled(r.stack)) break;
     std::this_thread::sleep_for(50ms);
   }

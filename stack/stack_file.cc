@@ -1,11 +1,19 @@
+// The writer and the file-system side of the stack file; the decoding of the
+// text is in stack_file_parser.cc.
 #include "stack/stack_file.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <sstream>
+#include <memory>
 
 namespace xpu_timer::stack {
 namespace {
@@ -18,28 +26,59 @@ std::string hex(uint64_t v) {
   return buf;
 }
 
-uint64_t parse_hex(const json& j) {
-  if (!j.is_string()) return 0;
-  return strtoull(j.get<std::string>().c_str(), nullptr, 16);
-}
-
 json str_or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
 json line_or_null(int line) { return line > 0 ? json(line) : json(nullptr); }
 
-std::string get_str(const json& j, const char* key) {
-  auto it = j.find(key);
-  return (it != j.end() && it->is_string()) ? it->get<std::string>() : std::string();
-}
-int get_int(const json& j, const char* key, int fallback = 0) {
-  auto it = j.find(key);
-  return (it != j.end() && it->is_number_integer()) ? it->get<int>() : fallback;
+std::string errno_text() { return strerror(errno); }
+
+// The whole of a regular file of at most max_bytes, read through one O_CLOEXEC
+// descriptor (the supervisor forks).
+bool read_file(const std::string& path, size_t max_bytes, std::string* text, std::string* error) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *error = "cannot open: " + errno_text();
+    return false;
+  }
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    *error = "cannot stat: " + errno_text();
+    return false;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    *error = "not a regular file";
+    return false;
+  }
+  if (static_cast<unsigned long long>(st.st_size) > max_bytes) {
+    *error = "too large (" + std::to_string(st.st_size) + " bytes, limit " +
+             std::to_string(max_bytes) + ")";
+    return false;
+  }
+  text->resize(static_cast<size_t>(st.st_size));
+  size_t done = 0;
+  while (done < text->size()) {
+    const ssize_t n = ::read(fd, text->data() + done, text->size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      *error = "cannot read: " + errno_text();
+      return false;
+    }
+    if (n == 0) break;  // shrank while we read: decode what is there
+    done += static_cast<size_t>(n);
+  }
+  text->resize(done);
+  return true;
 }
 
 }  // namespace
 
 std::string stack_file_name(int rank, int world_size) {
   char buf[64];
-  snprintf(buf, sizeof(buf), "%05d-%05d.stacktrace", rank, world_size);
+  snprintf(buf, sizeof(buf), "%05d-%05d%.*s", rank, world_size,
+           static_cast<int>(kStackFileSuffix.size()), kStackFileSuffix.data());
   return buf;
 }
 
@@ -96,69 +135,8 @@ json to_json(const ProcessStack& s) {
   return doc;
 }
 
-std::optional<ProcessStack> from_json(const json& doc, std::string* error) {
-  try {
-    if (!doc.is_object() || get_int(doc, "version") != 1) {
-      *error = "not a version 1 stack file";
-      return std::nullopt;
-    }
-    ProcessStack s;
-    s.rank = doc.at("rank").get<int>();
-    s.world_size = doc.at("world_size").get<int>();
-    s.pid = doc.at("pid").get<int>();
-    s.host = get_str(doc, "host");
-    s.process_state = get_str(doc, "process_state");
-    s.collected_at = doc.value("collected_at", 0.0);
-    s.stopped_ms = doc.value("stopped_ms", 0.0);
-    if (doc.contains("python_version") && doc["python_version"].is_string())
-      s.python_version = doc["python_version"].get<std::string>();
-    if (doc.contains("errors") && doc["errors"].is_array())
-      for (const auto& e : doc["errors"])
-        if (e.is_string()) s.errors.push_back(e.get<std::string>());
-    for (const auto& jt : doc.at("threads")) {
-      ThreadStack t;
-      t.tid = jt.at("tid").get<int>();
-      t.name = get_str(jt, "name");
-      std::string st = get_str(jt, "state");
-      t.state = st.empty() ? '?' : st[0];
-      if (jt.contains("holds_gil") && jt["holds_gil"].is_boolean())
-        t.holds_gil = jt["holds_gil"].get<bool>();
-      for (const auto& jf : jt.at("native")) {
-        NativeFrame f;
-        f.pc = parse_hex(jf.value("pc", json()));
-        f.func = get_str(jf, "func");
-        f.module = get_str(jf, "module");
-        f.offset = parse_hex(jf.value("offset", json()));
-        f.file = get_str(jf, "file");
-        f.line = get_int(jf, "line");
-        f.inlined = jf.value("inlined", false);
-        t.native.push_back(std::move(f));
-      }
-      for (const auto& jf : jt.at("python")) {
-        PythonFrame f;
-        f.func = get_str(jf, "func");
-        f.file = get_str(jf, "file");
-        f.line = get_int(jf, "line");
-        t.python.push_back(std::move(f));
-      }
-      if (jt.contains("mixed")) {
-        for (const auto& jf : jt["mixed"]) {
-          MixedFrame f;
-          f.python = get_str(jf, "kind") == "python";
-          f.func = get_str(jf, "func");
-          f.module = get_str(jf, "module");
-          f.file = get_str(jf, "file");
-          f.line = get_int(jf, "line");
-          t.mixed.push_back(std::move(f));
-        }
-      }
-      s.threads.push_back(std::move(t));
-    }
-    return s;
-  } catch (const json::exception& e) {
-    *error = std::string("malformed stack file: ") + e.what();
-    return std::nullopt;
-  }
+std::string stack_file_text(const ProcessStack& stack, int indent) {
+  return to_json(stack).dump(indent, ' ', false, json::error_handler_t::replace);
 }
 
 bool write_stack_file(const ProcessStack& stack, const std::string& path, std::string* error) {
@@ -166,38 +144,66 @@ bool write_stack_file(const ProcessStack& stack, const std::string& path, std::s
   {
     std::ofstream out(tmp, std::ios::trunc);
     if (!out) {
-      *error = "cannot write " + tmp + ": " + strerror(errno);
+      *error = "cannot write " + tmp + ": " + errno_text();
       return false;
     }
-    out << to_json(stack).dump(1) << '\n';
+    out << stack_file_text(stack) << '\n';
     if (!out.good()) {
-      *error = "cannot write " + tmp + ": " + strerror(errno);
+      *error = "cannot write " + tmp + ": " + errno_text();
       return false;
     }
   }
   if (rename(tmp.c_str(), path.c_str()) != 0) {
-    *error = "cannot rename " + tmp + " to " + path + ": " + strerror(errno);
+    *error = "cannot rename " + tmp + " to " + path + ": " + errno_text();
     return false;
   }
   return true;
 }
 
-std::optional<ProcessStack> load_stack_file(const std::string& path, std::string* error) {
-  std::ifstream in(path);
-  if (!in) {
-    *error = "cannot open " + path + ": " + strerror(errno);
-    return std::nullopt;
+bool load_stack_file(const std::string& path, ProcessStack* out, std::string* error,
+                     size_t max_bytes) {
+  std::string text;
+  if (read_file(path, max_bytes, &text, error) && parse_stack_file(text, out, error)) return true;
+  *error = path + ": " + *error;
+  return false;
+}
+
+std::optional<ProcessStack> load_stack_file(const std::string& path, std::string* error,
+                                            size_t max_bytes) {
+  ProcessStack stack;
+  if (!load_stack_file(path, &stack, error, max_bytes)) return std::nullopt;
+  return stack;
+}
+
+bool list_stack_files(const std::string& dir, std::vector<std::string>* paths, std::string* error) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) {
+    *error = "cannot open folder " + dir + ": " + errno_text();
+    return false;
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  json doc = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) {
-    *error = path + ": not valid JSON";
-    return std::nullopt;
+  std::unique_ptr<DIR, int (*)(DIR*)> closer(d, &::closedir);
+  const std::string prefix = dir.empty() || dir.back() == '/' ? dir : dir + "/";
+  for (;;) {
+    errno = 0;  // readdir's end and its failure differ only by errno
+    const dirent* e = ::readdir(d);
+    if (e == nullptr) break;
+    const std::string_view name(e->d_name);
+    if (name.size() <= kStackFileSuffix.size() ||
+        name.substr(name.size() - kStackFileSuffix.size()) != kStackFileSuffix) {
+      continue;
+    }
+    const std::string path = prefix + std::string(name);
+    struct stat st;
+    // One that cannot be stat'ed (a symlink loop, a dangling link) is listed too: the
+    // loader then names it and why in one warning, and the folder's other files are read.
+    if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) paths->push_back(path);
   }
-  auto s = from_json(doc, error);
-  if (!s) *error = path + ": " + *error;
-  return s;
+  if (errno != 0) {
+    *error = "cannot list folder " + dir + ": " + errno_text();
+    return false;
+  }
+  std::sort(paths->begin(), paths->end());
+  return true;
 }
 
 }  // namespace xpu_timer::stack

@@ -1,6 +1,7 @@
 #include "stack/stack_file.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -88,19 +89,131 @@ TEST(StackFile, WriteThenLoadRoundTrips) {
   rmdir(dir);
 }
 
-TEST(StackFile, MalformedFilesGiveOneLine) {
+TEST(StackFile, MalformedFilesGiveOneLineStartingWithThePath) {
   char dir[] = "/tmp/xpu_stack_file_XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
   std::string path = std::string(dir) + "/bad.stacktrace";
   for (const char* text :
        {"{", "[]", "{\"version\":1}", "{\"version\":1,\"rank\":\"x\"}",
-        "{\"version\":1,\"rank\":0,\"world_size\":1,\"pid\":1,\"threads\":[{}]}"}) {
+        "{\"version\":1,\"rank\":0,\"world_size\":1,\"pid\":1,\"threads\":[1]}"}) {
     std::ofstream(path) << text;
     std::string err;
     EXPECT_FALSE(load_stack_file(path, &err).has_value()) << text;
-    EXPECT_NE(err.find(path), std::string::npos) << err;
+    EXPECT_EQ(err.rfind(path + ": ", 0), 0u) << err;
   }
+  std::ofstream(path) << "{}";
+  std::string err;
+  EXPECT_FALSE(load_stack_file(path, &err, /*max_bytes=*/1).has_value());
+  EXPECT_EQ(err, path + ": too large (2 bytes, limit 1)");
+  EXPECT_FALSE(load_stack_file(dir, &err).has_value());
+  EXPECT_EQ(err, std::string(dir) + ": not a regular file");
   unlink(path.c_str());
+  rmdir(dir);
+}
+
+std::string parse_error(const std::string& text) {
+  std::string error;
+  EXPECT_FALSE(parse_stack_file(text, &error).has_value()) << text;
+  return error;
+}
+
+TEST(StackFileReader, NamesTheFieldAndTheProblem) {
+  EXPECT_EQ(
+      parse_error(R"({"version":1,"rank":0,"world_size":4,"threads":[{"native":[{"func":3}]}]})"),
+      "threads[0].native[0].func: expected a string, got number");
+  EXPECT_EQ(parse_error(R"({"version":1,"world_size":4,"threads":[]})"), "rank: missing");
+  EXPECT_EQ(parse_error(R"({"version":1,"rank":0,"world_size":4})"), "threads: missing");
+  EXPECT_EQ(parse_error(R"({"version":1,"rank":4,"world_size":4,"threads":[]})"),
+            "rank: out of range: 4");
+  EXPECT_EQ(parse_error(R"({"version":1,"rank":0,"world_size":1e300,"threads":[]})"),
+            "world_size: expected an integer, got number");
+  EXPECT_EQ(
+      parse_error(R"({"version":1,"rank":99999999999999999999999,"world_size":4,"threads":[]})"),
+      "rank: expected an integer, got number");
+  EXPECT_EQ(parse_error(R"({"version":1,"rank":0,"world_size":18446744073709551615,"threads":[]})"),
+            "world_size: out of range: 18446744073709551615");
+  EXPECT_EQ(
+      parse_error(
+          R"({"version":1,"rank":0,"world_size":4,"threads":[{"native":[{"func":"f","line":-3}]}]})"),
+      "threads[0].native[0].line: out of range: -3");
+  EXPECT_EQ(
+      parse_error(
+          R"({"version":1,"rank":0,"world_size":4,"threads":[{"native":[{"func":"f","pc":"0xzz"}]}]})"),
+      "threads[0].native[0].pc: expected a hex string such as \"0x1f\"");
+  EXPECT_EQ(
+      parse_error(
+          R"({"version":1,"rank":0,"world_size":4,"threads":[{"mixed":[{"kind":"x","func":"f"}]}]})"),
+      "threads[0].mixed[0].kind: expected \"native\" or \"python\", got \"x\"");
+  EXPECT_EQ(parse_error(
+                R"({"version":1,"rank":0,"world_size":4,"threads":[{},{"mixed":[{"func":"f"}]}]})"),
+            "threads[1].mixed[0].kind: missing");
+  EXPECT_EQ(parse_error(R"({"version":1,"rank":0,"world_size":4,"threads":[],"errors":[1]})"),
+            "errors[0]: expected a string");
+  EXPECT_EQ(parse_error("[1,2]"), "document: expected a JSON object, got array");
+  EXPECT_EQ(
+      parse_error(R"({"version":1,"rank":0,"world_size":4,"thr)").rfind("not valid JSON: ", 0), 0u);
+}
+
+// The version rule of stack_file.h: another version is refused as such, even
+// where its first unreadable field comes before the "version" key.
+TEST(StackFileReader, RefusesAnotherVersionWhateverElseTheFileHolds) {
+  EXPECT_EQ(parse_error(R"({"version":2,"rank":0,"world_size":4,"threads":[]})"),
+            "version: unsupported version 2 (this reader reads 1)");
+  EXPECT_EQ(parse_error(R"({"threads":{"new":"layout"},"rank":"r0","version":2})"),
+            "version: unsupported version 2 (this reader reads 1)");
+  EXPECT_EQ(parse_error(R"({"threads":[],"rank":0,"world_size":4})"), "version: missing");
+  EXPECT_EQ(parse_error(R"({"threads":{},"version":1})"), "threads: expected an array, got object");
+}
+
+// Readers skip keys they do not know, at any depth, and take defaults for
+// absent or null optional keys: files of older and newer writers of version 1 load.
+TEST(StackFileReader, SkipsUnknownKeysAndDefaultsAbsentOnes) {
+  std::string error;
+  const auto s = parse_stack_file(R"({"version":1,"rank":2,"world_size":4,"new":{"a":[[{}]]},
+    "pid":null,"python_version":null,"errors":null,"threads":[
+      {"name":"t","holds_gil":null,"future":[1,{"x":[]}],
+       "native":[{"func":"f","module":"/lib/m.so","file":null,"line":null,"extra":{"y":1}}],
+       "python":null,
+       "mixed":[{"kind":"python","func":"g","file":"/a.py","line":7}]}]})",
+                                  &error);
+  ASSERT_TRUE(s) << error;
+  EXPECT_EQ(s->rank, 2);
+  EXPECT_EQ(s->world_size, 4);
+  EXPECT_EQ(s->pid, 0);
+  EXPECT_FALSE(s->python_version);
+  ASSERT_EQ(s->threads.size(), 1u);
+  const ThreadStack& t = s->threads[0];
+  EXPECT_EQ(t.tid, 0);
+  EXPECT_EQ(t.state, '?');
+  EXPECT_FALSE(t.holds_gil);
+  ASSERT_EQ(t.native.size(), 1u);
+  EXPECT_EQ(t.native[0].func, "f");
+  EXPECT_EQ(t.native[0].module, "/lib/m.so");
+  EXPECT_EQ(t.native[0].pc, 0u);
+  EXPECT_EQ(t.native[0].line, 0);
+  EXPECT_TRUE(t.python.empty());
+  ASSERT_EQ(t.mixed.size(), 1u);
+  EXPECT_TRUE(t.mixed[0].python);
+  EXPECT_EQ(t.mixed[0].line, 7);
+}
+
+TEST(StackFile, ListsTheStackFilesOfAFolderByName) {
+  char dir[] = "/tmp/xpu_stack_file_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string d = dir;
+  for (const char* name : {"00001-00002.stacktrace", "00000-00002.stacktrace", "notes.txt"})
+    std::ofstream(d + "/" + name) << "{}";
+  ASSERT_EQ(mkdir((d + "/x.stacktrace").c_str(), 0755), 0);
+  std::vector<std::string> paths;
+  std::string err;
+  ASSERT_TRUE(list_stack_files(d, &paths, &err)) << err;
+  EXPECT_EQ(paths, (std::vector<std::string>{d + "/00000-00002.stacktrace",
+                                             d + "/00001-00002.stacktrace"}));
+  EXPECT_FALSE(list_stack_files(d + "/nope", &paths, &err));
+  EXPECT_EQ(err, "cannot open folder " + d + "/nope: No such file or directory");
+  for (const char* name : {"00001-00002.stacktrace", "00000-00002.stacktrace", "notes.txt"})
+    unlink((d + "/" + name).c_str());
+  rmdir((d + "/x.stacktrace").c_str());
   rmdir(dir);
 }
 

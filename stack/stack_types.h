@@ -1,6 +1,7 @@
 // The data model of one process's stacks, shared by the collector, the stack
-// file writer/loader and the CLI. Plain values: built on the collecting thread,
-// read anywhere afterwards.
+// file writer and reader (stack_file.h), the CLI and the flame-graph merge.
+// Plain values: built on the collecting or the decoding thread, read anywhere
+// afterwards.
 #pragma once
 
 #include <sys/types.h>

@@ -21,44 +21,12 @@ std::optional<T> failure(std::string* error, const std::string& why) {
 
 }  // namespace
 
-std::optional<uint16_t> message_type(const void* data, size_t len, std::string* error) {
-  proto::MsgHeader h;
-  if (len < sizeof(h)) {
-    return failure<uint16_t>(error, "message of " + std::to_string(len) + " bytes is too short");
-  }
-  memcpy(&h, data, sizeof(h));
-  if (h.magic != proto::kMessageMagic) return failure<uint16_t>(error, "bad message magic");
-  if (h.version != proto::kProtocolVersion) {
-    return failure<uint16_t>(error, "protocol version " + std::to_string(h.version) +
-                                        ", supervisor speaks " +
-                                        std::to_string(proto::kProtocolVersion) +
-                                        " (stale libxpu_timer_inject.so?)");
-  }
-  if (h.bytes != len || len > proto::kMaxMessageBytes) {
-    return failure<uint16_t>(error, "message of " + std::to_string(len) + " bytes, header says " +
-                                        std::to_string(h.bytes));
-  }
-  return h.type;
-}
-
 std::optional<SignalReport> parse_crash_report(const void* data, size_t len, std::string* error) {
-  if (len != sizeof(proto::CrashReportMsg)) {
-    return failure<SignalReport>(error, "crash report of " + std::to_string(len) +
-                                            " bytes, expected " +
-                                            std::to_string(sizeof(proto::CrashReportMsg)));
-  }
   auto msg = std::make_unique<proto::CrashReportMsg>();  // ~14 KiB: not on the stack
-  memcpy(msg.get(), data, sizeof(*msg));
-  if (msg->header.type != static_cast<uint16_t>(proto::MsgType::kCrashReport)) {
-    return failure<SignalReport>(error, "not a crash report");
-  }
+  if (!proto::decode_crash_report(data, len, msg.get(), error)) return std::nullopt;
   if (msg->pid <= 0) return failure<SignalReport>(error, "bad pid " + std::to_string(msg->pid));
   if (msg->signal <= 0 || msg->signal >= 65) {
     return failure<SignalReport>(error, "bad signal " + std::to_string(msg->signal));
-  }
-  if (msg->nframes > static_cast<uint32_t>(proto::kCrashMaxFrames) ||
-      msg->nmodules > static_cast<uint32_t>(proto::kCrashMaxModules)) {
-    return failure<SignalReport>(error, "frame or module count out of range");
   }
   SignalReport r;
   r.pid = msg->pid;
@@ -90,11 +58,10 @@ std::optional<SignalReport> parse_crash_report(const void* data, size_t len, std
 std::optional<PythonExceptionReport> parse_python_exception(const void* data, size_t len,
                                                             std::string* error) {
   using nlohmann::json;
-  const auto* bytes = static_cast<const char*>(data);
-  const size_t header = sizeof(proto::MsgHeader);
-  if (len <= header) return failure<PythonExceptionReport>(error, "empty exception report");
+  const std::optional<std::string_view> body = proto::decode_python_exception(data, len, error);
+  if (!body) return std::nullopt;
   try {
-    const json doc = json::parse(bytes + header, bytes + len);
+    const json doc = json::parse(body->begin(), body->end());
     PythonExceptionReport r;
     r.pid = doc.at("pid").get<pid_t>();
     r.rank = doc.at("rank").get<int>();

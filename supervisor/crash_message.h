@@ -1,4 +1,4 @@
-// Validation of the crash messages a rank sends (protocol v2): the signal
+// Validation of the crash messages a rank sends: the signal
 // handler's fixed-size CrashReportMsg and the excepthook's header + JSON.
 // Untrusted bytes in, a checked value or one line saying what is wrong out.
 // Pure; never throws.
@@ -56,10 +56,9 @@ struct PythonExceptionReport {
   std::string formatted;         // traceback.format_exception() text
 };
 
-// Type of a message that passed the header checks (magic, version, size
-// bounds); nullopt with `error` otherwise.
-std::optional<uint16_t> message_type(const void* data, size_t len, std::string* error);
-
+// The bytes of one message in, its checks in proto::decode_crash_report /
+// decode_python_exception (common/protocol.h), then what the supervisor
+// needs of it out.
 std::optional<SignalReport> parse_crash_report(const void* data, size_t len, std::string* error);
 std::optional<PythonExceptionReport> parse_python_exception(const void* data, size_t len,
                                                             std::string* error);

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "common/rank_set.h"
+#include "common/status_page.h"
 
 namespace xpu_timer::supervisor {
 namespace {
@@ -85,14 +86,15 @@ HangReport classify_snapshot(const Snapshot& snap, double timeout_s) {
     v.pid = s.pid;
     v.local_rank = s.local_rank;
     v.host = s.host;
-    const uint64_t beat = std::max(s.heartbeat_ns, s.registered_ns);
-    v.heartbeat_age_s = s.registered ? ns_to_s(age_ns(snap.now_ns, beat)) : 0;
+    const uint64_t beat_age_ns =
+        proto::heartbeat_age_ns(snap.now_ns, s.heartbeat_ns, s.registered_ns);
+    v.heartbeat_age_s = s.registered ? ns_to_s(beat_age_ns) : 0;
     if (!s.registered) {
       v.state = RankState::kMissing;
       v.reason = MissingReason::kNeverRegistered;
     } else if (!s.alive) {
       v.state = RankState::kExited;
-    } else if (age_ns(snap.now_ns, beat) > unresponsive_ns) {
+    } else if (beat_age_ns > unresponsive_ns) {
       v.state = RankState::kUnresponsive;
     } else if (s.page_ok && s.inflight_count > 0 &&
                age_ns(snap.now_ns, s.oldest_inflight.launch_ns) > timeout_ns) {

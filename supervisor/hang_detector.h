@@ -2,7 +2,7 @@
 // I/O, so it is unit-tested on synthetic snapshots. Owned and called by the
 // poll loop (asio thread); its report is copied out for HTTP.
 //
-// Semantics (DESIGN.md "Hang detection"):
+// Semantics (docs/architecture.md "Hang detection"):
 //  - stuck: an operation in flight launched longer than the timeout ago;
 //  - unresponsive: the page's heartbeat has not moved for max(10 s, timeout)
 //    while the process lives (its page is then not trusted);

@@ -48,7 +48,16 @@ HttpAnswer route_request(const HttpHandlers& handlers, const std::string& method
       return HttpAnswer{status, kJson, body + "\n"};
     });
   }
-  // Routes of DESIGN.md that later components serve.
+  if ((path == "/dump/timeline" || path == "/HostingService/DumpKernelTrace") &&
+      handlers.dump_timeline) {
+    if (method != "POST") return text(405, "method " + method + " not allowed on " + path + "\n");
+    return guarded([&] {
+      std::string body;
+      const int status = handlers.dump_timeline(&body);
+      return HttpAnswer{status, kJson, body + "\n"};
+    });
+  }
+  // Routes of docs/architecture.md ("The processes") that later components serve.
   if (path == "/dump/stacks" || path == "/dump/timeline" ||
       path == "/HostingService/DumpKernelTrace") {
     return text(501, path + " is not implemented in this build\n");

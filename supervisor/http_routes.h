@@ -16,6 +16,9 @@ struct HttpHandlers {
   // POST /dump/stacks: returns the HTTP status (202 started, 409 busy, ...)
   // and sets the JSON body. Unset: 501.
   std::function<int(std::string* json_body)> dump_stacks = nullptr;
+  // POST /dump/timeline (and xpu-timer's POST /HostingService/DumpKernelTrace):
+  // the flight recorders, written synchronously. Unset: 501.
+  std::function<int(std::string* json_body)> dump_timeline = nullptr;
 };
 
 struct HttpAnswer {

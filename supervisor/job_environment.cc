@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 #include "common/protocol.h"
 
@@ -18,6 +19,10 @@ bool has_name(const std::string& entry, const std::string& name) {
          entry[name.size()] == '=';
 }
 
+std::string entry(const char* name, const std::string& value) {
+  return std::string(name) + "=" + value;
+}
+
 }  // namespace
 
 std::vector<std::string> build_job_environment(const std::vector<std::string>& base,
@@ -28,11 +33,11 @@ std::vector<std::string> build_job_environment(const std::vector<std::string>& b
   bool had_preload = false;
   for (const std::string& e : base) {
     if (has_name(e, proto::kEnvSocket) || has_name(e, proto::kEnvRunDir) ||
-        has_name(e, "XPU_TIMER_SUPERVISOR_PID")) {
+        has_name(e, proto::kEnvSupervisorPid)) {
       continue;
     }
-    if (has_name(e, "LD_PRELOAD")) {
-      preload = e.substr(sizeof("LD_PRELOAD=") - 1);
+    if (has_name(e, proto::kEnvPreload)) {
+      preload = e.substr(std::strlen(proto::kEnvPreload) + 1);
       had_preload = true;
       continue;
     }
@@ -52,21 +57,21 @@ std::vector<std::string> build_job_environment(const std::vector<std::string>& b
       pos = end + 1;
     }
     if (!present) preload = preload.empty() ? watch.inject_lib : watch.inject_lib + ":" + preload;
-    env.push_back("LD_PRELOAD=" + preload);
-    env.push_back(std::string(proto::kEnvSocket) + "=" + watch.socket_path);
-    env.push_back(std::string(proto::kEnvRunDir) + "=" + watch.run_dir);
+    env.push_back(entry(proto::kEnvPreload, preload));
+    env.push_back(entry(proto::kEnvSocket, watch.socket_path));
+    env.push_back(entry(proto::kEnvRunDir, watch.run_dir));
     // The ranks name us as their allowed tracer (inject/ptracer_permit.cc), so
     // that our forked stack collectors may attach under Yama ptrace_scope=1.
-    env.push_back("XPU_TIMER_SUPERVISOR_PID=" + std::to_string(::getpid()));
+    env.push_back(entry(proto::kEnvSupervisorPid, std::to_string(::getpid())));
     // NCCL >= 2.23 then names each collective's algorithm and protocol to us
     // (inject/nccl_profiler_plugin.cc). NCCL loads one profiler plugin: a
     // user's own choice wins, and our NCCL labels then read "unknown".
     const bool user_plugin = std::any_of(base.begin(), base.end(), [](const std::string& e) {
-      return has_name(e, "NCCL_PROFILER_PLUGIN");
+      return has_name(e, proto::kEnvNcclProfilerPlugin);
     });
-    if (!user_plugin) env.push_back("NCCL_PROFILER_PLUGIN=" + watch.inject_lib);
+    if (!user_plugin) env.push_back(entry(proto::kEnvNcclProfilerPlugin, watch.inject_lib));
   } else if (had_preload) {
-    env.push_back("LD_PRELOAD=" + preload);
+    env.push_back(entry(proto::kEnvPreload, preload));
   }
   return env;
 }

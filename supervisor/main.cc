@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/env_config.h"
+#include "common/protocol.h"
 #include "supervisor/exit_status.h"
 #include "supervisor/log_tee.h"
 #include "supervisor/options.h"
@@ -13,13 +14,13 @@
 int main(int argc, char** argv) {
   using namespace xpu_timer::supervisor;
   xpu_timer::set_log_tag("xpu_timer supervisor");
-  if (xpu_timer::env_bool("XPU_TIMER_DEBUG_MODE", false)) {
+  if (xpu_timer::env_bool(xpu_timer::proto::kEnvDebugMode, false)) {
     xpu_timer::set_log_level(xpu_timer::LogLevel::kDebug);
   }
   const std::vector<std::string> args(argv + 1, argv + argc);
   ParseResult parsed = parse_options(args, [](const char* name) { return std::getenv(name); });
   if (parsed.status == ParseResult::Status::kHelp) {
-    std::printf("%s\n", usage_line().c_str());
+    std::fputs(help_text().c_str(), stdout);
     return 0;
   }
   if (parsed.status == ParseResult::Status::kError) {

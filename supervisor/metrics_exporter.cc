@@ -19,9 +19,15 @@ struct FamilyInfo {
   const char* help;
 };
 
+const char* const kRankStates[] = {"ok",     "stuck",   "missing",   "unresponsive",
+                                  "exited", "crashed", "terminated"};
+
 // Order and text of the families; index = MetricsWriter::Family.
 constexpr FamilyInfo kFamilies[] = {
     {"xpu_timer_rank_up", "gauge", "1 while the rank's process is alive."},
+    {"xpu_timer_rank_state", "gauge",
+     "1 for the rank's current state, 0 for the others (ok, stuck, missing, unresponsive, "
+     "exited, crashed, terminated)."},
     {"xpu_timer_hang", "gauge", "1 while the rank is stuck in an operation past the hang timeout."},
     {"xpu_timer_inflight_operations", "gauge", "Operations launched and not yet completed."},
     {"xpu_timer_heartbeat_age_seconds", "gauge",
@@ -37,13 +43,13 @@ constexpr FamilyInfo kFamilies[] = {
     {"xpu_timer_operations_total", "counter", "Operations completed, timed or sampled out of timing."},
     {"xpu_timer_operation_latency_seconds", "histogram", "GPU execution time of timed operations."},
     {"xpu_timer_gemm_flops_total", "counter",
-     "Floating point operations (2*b*m*n*k) of the timed matrix products."},
+     "Floating point operations (2*b*m*n*k) of every matrix product, timed or sampled out."},
     {"xpu_timer_gemm_flops_per_second", "gauge",
      "Achieved FLOP/s of matrix products over the recent window: their flops / their GPU time."},
     {"xpu_timer_nccl_bytes_total", "counter",
-     "NCCL payload bytes of the timed operations (nccl-tests size)."},
+     "NCCL payload bytes of every operation, timed or sampled out (nccl-tests size)."},
     {"xpu_timer_nccl_bus_bytes_total", "counter",
-     "NCCL payload bytes of the timed operations times the nccl-tests bus bandwidth factor."},
+     "NCCL payload bytes of every operation times the nccl-tests bus bandwidth factor."},
     {"xpu_timer_nccl_algo_bandwidth_bytes_per_second", "gauge",
      "NCCL algorithm bandwidth over the recent window: bytes / GPU time."},
     {"xpu_timer_nccl_bus_bandwidth_bytes_per_second", "gauge",
@@ -143,20 +149,6 @@ MetricsConfig MetricsConfig::from_env(const std::vector<std::string>& command) {
   return c;
 }
 
-double nccl_bus_factor(proto::OpName op, uint32_t nranks) {
-  if (nranks == 0) return 1.0;  // communicator size unknown
-  const double n = static_cast<double>(nranks);
-  switch (op) {
-    case proto::OpName::kAllReduce:
-      return 2.0 * (n - 1) / n;
-    case proto::OpName::kAllGather:
-    case proto::OpName::kReduceScatter:
-      return (n - 1) / n;
-    default:
-      return 1.0;
-  }
-}
-
 void append_escaped_label_value(std::string* out, const std::string& value) {
   for (char c : value) {
     switch (c) {
@@ -217,6 +209,17 @@ void MetricsWriter::add_rank(const RankMetricsInput& in) {
     out.push_back('\n');
   };
   gauge(kRankUp, in.up ? 1 : 0);
+  // The Prometheus enum convention: one series per state, so that an alert
+  // can name the state and a graph can stack them.
+  for (const char* state : kRankStates) {
+    std::string& out = body_[kRankState];
+    out.append(kFamilies[kRankState].name);
+    out.push_back('{');
+    out.append(labels);
+    out.append(",state=\"");
+    out.append(state);
+    out.append(in.state == state ? "\"} 1\n" : "\"} 0\n");
+  }
   gauge(kHang, in.stuck ? 1 : 0);
   {
     std::string& out = body_[kHeartbeatAge];
@@ -232,6 +235,7 @@ void MetricsWriter::add_rank(const RankMetricsInput& in) {
   gauge(kSkipped, p->skipped_capture);
   gauge(kHookErrors, p->hook_errors);
 
+  // StatusSnapshot validated nmetrics; the renderer stays safe on any page.
   const uint32_t nmetrics = std::min<uint32_t>(p->nmetrics, proto::kMaxMetrics);
   for (uint32_t i = 0; i < nmetrics; ++i) {
     const proto::MetricSlot& m = p->metrics[i];
@@ -313,13 +317,16 @@ void MetricsWriter::add_slot(const RankMetricsInput& in, uint32_t index,
   const bool have_rate = d.count > 0 && d.sum_ns > 0;
   const double window_seconds = static_cast<double>(d.sum_ns) / 1e9;
 
+  // The totals count every call (sampled-out ones included); the rates and
+  // the histogram are of the timed calls only: untimed ones have no GPU time.
   if (kind == proto::OpKind::kGemm) {
-    line_u64(kGemmFlops, m.sum_flops);
+    line_u64(kGemmFlops, m.sum_flops + m.untimed_flops);
     if (have_rate) line_double(kGemmFlopsRate, static_cast<double>(d.sum_flops) / window_seconds);
   } else if (nccl) {
-    const double factor = nccl_bus_factor(name, m.nranks);
-    line_u64(kNcclBytes, m.sum_bytes);
-    line_double(kNcclBusBytes, static_cast<double>(m.sum_bytes) * factor);
+    const double factor = proto::nccl_bus_factor(name, m.nranks);
+    const uint64_t all_bytes = m.sum_bytes + m.untimed_bytes;
+    line_u64(kNcclBytes, all_bytes);
+    line_double(kNcclBusBytes, static_cast<double>(all_bytes) * factor);
     if (have_rate) {
       const double algbw = static_cast<double>(d.sum_bytes) / window_seconds;
       line_double(kNcclAlgoBw, algbw);
@@ -329,7 +336,7 @@ void MetricsWriter::add_slot(const RankMetricsInput& in, uint32_t index,
   }
 }
 
-std::string MetricsWriter::finish(bool job_hung) {
+std::string MetricsWriter::finish(bool job_hung, bool job_running) {
   size_t total = 256;
   for (const std::string& b : body_) total += b.size() + 200;
   std::string out;
@@ -352,16 +359,21 @@ std::string MetricsWriter::finish(bool job_hung) {
   out.append("xpu_timer_job_hung{job_name=\"");
   append_escaped_label_value(&out, config_.job_name);
   out.append(job_hung ? "\"} 1\n" : "\"} 0\n");
+  out.append("# HELP xpu_timer_job_running 1 while the job runs, 0 once it ended (the "
+             "supervisor exits soon after).\n");
+  out.append("# TYPE xpu_timer_job_running gauge\n");
+  out.append("xpu_timer_job_running{job_name=\"");
+  append_escaped_label_value(&out, config_.job_name);
+  out.append(job_running ? "\"} 1\n" : "\"} 0\n");
   return out;
 }
 
 MetricsExporter::MetricsExporter(MetricsConfig config)
-    : config_(std::move(config)),
-      rates_(static_cast<uint64_t>(config_.window_s * 1e9)),
-      scratch_(std::make_unique<proto::StatusPage>()) {}
+    : config_(std::move(config)), rates_(static_cast<uint64_t>(config_.window_s * 1e9)) {}
 
 std::string MetricsExporter::render(const std::vector<RankRecord>& records,
-                                    const HangReport& report) {
+                                    const HangReport& report,
+                                    const std::map<pid_t, std::string>* ended, bool job_running) {
   std::map<int, RankState> states;
   for (const RankVerdict& v : report.ranks) states[v.rank] = v.state;
 
@@ -377,18 +389,24 @@ std::string MetricsExporter::render(const std::vector<RankRecord>& records,
     in.up = process_alive(rec.reg.pid, rec.start_time);
     auto it = states.find(rec.reg.rank);
     in.stuck = it != states.end() && it->second == RankState::kStuck;
-    uint64_t beat = 0;
-    if (rec.page && rec.page->heartbeat(&beat)) {
-      beat = std::max(beat, rec.registered_ns);
-      in.heartbeat_age_s = now > beat ? static_cast<double>(now - beat) / 1e9 : 0.0;
+    if (it != states.end()) in.state = rank_state_name(it->second);
+    if (!in.up) in.state = rank_state_name(RankState::kExited);  // fresher than the last poll
+    if (ended != nullptr) {
+      auto e = ended->find(rec.reg.pid);
+      if (e != ended->end() && !in.up) in.state = e->second;
     }
-    in.page = rec.page && rec.page->read(scratch_.get()) ? scratch_.get() : nullptr;
+    if (rec.page != nullptr) {
+      rec.page->read(&scratch_);
+      in.heartbeat_age_s =
+          static_cast<double>(scratch_.heartbeat_age_ns(now, rec.registered_ns)) / 1e9;
+      if (scratch_.page_ok()) in.page = &scratch_.page();
+    }
     writer.add_rank(in);
   }
   // Ranks that re-registered or went away: their window state goes after a
   // while (kept a window longer than the expiry so a brief gap keeps it).
   rates_.sweep(now, static_cast<uint64_t>((config_.expiry_s + config_.window_s) * 1e9));
-  return writer.finish(report.hung);
+  return writer.finish(report.hung, job_running);
 }
 
 }  // namespace xpu_timer::supervisor

@@ -5,8 +5,8 @@
 // MetricsWriter renders one scrape: ranks are added one at a time (so only
 // one page copy is alive) and each family's lines go to their own buffer,
 // concatenated once at the end. MetricsExporter is what the HTTP handler
-// calls: it reads each registered rank's page through the SIGBUS guard,
-// keeps the recent-window state of the rate gauges, and renders.
+// calls: it reads each registered rank's page (StatusPageFile::read, which
+// validates it), keeps the recent-window state of the rate gauges, and renders.
 //
 // Labels: every series has rank, local_rank, host and job_name (not `job`:
 // Prometheus owns that target label and would rename ours exported_job).
@@ -21,6 +21,7 @@
 #pragma once
 
 #include <array>
+#include <map>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "common/protocol.h"
+#include "common/status_page.h"
 #include "supervisor/hang_detector.h"
 #include "supervisor/metrics_rate_window.h"
 #include "supervisor/rank_registry.h"
@@ -51,14 +53,19 @@ struct RankMetricsInput {
   std::string host;
   bool up = false;     // process alive
   bool stuck = false;  // its state in the latest hang report
+  // xpu_timer_rank_state: ok, stuck, missing, unresponsive, exited (from the
+  // hang report), crashed or terminated (from the crash tracker).
+  std::string state = "ok";
   double heartbeat_age_s = 0;
-  const proto::StatusPage* page = nullptr;  // a private copy; null if unreadable
+  // A private copy, from StatusSnapshot::page(); null if unreadable.
+  const proto::StatusPage* page = nullptr;
 };
 
 class MetricsWriter {
  public:
   enum Family {
     kRankUp,
+    kRankState,
     kHang,
     kInflight,
     kHeartbeatAge,
@@ -88,7 +95,9 @@ class MetricsWriter {
                 Buffers* reuse = nullptr);
   void add_rank(const RankMetricsInput& in);
   // Appends the job-level families and returns the whole exposition.
-  std::string finish(bool job_hung);
+  // `job_running`: xpu_timer_job_running, 0 once the job's main process ended
+  // (what tells a finished job from a dead supervisor in the alerts).
+  std::string finish(bool job_hung, bool job_running = true);
 
  private:
   void add_slot(const RankMetricsInput& in, uint32_t index, const proto::MetricSlot& m);
@@ -106,22 +115,21 @@ class MetricsWriter {
 class MetricsExporter {
  public:
   explicit MetricsExporter(MetricsConfig config);
-  // The exposition for these ranks (registry snapshot) and hang report.
-  std::string render(const std::vector<RankRecord>& records, const HangReport& report);
+  // The exposition for these ranks (registry snapshot) and hang report;
+  // `ended`: pid -> "crashed" / "terminated" of the ranks the crash tracker
+  // concluded on (may be null).
+  std::string render(const std::vector<RankRecord>& records, const HangReport& report,
+                     const std::map<pid_t, std::string>* ended = nullptr,
+                     bool job_running = true);
   const MetricsConfig& config() const { return config_; }
 
  private:
   const MetricsConfig config_;
   std::mutex mu_;
   RateWindow rates_;                            // guarded by mu_
-  std::unique_ptr<proto::StatusPage> scratch_;  // guarded by mu_
+  proto::StatusSnapshot scratch_;               // guarded by mu_
   MetricsWriter::Buffers buffers_;              // guarded by mu_
 };
-
-// nccl-tests' bus bandwidth factor for `bytes` as defined by our hooks (the
-// larger of send and receive buffer, i.e. nccl-tests' "size"):
-// AllReduce 2(n-1)/n, AllGather and ReduceScatter (n-1)/n, others 1.
-double nccl_bus_factor(proto::OpName op, uint32_t nranks);
 
 // Label value escaping of the text format: \ " and newline.
 void append_escaped_label_value(std::string* out, const std::string& value);

@@ -45,6 +45,8 @@ std::unique_ptr<proto::StatusPage> page_with_allreduce_and_gemm() {
   ar.count = 3;
   ar.sum_ns = 1500000;  // 1.5 ms
   ar.sum_bytes = 3u << 20;
+  ar.untimed_count = 2;  // sampled out of timing: in the totals, not the histogram
+  ar.untimed_bytes = 1u << 20;
   ar.hist[6] = 1;  // <= 640 us
   ar.hist[7] = 2;  // <= 1.28 ms
   ar.algo = static_cast<uint8_t>(proto::NcclAlgo::kRing);
@@ -60,6 +62,8 @@ std::unique_ptr<proto::StatusPage> page_with_allreduce_and_gemm() {
   mm.count = 1;
   mm.sum_ns = 12000000001ull;
   mm.sum_flops = 2000000000ull;
+  mm.untimed_count = 4;
+  mm.untimed_flops = 8000000000ull;
   mm.hist[proto::kHistBuckets - 1] = 1;
   mm.last_update_ns = kNow - 1;
   return page;
@@ -74,10 +78,11 @@ TEST(MetricsExporter, ExactLinesForOnePage) {
   in.host = "node\"a\\b\nc";
   in.up = true;
   in.stuck = true;
+  in.state = "stuck";
   in.heartbeat_age_s = 0.25;
   in.page = page.get();
   w.add_rank(in);
-  const std::string text = w.finish(true);
+  const std::string text = w.finish(true, false);
   const std::string l =
       "rank=\"5\",local_rank=\"1\",host=\"node\\\"a\\\\b\\nc\",job_name=\"train\"";
   const std::string ar =
@@ -95,8 +100,8 @@ TEST(MetricsExporter, ExactLinesForOnePage) {
   EXPECT_TRUE(has_line(text, "xpu_timer_skipped_capture_total{" + l + "} 3"));
   EXPECT_TRUE(has_line(text, "xpu_timer_hook_errors_total{" + l + "} 1"));
   EXPECT_TRUE(has_line(text, "# TYPE xpu_timer_operations_total counter"));
-  EXPECT_TRUE(has_line(text, "xpu_timer_operations_total{" + ar + "} 3"));
-  EXPECT_TRUE(has_line(text, "xpu_timer_operations_total{" + mm + "} 1"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_operations_total{" + ar + "} 5"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_operations_total{" + mm + "} 5"));
   EXPECT_TRUE(has_line(text, "# TYPE xpu_timer_operation_latency_seconds histogram"));
   EXPECT_TRUE(
       has_line(text, "xpu_timer_operation_latency_seconds_bucket{" + ar + ",le=\"1e-05\"} 0"));
@@ -117,12 +122,20 @@ TEST(MetricsExporter, ExactLinesForOnePage) {
   EXPECT_TRUE(
       has_line(text, "xpu_timer_operation_latency_seconds_bucket{" + mm + ",le=\"+Inf\"} 1"));
   EXPECT_TRUE(has_line(text, "xpu_timer_operation_latency_seconds_sum{" + mm + "} 12.000000001"));
-  EXPECT_TRUE(has_line(text, "xpu_timer_nccl_bytes_total{" + ar + "} 3145728"));
-  EXPECT_TRUE(has_line(text, "xpu_timer_gemm_flops_total{" + mm + "} 2000000000"));
-  EXPECT_TRUE(has_line(text, "xpu_timer_nccl_bus_bytes_total{" + ar + "} 4718592"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_nccl_bytes_total{" + ar + "} 4194304"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_gemm_flops_total{" + mm + "} 10000000000"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_nccl_bus_bytes_total{" + ar + "} 6291456"));
   EXPECT_TRUE(has_line(text, "xpu_timer_nccl_channels{" + ar + "} 16"));
   EXPECT_TRUE(has_line(text, "xpu_timer_queue_depth{" + l + "} 0"));
   EXPECT_TRUE(has_line(text, "xpu_timer_job_hung{job_name=\"train\"} 1"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_job_running{job_name=\"train\"} 0"));
+  EXPECT_TRUE(has_line(text, "# TYPE xpu_timer_rank_state gauge"));
+  // The enum convention: every state has its series, 1 for the current one.
+  for (const char* state : {"ok", "missing", "unresponsive", "exited", "crashed", "terminated"}) {
+    EXPECT_TRUE(has_line(text, "xpu_timer_rank_state{" + l + ",state=\"" + state + "\"} 0"))
+        << state;
+  }
+  EXPECT_TRUE(has_line(text, "xpu_timer_rank_state{" + l + ",state=\"stuck\"} 1"));
   // No window state given: no rate gauges.
   EXPECT_EQ(text.find("xpu_timer_gemm_flops_per_second{"), std::string::npos);
   // One HELP/TYPE per family; 24 buckets per slot; unused slot skipped.
@@ -189,12 +202,12 @@ TEST(MetricsExporter, SecondsFromNanoseconds) {
 }
 
 TEST(MetricsExporter, BusBandwidthFactorsAreNcclTests) {
-  EXPECT_DOUBLE_EQ(nccl_bus_factor(proto::OpName::kAllReduce, 8), 2.0 * 7 / 8);
-  EXPECT_DOUBLE_EQ(nccl_bus_factor(proto::OpName::kAllGather, 4), 3.0 / 4);
-  EXPECT_DOUBLE_EQ(nccl_bus_factor(proto::OpName::kReduceScatter, 2), 0.5);
-  EXPECT_DOUBLE_EQ(nccl_bus_factor(proto::OpName::kBroadcast, 8), 1.0);
-  EXPECT_DOUBLE_EQ(nccl_bus_factor(proto::OpName::kSend, 8), 1.0);
-  EXPECT_DOUBLE_EQ(nccl_bus_factor(proto::OpName::kAllReduce, 0), 1.0);  // size unknown
+  EXPECT_DOUBLE_EQ(proto::nccl_bus_factor(proto::OpName::kAllReduce, 8), 2.0 * 7 / 8);
+  EXPECT_DOUBLE_EQ(proto::nccl_bus_factor(proto::OpName::kAllGather, 4), 3.0 / 4);
+  EXPECT_DOUBLE_EQ(proto::nccl_bus_factor(proto::OpName::kReduceScatter, 2), 0.5);
+  EXPECT_DOUBLE_EQ(proto::nccl_bus_factor(proto::OpName::kBroadcast, 8), 1.0);
+  EXPECT_DOUBLE_EQ(proto::nccl_bus_factor(proto::OpName::kSend, 8), 1.0);
+  EXPECT_DOUBLE_EQ(proto::nccl_bus_factor(proto::OpName::kAllReduce, 0), 1.0);  // size unknown
 }
 
 // Rate gauges over the window: the deltas between the newest sample at least

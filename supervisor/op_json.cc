@@ -4,20 +4,6 @@
 
 namespace xpu_timer::supervisor {
 
-const char* op_kind_str(uint8_t kind) {
-  switch (static_cast<proto::OpKind>(kind)) {
-    case proto::OpKind::kGemm:
-      return "gemm";
-    case proto::OpKind::kNccl:
-      return "nccl";
-    case proto::OpKind::kMemcpy:
-      return "memcpy";
-    case proto::OpKind::kNone:
-      return "none";
-  }
-  return "none";
-}
-
 nlohmann::json op_json(const proto::OpRef& op) {
   nlohmann::json j;
   j["kind"] = op_kind_str(op.kind);

@@ -10,7 +10,8 @@ namespace xpu_timer::supervisor {
 // {"kind":"nccl","name":"AllReduce","comm":"<16 hex>","seq":6,"dtype":"bf16",
 //  "bytes":..,"flops":..,"group_size":1}; comm and seq only for NCCL.
 nlohmann::json op_json(const proto::OpRef& op);
-const char* op_kind_str(uint8_t kind);
+
+using proto::op_kind_str;  // common/protocol.h
 
 }  // namespace xpu_timer::supervisor
 

@@ -62,9 +62,10 @@ class RankLinkServer::Connection : public std::enable_shared_from_this<Connectio
       return drop("message of " + std::to_string(n) + " bytes is too large");
     }
     std::string error;
-    const auto type = message_type(buffer.data(), static_cast<size_t>(n), &error);
+    const std::optional<proto::MsgType> type =
+        proto::decode_message(buffer.data(), static_cast<size_t>(n), &error);
     if (!type) return drop(error);
-    switch (static_cast<proto::MsgType>(*type)) {
+    switch (*type) {
       case proto::MsgType::kRegister: {
         auto reg = parse_register_message(buffer.data(), static_cast<size_t>(n), &error);
         if (!reg) return drop(error);
@@ -87,7 +88,7 @@ class RankLinkServer::Connection : public std::enable_shared_from_this<Connectio
         return ReadResult::kMore;
       }
     }
-    return drop("unknown message type " + std::to_string(*type));
+    return drop("unknown message type " + std::to_string(static_cast<unsigned>(*type)));
   }
 
   ReadResult drop(const std::string& why) {

@@ -10,15 +10,19 @@
 #include <mutex>
 #include <vector>
 
+#include "common/recorder_ring.h"
+#include "common/status_page.h"
 #include "supervisor/register_message.h"
-#include "supervisor/status_page_mapping.h"
 
 namespace xpu_timer::supervisor {
 
 struct RankRecord {
   RankRegistration reg;
   uint64_t start_time = 0;  // /proc start time at registration (pid reuse check)
-  std::shared_ptr<const StatusPageMapping> page;
+  std::shared_ptr<const proto::StatusPageFile> page;  // attached at registration; read() only
+  // The rank's flight recorder, mapped at registration (nullptr: none); the
+  // mapping outlives the rank, so a dead rank's ring can still be dumped.
+  std::shared_ptr<const recorder::RingReader> ring;
   uint64_t registered_ns = 0;  // CLOCK_MONOTONIC of the registration
   uint64_t connection_id = 0;
   bool connected = false;

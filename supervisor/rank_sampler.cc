@@ -2,8 +2,6 @@
 
 #include <time.h>
 
-#include <algorithm>
-
 #include "supervisor/process_table.h"
 
 namespace xpu_timer::supervisor {
@@ -20,7 +18,7 @@ double unix_now_s() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
-RankSample sample_rank(const RankRecord& record, proto::StatusPage* scratch) {
+RankSample sample_rank(const RankRecord& record, proto::StatusSnapshot* scratch) {
   RankSample s;
   s.rank = record.reg.rank;
   s.registered = true;
@@ -31,26 +29,26 @@ RankSample sample_rank(const RankRecord& record, proto::StatusPage* scratch) {
   s.alive = process_alive(record.reg.pid, record.start_time);
   s.registered_ns = record.registered_ns;
   if (record.page == nullptr) return s;
-  uint64_t beat = 0;
-  if (record.page->heartbeat(&beat)) s.heartbeat_ns = beat;
-  if (!record.page->read(scratch)) return s;
+  record.page->read(scratch);
+  s.heartbeat_ns = scratch->heartbeat_ns();  // known even when the rest is busy
+  if (!scratch->page_ok()) return s;
+  const proto::StatusPage& p = scratch->page();  // validated: counts within their tables
   s.page_ok = true;
-  s.issued_total = scratch->issued_total;
-  s.completed_total = scratch->completed_total;
-  s.inflight_count = scratch->inflight_count;
-  s.oldest_inflight = scratch->oldest_inflight;
-  s.last_completed = scratch->last_completed;
-  const uint32_t ncomms = std::min<uint32_t>(scratch->ncomms, proto::kMaxComms);
-  s.comms.assign(scratch->comms, scratch->comms + ncomms);
-  s.dropped_queue_full = scratch->dropped_queue_full;
-  s.skipped_capture = scratch->skipped_capture;
-  s.hook_errors = scratch->hook_errors;
-  s.queue_depth = scratch->queue_depth;
-  s.page_flags = scratch->flags;
+  s.issued_total = p.issued_total;
+  s.completed_total = p.completed_total;
+  s.inflight_count = p.inflight_count;
+  s.oldest_inflight = p.oldest_inflight;
+  s.last_completed = p.last_completed;
+  s.comms.assign(p.comms, p.comms + p.ncomms);
+  s.dropped_queue_full = p.dropped_queue_full;
+  s.skipped_capture = p.skipped_capture;
+  s.hook_errors = p.hook_errors;
+  s.queue_depth = p.queue_depth;
+  s.page_flags = p.flags;
   return s;
 }
 
-Snapshot take_snapshot(const std::vector<RankRecord>& records, proto::StatusPage* scratch) {
+Snapshot take_snapshot(const std::vector<RankRecord>& records, proto::StatusSnapshot* scratch) {
   Snapshot snap;
   const std::vector<int> expected = expected_ranks(records);
   snap.ranks.reserve(expected.size());

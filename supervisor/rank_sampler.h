@@ -11,11 +11,10 @@
 
 namespace xpu_timer::supervisor {
 
-// `scratch` is a caller-owned page buffer (StatusPage is ~66 KiB: keep it off
-// the stack and reuse it).
-RankSample sample_rank(const RankRecord& record, proto::StatusPage* scratch);
+// `scratch` is a caller-owned snapshot (it holds a ~72 KB page copy: reuse it).
+RankSample sample_rank(const RankRecord& record, proto::StatusSnapshot* scratch);
 
-Snapshot take_snapshot(const std::vector<RankRecord>& records, proto::StatusPage* scratch);
+Snapshot take_snapshot(const std::vector<RankRecord>& records, proto::StatusSnapshot* scratch);
 
 uint64_t monotonic_now_ns();
 double unix_now_s();

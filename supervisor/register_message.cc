@@ -1,20 +1,8 @@
 #include "supervisor/register_message.h"
 
-#include <cstring>
-
 #include "common/protocol.h"
 
 namespace xpu_timer::supervisor {
-namespace {
-
-// Copy of a fixed char field up to its first NUL; nullopt when unterminated.
-std::optional<std::string> bounded_string(const char* field, size_t size) {
-  const void* nul = memchr(field, '\0', size);
-  if (nul == nullptr) return std::nullopt;
-  return std::string(field, static_cast<const char*>(nul));
-}
-
-}  // namespace
 
 std::optional<RankRegistration> parse_register_message(const void* data, size_t len,
                                                        std::string* error) {
@@ -22,25 +10,8 @@ std::optional<RankRegistration> parse_register_message(const void* data, size_t 
     if (error != nullptr) *error = why;
     return std::nullopt;
   };
-  proto::MsgHeader header;
-  if (len < sizeof(header))
-    return fail("message of " + std::to_string(len) + " bytes is too short");
-  memcpy(&header, data, sizeof(header));
-  if (header.magic != proto::kMessageMagic) return fail("bad message magic");
-  if (header.version != proto::kProtocolVersion) {
-    return fail("protocol version " + std::to_string(header.version) + ", supervisor speaks " +
-                std::to_string(proto::kProtocolVersion) + " (stale libxpu_timer_inject.so?)");
-  }
-  if (header.type != static_cast<uint16_t>(proto::MsgType::kRegister)) {
-    return fail("unknown message type " + std::to_string(header.type));
-  }
-  if (header.bytes != sizeof(proto::RegisterMsg) || len != sizeof(proto::RegisterMsg)) {
-    return fail("register message of " + std::to_string(len) + " bytes (header says " +
-                std::to_string(header.bytes) + "), expected " +
-                std::to_string(sizeof(proto::RegisterMsg)));
-  }
   proto::RegisterMsg msg;
-  memcpy(&msg, data, sizeof(msg));
+  if (!proto::decode_register(data, len, &msg, error)) return std::nullopt;
 
   RankRegistration reg;
   reg.pid = msg.pid;
@@ -69,13 +40,11 @@ std::optional<RankRegistration> parse_register_message(const void* data, size_t 
       static_cast<long long>(reg.group_rank) * reg.local_world_size >= reg.world_size) {
     return fail("bad group_rank " + std::to_string(reg.group_rank));
   }
-  auto host = bounded_string(msg.hostname, sizeof(msg.hostname));
-  if (!host) return fail("hostname is not NUL-terminated");
-  auto path = bounded_string(msg.status_path, sizeof(msg.status_path));
-  if (!path || path->empty() || (*path)[0] != '/')
+  reg.host = msg.hostname;  // both NUL-terminated: decode_register checked
+  reg.status_path = msg.status_path;
+  if (reg.status_path.empty() || reg.status_path[0] != '/') {
     return fail("status_path is not an absolute path");
-  reg.host = std::move(*host);
-  reg.status_path = std::move(*path);
+  }
   return reg;
 }
 

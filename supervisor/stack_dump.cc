@@ -92,7 +92,7 @@ bool StackDumper::make_folder(double now_unix_s, std::string* dir, std::string* 
 }
 
 StackDumper::Started StackDumper::start(std::vector<StackTarget> targets, const std::string& reason,
-                                        DoneFn done) {
+                                        DoneFn done, const std::string& hang_json) {
   Started out;
   // One start() at a time, so that no other start can put a thread into
   // thread_ between the join below and the assignment at the end.
@@ -122,6 +122,10 @@ StackDumper::Started StackDumper::start(std::vector<StackTarget> targets, const 
     out.status = StartStatus::kFailed;
     return out;
   }
+  if (!hang_json.empty() && !write_file_atomically(out.dir + "/hang.json", hang_json, &out.error)) {
+    SUP_LOG_WARN("%s; the flame graphs will not name the hang", out.error.c_str());
+    out.error.clear();
+  }
   std::sort(targets.begin(), targets.end(),
             [](const StackTarget& a, const StackTarget& b) { return a.rank < b.rank; });
   auto report = std::make_shared<StackDumpReport>();
@@ -143,6 +147,7 @@ StackDumper::Started StackDumper::start(std::vector<StackTarget> targets, const 
   } catch (const std::exception& e) {
     out.status = StartStatus::kFailed;
     out.error = std::string("cannot start the stack collection thread: ") + e.what();
+    ::unlink((out.dir + "/hang.json").c_str());
     ::rmdir(out.dir.c_str());
     return out;
   }
@@ -203,8 +208,15 @@ void StackDumper::render(StackDumpReport* report) {
   std::string error;
   if (!flamegraph::merge_dump(report->dir, options, &merge, &error)) {
     report->render_error = error;
-  } else if (!flamegraph::write_flamegraphs(merge.merged, report->dir, &report->outputs, &error)) {
-    report->render_error = error;
+  } else {
+    // A hang's folder holds its hang.json (start()); the viewer's lookup.
+    std::string warning;
+    const auto verdict = flamegraph::find_hang_verdict(report->dir, &warning);
+    if (!warning.empty()) merge.warnings.push_back(warning);
+    if (!flamegraph::write_flamegraphs(merge.merged, report->dir, &report->outputs, &error,
+                                       verdict)) {
+      report->render_error = error;
+    }
   }
   for (size_t i = 0; i < merge.warnings.size() && i < kMaxRenderWarnings; ++i) {
     report->render_warnings.push_back(merge.warnings[i]);

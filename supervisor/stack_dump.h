@@ -73,8 +73,12 @@ class StackDumper {
     std::string error;  // kFailed, kNoTargets: one line
   };
   // Creates the folder and starts collecting `targets` (reason "hang" or
-  // "request"); never blocks on the ranks.
-  Started start(std::vector<StackTarget> targets, const std::string& reason, DoneFn done);
+  // "request"); never blocks on the ranks. A non-empty `hang_json` (the hang
+  // report, as GET /hang) is written into the folder as hang.json first, so
+  // that the flame graphs rendered there name the hang and the folder carries
+  // its verdict wherever it is copied.
+  Started start(std::vector<StackTarget> targets, const std::string& reason, DoneFn done,
+                const std::string& hang_json = "");
 
   bool running() const;
   // The running or last dump; nullptr before the first.

@@ -205,6 +205,34 @@ TEST(StackDumper, WritesOneFilePerRankAndRankMergedFlameGraphs) {
   EXPECT_EQ(stack_dump_json(*report)["max_stopped_ms"], 13.0);
 }
 
+TEST(StackDumper, HangsFolderHoldsItsVerdictAndTheGraphsNameIt) {
+  TempDir tmp;
+  StackDumpSettings settings;
+  settings.dump_dir = tmp.path();
+  StackDumper dumper(settings, fake_stack);
+  std::promise<std::shared_ptr<const StackDumpReport>> done;
+  auto future = done.get_future();
+  const std::string hang_json =
+      R"js({"hung":true,"summary":"ranks 0-1 stuck in AllReduce #6 on comm 00000000000000ab for 3.0 s; rank 3 missing (no operation in flight)",
+            "ranks":[{"rank":0,"state":"stuck"},{"rank":1,"state":"stuck"},{"rank":3,"state":"missing"}]})js";
+  const auto started = dumper.start(
+      {{0, 4, 1000}, {1, 4, 1001}, {3, 4, 1003}}, "hang", [&](auto r) { done.set_value(r); },
+      hang_json + "\n");
+  ASSERT_EQ(started.status, StackDumper::StartStatus::kStarted) << started.error;
+  const auto report = wait_done(&future);
+  ASSERT_NE(report, nullptr);
+  EXPECT_EQ(read_all(started.dir + "/hang.json"), hang_json + "\n");
+  const std::string svg = read_all(started.dir + "/py_stack.svg");
+  EXPECT_NE(svg.find("<title>hang: ranks 0-1 stuck in AllReduce #6 on comm 00000000000000ab for "
+                     "3.0 s; rank 3 missing (no operation in flight)</title>"),
+            std::string::npos)
+      << svg.substr(0, 3000);
+  // Rank 3, alone in host code, is the missing rank: its frame is outlined.
+  const size_t leak = svg.find("<title>stuck_in_host_code@/x/train.py:75@3|0-2\n");
+  ASSERT_NE(leak, std::string::npos);
+  EXPECT_EQ(svg.substr(svg.rfind("<g class=", leak), 21), "<g class=\"f missing\" ");
+}
+
 TEST(StackDumper, CollectsRanksInParallelOnBoundedWorkers) {
   TempDir tmp;
   std::mutex m;

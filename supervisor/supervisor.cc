@@ -10,6 +10,7 @@
 #include <boost/asio/post.hpp>
 #include <map>
 
+#include "common/mapped_read_guard.h"
 #include "supervisor/crash_plugin_runner.h"
 #include "supervisor/crash_tracker.h"
 #include "supervisor/dump_files.h"
@@ -21,7 +22,6 @@
 #include "supervisor/log_tee.h"
 #include "supervisor/metrics_exporter.h"
 #include "supervisor/op_json.h"
-#include "supervisor/page_read_guard.h"
 #include "supervisor/process_table.h"
 #include "supervisor/rank_link_server.h"
 #include "supervisor/rank_sampler.h"
@@ -83,7 +83,7 @@ Supervisor::Supervisor(Options options)
     : options_(std::move(options)),
       poll_timer_(io_),
       detector_(options_.hang_timeout_s),
-      poll_scratch_(std::make_unique<proto::StatusPage>()),
+      poll_scratch_(std::make_unique<proto::StatusSnapshot>()),
       published_report_(std::make_shared<HangReport>()) {
   metrics_ = std::make_unique<MetricsExporter>(MetricsConfig::from_env(options_.command));
 }
@@ -93,7 +93,7 @@ Supervisor::~Supervisor() {
 }
 
 JobExit Supervisor::run() {
-  install_page_read_guard();
+  common::install_mapped_read_guard();  // before any page is attached
   // Writes to a closed HTTP client must fail with EPIPE, not kill us; the job
   // gets back whatever SIGPIPE disposition we inherited.
   struct sigaction ignore_pipe {};
@@ -200,6 +200,12 @@ JobExit Supervisor::run() {
       [this, &result](const JobExit& e) { finish_after_job(e, &result); });
   job_->set_spared([this](pid_t pid) { return plugins_->owns(pid); });
   job_->set_on_reaped([this](pid_t pid, int status) { crashes_->on_reaped(pid, status); });
+  job_->set_on_terminate([this](int sig) {
+    crashes_->on_job_stop(killed_for_hang_
+                              ? "killed by the supervisor after a hang (--on-hang kill)"
+                              : "stopped by " + signal_name(sig) + " forwarded by the supervisor");
+  });
+  crashes_->set_job_pid(launched.pid);
   job_->start();
   pthread_sigmask(SIG_SETMASK, &previous_mask, nullptr);
 
@@ -207,7 +213,8 @@ JobExit Supervisor::run() {
   http_ = std::make_unique<HttpServer>(
       HttpHandlers{[this] { return hang_json(); }, [this] { return ranks_json_text(); },
                    [this] { return metrics_text(); },
-                   [this](std::string* body) { return dump_stacks_request(body); }});
+                   [this](std::string* body) { return dump_stacks_request(body); },
+                   [this](std::string* body) { return dump_timeline_request(body); }});
   if (http_->start(options_.host, options_.port, &error)) {
     SUP_LOG_INFO("listening on http://%s:%d", options_.host.c_str(), http_->port());
     if (!dump_dir_.empty() &&
@@ -230,7 +237,7 @@ JobExit Supervisor::run() {
 
 bool Supervisor::on_register(uint64_t connection_id, const RankRegistration& reg) {
   std::string error;
-  auto mapping = StatusPageMapping::open(reg.status_path, reg.pid, reg.rank, &error);
+  auto mapping = proto::StatusPageFile::attach(reg.status_path, reg.pid, reg.rank, &error);
   if (!mapping) {
     SUP_LOG_WARN("rank %d (pid %d): registration refused: %s", reg.rank, reg.pid, error.c_str());
     return false;
@@ -239,6 +246,18 @@ bool Supervisor::on_register(uint64_t connection_id, const RankRegistration& reg
   record.reg = reg;
   if (auto st = read_proc_stat(reg.pid)) record.start_time = st->start_time;
   record.page = std::move(mapping);
+  // The flight recorder is optional (XPU_TIMER_RECORDER_SIZE=0, or its file
+  // could not be made): the rank is watched without it.
+  const size_t slash = reg.status_path.rfind('/');
+  const std::string ring_file = recorder::ring_path(
+      slash == std::string::npos ? "." : reg.status_path.substr(0, slash), reg.rank, reg.pid);
+  if (::access(ring_file.c_str(), F_OK) == 0) {
+    std::string ring_error;
+    record.ring = recorder::RingReader::attach(ring_file, reg.pid, reg.rank, &ring_error);
+    if (!record.ring) {
+      SUP_LOG_WARN("rank %d: flight recorder not readable: %s", reg.rank, ring_error.c_str());
+    }
+  }
   record.registered_ns = monotonic_now_ns();
   record.connection_id = connection_id;
   record.connected = true;
@@ -255,9 +274,12 @@ bool Supervisor::on_register(uint64_t connection_id, const RankRegistration& reg
 
 void Supervisor::finish_after_job(const JobExit& exit, JobExit* result) {
   *result = exit;
+  job_running_ = false;
   try {
     if (link_server_) link_server_->drain();
     crashes_->check_deaths(registry_.snapshot());
+    crashes_->flush_terminated(/*force=*/true);
+    dump_timelines_for_crashes();
   } catch (const std::exception& e) {
     SUP_LOG_ERROR("crash bookkeeping at exit failed: %s", e.what());
   }
@@ -279,6 +301,8 @@ void Supervisor::poll() {
     if (link_server_) link_server_->drain();  // crash reports before deaths
     const std::vector<RankRecord> records = registry_.snapshot();
     crashes_->check_deaths(records);
+    crashes_->flush_terminated(/*force=*/false);
+    dump_timelines_for_crashes();
     if (records.empty() && !detector_.report().hung) return;
     const Snapshot snap = take_snapshot(records, poll_scratch_.get());
     const HangEvent event = detector_.update(snap);
@@ -299,6 +323,7 @@ void Supervisor::on_hang_event(HangEvent event, const HangReport& report) {
   }
   SUP_LOG_WARN("hang: %s", report.summary.c_str());
   hang_in_file_ = report;
+  dump_timelines_for_hang();
   // Starting the collection only spawns its thread; hang.json then names the
   // folder being written, and is rewritten when the stacks are in.
   start_hang_stacks();
@@ -328,11 +353,12 @@ void Supervisor::start_hang_stacks() {
                hangs_collected_.end();
   }
   if (!new_key) return;
-  const StackDumper::Started started =
-      stacks_->start(stack_targets(registry_.snapshot()), "hang",
-                     [this](std::shared_ptr<const StackDumpReport> r) {
-                       boost::asio::post(io_, [this, r] { on_stacks_done(r); });
-                     });
+  const StackDumper::Started started = stacks_->start(
+      stack_targets(registry_.snapshot()), "hang",
+      [this](std::shared_ptr<const StackDumpReport> r) {
+        boost::asio::post(io_, [this, r] { on_stacks_done(r); });
+      },
+      json_text(hang_report_json(*hang_in_file_), 2) + "\n");
   switch (started.status) {
     case StackDumper::StartStatus::kStarted:
       for (const std::string& k : keys) {
@@ -379,6 +405,8 @@ void Supervisor::write_hang_file() {
   if (dump_dir_.empty() || !hang_in_file_) return;
   nlohmann::json j = hang_report_json(*hang_in_file_);
   j["stacks"] = hang_stacks_ ? stack_dump_json(*hang_stacks_) : nlohmann::json(nullptr);
+  j["timeline"] = hang_timeline_dir_.empty() ? nlohmann::json(nullptr)
+                                             : nlohmann::json{{"dir", hang_timeline_dir_}};
   std::string error;
   if (!write_file_atomically(dump_dir_ + "/hang.json", json_text(j, 2) + "\n", &error)) {
     SUP_LOG_WARN("%s", error.c_str());
@@ -420,6 +448,81 @@ int Supervisor::dump_stacks_request(std::string* json_body) {
   return 500;
 }
 
+TimelineDumpResult Supervisor::dump_timelines_now(const std::string& reason,
+                                                  const std::string& hang_json) {
+  TimelineDumpResult result;
+  if (dump_dir_.empty()) {
+    result.errors.push_back("no usable dump directory");
+    return result;
+  }
+  std::vector<TimelineTarget> targets;
+  for (const RankRecord& r : registry_.snapshot()) {
+    targets.push_back(TimelineTarget{r.reg.rank, r.reg.world_size, r.ring});
+  }
+  result = dump_timelines(targets, dump_dir_, reason, hang_json, unix_now_s());
+  for (const std::string& e : result.errors) SUP_LOG_WARN("flight recorder: %s", e.c_str());
+  if (result.ok) {
+    SUP_LOG_INFO("flight recorder (%s): %llu operations of %zu rank(s) in %s", reason.c_str(),
+                 static_cast<unsigned long long>(result.records), result.ranks.size(),
+                 result.dir.c_str());
+  }
+  return result;
+}
+
+void Supervisor::dump_timelines_for_hang() {
+  if (!hang_in_file_) return;
+  // Once per stuck operation: a hang that only changes by ranks exiting or
+  // being found missing keeps the first dump (the rings moved on since).
+  const std::vector<std::string> keys = stuck_operation_keys(*hang_in_file_);
+  bool new_key = keys.empty() && hang_timeline_dir_.empty();
+  for (const std::string& k : keys) {
+    new_key |= std::find(hang_timelines_dumped_.begin(), hang_timelines_dumped_.end(), k) ==
+               hang_timelines_dumped_.end();
+  }
+  if (!new_key) return;
+  for (const std::string& k : keys) {
+    if (hang_timelines_dumped_.size() >= 4096) {
+      hang_timelines_dumped_.erase(hang_timelines_dumped_.begin());
+    }
+    hang_timelines_dumped_.push_back(k);
+  }
+  const TimelineDumpResult r =
+      dump_timelines_now("hang", json_text(hang_report_json(*hang_in_file_), 2) + "\n");
+  if (r.ok) hang_timeline_dir_ = r.dir;
+}
+
+void Supervisor::dump_timelines_for_crashes() {
+  const uint64_t n = crashes_->incidents();
+  if (n == crash_incidents_dumped_) return;
+  crash_incidents_dumped_ = n;
+  std::string hang;
+  if (hang_in_file_) hang = json_text(hang_report_json(*hang_in_file_), 2) + "\n";
+  dump_timelines_now("crash", hang);
+}
+
+int Supervisor::dump_timeline_request(std::string* json_body) {
+  using nlohmann::json;
+  std::shared_ptr<const HangReport> report;
+  {
+    std::lock_guard<std::mutex> lock(report_mutex_);
+    report = published_report_;
+  }
+  const std::string hang =
+      report && report->hung ? json_text(hang_report_json(*report), 2) + "\n" : std::string();
+  const TimelineDumpResult r = dump_timelines_now("request", hang);
+  json errors = json::array();
+  for (const std::string& e : r.errors) errors.push_back(e);
+  if (!r.ok) {
+    *json_body = json{{"error", r.errors.empty() ? "no rank has a flight recorder" : r.errors[0]},
+                      {"errors", errors}}.dump();
+    return dump_dir_.empty() ? 503 : 500;
+  }
+  *json_body = json{{"dir", r.dir}, {"ranks", r.ranks}, {"operations", r.records},
+                    {"trace", r.trace.empty() ? json(nullptr) : json(r.trace)},
+                    {"errors", errors}}.dump();
+  return 200;
+}
+
 std::string Supervisor::hang_json() const {
   std::shared_ptr<const HangReport> report;
   {
@@ -440,7 +543,7 @@ std::string Supervisor::ranks_json_text() const {
     std::lock_guard<std::mutex> lock(report_mutex_);
     report = published_report_;
   }
-  auto scratch = std::make_unique<proto::StatusPage>();
+  auto scratch = std::make_unique<proto::StatusSnapshot>();
   const Snapshot snap = take_snapshot(registry_.snapshot(), scratch.get());
   const std::map<int, nlohmann::json> crashes = crashes_->crash_json_by_rank();
   return json_text(ranks_json(snap, *report, &crashes), 2);
@@ -452,7 +555,8 @@ std::string Supervisor::metrics_text() const {
     std::lock_guard<std::mutex> lock(report_mutex_);
     report = published_report_;
   }
-  return metrics_->render(registry_.snapshot(), *report);
+  const std::map<pid_t, std::string> ended = crashes_->outcomes_by_pid();
+  return metrics_->render(registry_.snapshot(), *report, &ended, job_running_.load());
 }
 
 }  // namespace xpu_timer::supervisor

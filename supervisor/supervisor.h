@@ -10,6 +10,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -20,6 +21,7 @@
 #include "supervisor/hang_detector.h"
 #include "supervisor/options.h"
 #include "supervisor/rank_registry.h"
+#include "supervisor/timeline_dump.h"
 
 namespace xpu_timer::supervisor {
 
@@ -57,6 +59,12 @@ class Supervisor {
   void on_stacks_done(std::shared_ptr<const StackDumpReport> report);
   void write_hang_file();
   int dump_stacks_request(std::string* json_body);
+  // Flight recorders (timeline_dump.h): any thread; `hang_json` may be "".
+  TimelineDumpResult dump_timelines_now(const std::string& reason, const std::string& hang_json);
+  int dump_timeline_request(std::string* json_body);
+  // Asio thread: dumps the rings once per new hang and per new crash.
+  void dump_timelines_for_hang();
+  void dump_timelines_for_crashes();
 
   Options options_;
   std::string dump_dir_;  // empty when it could not be created
@@ -64,13 +72,14 @@ class Supervisor {
   boost::asio::steady_timer poll_timer_;
   RankRegistry registry_;
   HangDetector detector_;
-  std::unique_ptr<proto::StatusPage> poll_scratch_;
+  std::unique_ptr<proto::StatusSnapshot> poll_scratch_;
   std::unique_ptr<CrashPluginRunner> plugins_;
   std::unique_ptr<CrashTracker> crashes_;
   std::unique_ptr<RankLinkServer> link_server_;
   std::unique_ptr<JobController> job_;
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<MetricsExporter> metrics_;  // thread-safe; used by HTTP threads
+  std::atomic<bool> job_running_{true};       // xpu_timer_job_running (HTTP threads read it)
 
   mutable std::mutex report_mutex_;
   std::shared_ptr<const HangReport> published_report_;
@@ -85,6 +94,11 @@ class Supervisor {
   bool hang_stacks_queued_ = false;
   bool kill_after_stacks_ = false;
   bool killed_for_hang_ = false;
+  // Asio thread only: stuck operations whose rings were dumped, the crash
+  // count at the last crash dump, and the hang's timeline folder.
+  std::vector<std::string> hang_timelines_dumped_;
+  uint64_t crash_incidents_dumped_ = 0;
+  std::string hang_timeline_dir_;
   // Last member: destroyed first, so its threads end before what they use.
   std::unique_ptr<StackDumper> stacks_;
 };

@@ -1,5 +1,6 @@
 // Runs the real xpu_timer_supervisor binary on real child processes. The
-// job writes to fd 3 (a pipe to this test) when it is ready; this test acts
+// job writes to fd 3 (the readiness pipe of tests/harness/child_process.h,
+// inherited through the supervisor) when it is ready; this test acts
 // as the ranks' injected library (status pages + socket registration) to
 // drive hang detection and the HTTP endpoints end to end.
 #include <arpa/inet.h>
@@ -12,39 +13,37 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/protocol.h"
+#include "tests/harness/child_process.h"
 
 namespace {
 
 using namespace std::chrono_literals;
 namespace proto = xpu_timer::proto;
+using xpu_timer::testing::Child;
+using xpu_timer::testing::ChildOptions;
+using xpu_timer::testing::ExitStatus;
+using xpu_timer::testing::read_file;
+using xpu_timer::testing::wait_until;
 constexpr uint64_t kComm = 0x1a2b3c4d5e6f7a8bull;
 
 uint64_t mono_ns() {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 struct HttpReply {
@@ -95,79 +94,41 @@ class SupervisorProcessTest : public ::testing::Test {
     std::ofstream(fake_lib_).put('\n');
   }
   void TearDown() override {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (ready_fd_ >= 0) close(ready_fd_);
+    supervisor_.reset();  // killed (its process group) and reaped
     for (int fd : rank_fds_) close(fd);
-    std::string cmd = "rm -rf '" + dir_ + "'";
-    ASSERT_EQ(system(cmd.c_str()), 0);
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+    EXPECT_FALSE(ec) << "remove " << dir_ << ": " << ec.message();
   }
 
-  // Starts the supervisor with fd 3 of the job connected to ready_fd_.
+  // Starts the supervisor; fd 3 of the job is the readiness pipe.
   void start(const std::vector<std::string>& args, bool watched) {
-    int fds[2];
-    ASSERT_EQ(pipe2(fds, O_CLOEXEC), 0);
-    pid_ = fork();
-    ASSERT_GE(pid_, 0);
-    if (pid_ == 0) {
-      dup2(fds[1], 3);  // dup2 clears close-on-exec on the copy
-      setenv("XPU_TIMER_INJECT_LIB", watched ? fake_lib_.c_str() : "/nonexistent/lib.so", 1);
-      unsetenv("XPU_TIMER_HANG_TIMEOUT");
-      unsetenv("XPU_TIMER_HANG_KILL");
-      unsetenv("XPU_TIMER_BASEPORT");
-      std::vector<std::string> full = {XPU_TIMER_SUPERVISOR_BIN, "--port", "0", "--dump-dir",
-                                       dir_ + "/dump"};
-      full.insert(full.end(), args.begin(), args.end());
-      std::vector<char*> argv;
-      for (std::string& a : full) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(121);
-    }
-    close(fds[1]);
-    ready_fd_ = fds[0];
+    std::vector<std::string> argv = {XPU_TIMER_SUPERVISOR_BIN, "--port", "0", "--dump-dir",
+                                     dir_ + "/dump"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ChildOptions options;
+    options.ready_fd = 3;
+    supervisor_ = Child::start(
+        argv,
+        {std::string("XPU_TIMER_INJECT_LIB=") + (watched ? fake_lib_ : "/nonexistent/lib.so"),
+         "XPU_TIMER_HANG_TIMEOUT=", "XPU_TIMER_HANG_KILL=", "XPU_TIMER_BASEPORT="},
+        options);
   }
 
   // A line the job wrote to fd 3 ("" on timeout or EOF).
-  std::string read_ready_line(std::chrono::milliseconds timeout = 10s) {
-    std::string line;
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      pollfd p{ready_fd_, POLLIN, 0};
-      if (::poll(&p, 1, 100) <= 0) continue;
-      char c;
-      if (read(ready_fd_, &c, 1) != 1) break;
-      if (c == '\n') return line;
-      line += c;
-    }
-    return line;
+  std::string read_ready_line() { return supervisor_->wait_ready_line(10s); }
+
+  // How the supervisor ended; neither exited nor signaled while it still runs.
+  ExitStatus wait_exit(std::chrono::milliseconds timeout) {
+    return supervisor_->wait_for(timeout).value_or(ExitStatus{});
   }
 
-  // Waits for the supervisor to end; -1 on timeout.
-  int wait_exit(std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      const pid_t r = waitpid(pid_, &status, WNOHANG);
-      if (r == pid_) {
-        pid_ = -1;
-        return status;
-      }
-      std::this_thread::sleep_for(10ms);
-    }
-    return -1;
-  }
-
+  // The port the supervisor wrote once it listens; -1 if it did not within 10 s.
   int http_port() {
     const std::string path = dir_ + "/dump/supervisor.port";
-    for (int i = 0; i < 1000; ++i) {
-      const std::string text = read_file(path);
-      if (!text.empty()) return std::atoi(text.c_str());
-      std::this_thread::sleep_for(10ms);
-    }
-    return -1;
+    std::string text;
+    if (!wait_until([&] { return !(text = read_file(path)).empty(); }, 10s)) return -1;
+    return std::atoi(text.c_str());
   }
 
   // ---- the fake injected library ----
@@ -199,19 +160,16 @@ class SupervisorProcessTest : public ::testing::Test {
   }
 
   void register_rank(const std::string& socket_path, int rank, int world) {
+    proto::RegisterInfo info;
+    info.pid = getpid();
+    info.rank = rank;
+    info.local_rank = rank;
+    info.world_size = world;
+    info.local_world_size = world;
+    info.hostname = "fakehost";
+    info.status_path = paths_[rank].c_str();
     proto::RegisterMsg m;
-    std::memset(&m, 0, sizeof(m));
-    m.header.magic = proto::kMessageMagic;
-    m.header.version = proto::kProtocolVersion;
-    m.header.type = static_cast<uint16_t>(proto::MsgType::kRegister);
-    m.header.bytes = sizeof(m);
-    m.pid = getpid();
-    m.rank = rank;
-    m.local_rank = rank;
-    m.world_size = world;
-    m.local_world_size = world;
-    std::strcpy(m.hostname, "fakehost");
-    std::snprintf(m.status_path, sizeof(m.status_path), "%s", paths_[rank].c_str());
+    ASSERT_TRUE(proto::encode_register(info, &m));
     send_packet(socket_path, &m, sizeof(m));
   }
 
@@ -270,8 +228,7 @@ class SupervisorProcessTest : public ::testing::Test {
 
   std::string dir_;
   std::string fake_lib_;
-  pid_t pid_ = -1;
-  int ready_fd_ = -1;
+  std::unique_ptr<Child> supervisor_;
   std::vector<int> rank_fds_;
   std::map<int, proto::StatusPage*> pages_;
   std::map<int, std::string> paths_;
@@ -279,28 +236,27 @@ class SupervisorProcessTest : public ::testing::Test {
 
 TEST_F(SupervisorProcessTest, ExitCodeOfTheJobIsOurs) {
   start({"--", "sh", "-c", "exit 3"}, false);
-  const int status = wait_exit(20s);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 3);
+  const ExitStatus status = wait_exit(20s);
+  ASSERT_TRUE(status.exited) << describe(status);
+  EXPECT_EQ(status.code, 3);
 }
 
 TEST_F(SupervisorProcessTest, DeathBySignalIsReproduced) {
   start({"--", "sh", "-c", "kill -TERM $$"}, false);
-  const int status = wait_exit(20s);
-  ASSERT_TRUE(WIFSIGNALED(status)) << status;
-  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  const ExitStatus status = wait_exit(20s);
+  ASSERT_TRUE(status.signaled) << describe(status);
+  EXPECT_EQ(status.signal, SIGTERM);
 }
 
 TEST_F(SupervisorProcessTest, CommandNotFoundIs127AndBadOptionIs2) {
   start({"--", "/nonexistent/command"}, false);
-  int status = wait_exit(20s);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 127);
-  close(ready_fd_);
+  ExitStatus status = wait_exit(20s);
+  ASSERT_TRUE(status.exited) << describe(status);
+  EXPECT_EQ(status.code, 127);
   start({"--on-hang", "sometimes", "--", "true"}, false);
   status = wait_exit(20s);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 2);
+  ASSERT_TRUE(status.exited) << describe(status);
+  EXPECT_EQ(status.code, 2);
 }
 
 TEST_F(SupervisorProcessTest, SigtermEndsTheJobAndAStubbornGrandchildWithNoOrphan) {
@@ -315,12 +271,11 @@ TEST_F(SupervisorProcessTest, SigtermEndsTheJobAndAStubbornGrandchildWithNoOrpha
   ASSERT_GT(grandchild, 0);
   ASSERT_EQ(kill(grandchild, 0), 0);
   const auto t0 = std::chrono::steady_clock::now();
-  ASSERT_EQ(kill(pid_, SIGTERM), 0);
-  const int status = wait_exit(15s);
+  ASSERT_TRUE(supervisor_->signal(SIGTERM));
+  const ExitStatus status = wait_exit(15s);
   const auto took = std::chrono::steady_clock::now() - t0;
-  ASSERT_NE(status, -1) << "the supervisor did not end";
-  ASSERT_TRUE(WIFSIGNALED(status)) << status;
-  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  ASSERT_TRUE(status.signaled) << describe(status);
+  EXPECT_EQ(status.signal, SIGTERM);
   EXPECT_LT(took, 6s);
   EXPECT_GE(took, 900ms);  // the grandchild got its grace
   EXPECT_EQ(kill(grandchild, 0), -1);
@@ -401,10 +356,10 @@ TEST_F(SupervisorProcessTest, FakeRanksHangIsReportedAndClears) {
   }
   EXPECT_TRUE(wait_hung(port, false).is_object());
 
-  ASSERT_EQ(kill(pid_, SIGTERM), 0);
-  const int status = wait_exit(15s);
-  ASSERT_TRUE(WIFSIGNALED(status)) << status;
-  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  ASSERT_TRUE(supervisor_->signal(SIGTERM));
+  const ExitStatus status = wait_exit(15s);
+  ASSERT_TRUE(status.signaled) << describe(status);
+  EXPECT_EQ(status.signal, SIGTERM);
   const std::string log = read_file(dir_ + "/dump/supervisor.log");
   EXPECT_NE(log.find("hang: ranks 0,1,3 stuck in AllReduce #6"), std::string::npos) << log;
   EXPECT_NE(log.find("hang cleared"), std::string::npos) << log;
@@ -423,10 +378,9 @@ TEST_F(SupervisorProcessTest, OnHangKillEndsTheJob) {
   register_rank(line.substr(0, space), 0, 1);
   start_stuck(0, 6);
   beat_all();
-  const int status = wait_exit(15s);
-  ASSERT_NE(status, -1) << "the job was not killed";
-  ASSERT_TRUE(WIFSIGNALED(status)) << status;
-  EXPECT_EQ(WTERMSIG(status), SIGTERM);  // the job's death, passed on
+  const ExitStatus status = wait_exit(15s);
+  ASSERT_TRUE(status.signaled) << "the job was not killed: " << describe(status);
+  EXPECT_EQ(status.signal, SIGTERM);  // the job's death, passed on
   const auto file = nlohmann::json::parse(read_file(dir_ + "/dump/hang.json"), nullptr, false);
   ASSERT_FALSE(file.is_discarded());
   EXPECT_EQ(file["summary"].get<std::string>().rfind("rank 0 stuck in AllReduce #6", 0), 0u);

@@ -1,14 +1,11 @@
 #include "flamegraph/bench/synthetic_dump.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <fstream>
-#include <nlohmann/json.hpp>
+
+#include "stack/stack_file.h"
 
 namespace xpu_timer::flamegraph {
 namespace {
-
-using Json = nlohmann::json;
 
 struct NativeFrame {
   const char* func;
@@ -45,25 +42,23 @@ const NativeFrame kEvalLoop[] = {
     {"PyObject_Call", "/usr/bin/python3.12", "call.c", 387},
 };
 
+// One thread's three frame lists, built innermost first as in the files.
 class Builder {
  public:
-  Json native = Json::array(), python = Json::array(), mixed = Json::array();
+  explicit Builder(stack::ThreadStack* thread) : t_(thread) {}
 
   void add_native(const NativeFrame& f, unsigned long long base) {
-    Json j = {{"pc", hex(base + offset_of(f))},
-              {"func", f.func},
-              {"module", f.module},
-              {"offset", hex(offset_of(f))},
-              {"file", f.file ? Json(f.file) : Json(nullptr)},
-              {"line", f.file ? Json(f.line) : Json(nullptr)},
-              {"inlined", false}};
-    native.push_back(j);
-    Json m = {{"kind", "native"},
-              {"func", f.func},
-              {"module", f.module},
-              {"file", j["file"]},
-              {"line", j["line"]}};
-    mixed.push_back(m);
+    stack::NativeFrame n;
+    n.pc = base + offset_of(f);
+    n.func = f.func;
+    n.module = f.module;
+    n.offset = offset_of(f);
+    if (f.file != nullptr) {
+      n.file = f.file;
+      n.line = f.line;
+    }
+    t_->native.push_back(n);
+    t_->mixed.push_back(mixed_native(n));
   }
   template <size_t N>
   void add_natives(const NativeFrame (&fs)[N], unsigned long long base) {
@@ -72,43 +67,45 @@ class Builder {
   // One interpreter call: native eval frames, with the Python frame in mixed
   // standing for the _PyEval_EvalFrameDefault frame.
   void add_python(const PyFrame& p, unsigned long long base) {
-    python.push_back({{"func", p.func}, {"file", p.file}, {"line", p.line}});
+    t_->python.push_back({p.func, p.file, p.line, true});
     for (const NativeFrame& f : kEvalLoop) {
-      native.push_back({{"pc", hex(base + offset_of(f))},
-                        {"func", f.func},
-                        {"module", f.module},
-                        {"offset", hex(offset_of(f))},
-                        {"file", f.file},
-                        {"line", f.line},
-                        {"inlined", false}});
+      add_native(f, base);
       if (f.func == kEvalLoop[0].func) {
-        mixed.push_back({{"kind", "python"}, {"func", p.func}, {"file", p.file}, {"line", p.line}});
-      } else {
-        mixed.push_back({{"kind", "native"},
-                         {"func", f.func},
-                         {"module", f.module},
-                         {"file", f.file},
-                         {"line", f.line}});
+        stack::MixedFrame& m = t_->mixed.back();
+        m = stack::MixedFrame{};
+        m.python = true;
+        m.func = p.func;
+        m.file = p.file;
+        m.line = p.line;
       }
     }
   }
 
  private:
+  static stack::MixedFrame mixed_native(const stack::NativeFrame& n) {
+    stack::MixedFrame m;
+    m.func = n.func;
+    m.module = n.module;
+    m.file = n.file;
+    m.line = n.line;
+    return m;
+  }
   static unsigned long long offset_of(const NativeFrame& f) {
     unsigned long long h = 1469598103934665603ull;
     for (const char* c = f.func; *c; ++c)
       h = (h ^ static_cast<unsigned char>(*c)) * 1099511628211ull;
     return 0x1000 + (h % 0x400000);
   }
-  static std::string hex(unsigned long long v) {
-    char buf[24];
-    std::snprintf(buf, sizeof(buf), "0x%llx", v);
-    return buf;
-  }
+  stack::ThreadStack* t_;
 };
 
-Json main_thread(int rank, bool leak, unsigned long long base) {
-  Builder b;
+stack::ThreadStack main_thread(int rank, bool leak, unsigned long long base) {
+  stack::ThreadStack t;
+  t.tid = 1000 + rank;
+  t.name = "python3";
+  t.state = 'S';
+  t.holds_gil = !leak;
+  Builder b(&t);
   if (leak) {
     b.add_native({"clock_nanosleep", "/usr/lib/x86_64-linux-gnu/libc.so.6", nullptr, 0}, base);
     b.add_native({"pysleep", "/usr/bin/python3.12", "timemodule.c", 2159}, base);
@@ -141,13 +138,16 @@ Json main_thread(int rank, bool leak, unsigned long long base) {
   b.add_python({"train", "/job/train.py", 97}, base);
   b.add_python({"<module>", "/job/train.py", 120}, base);
   b.add_natives(kMainStart, base);
-  return {{"tid", 1000 + rank}, {"name", "python3"},  {"state", "S"},    {"holds_gil", !leak},
-          {"native", b.native}, {"python", b.python}, {"mixed", b.mixed}};
+  return t;
 }
 
-Json worker_thread(int rank, int index, unsigned long long base) {
-  Builder b;
-  std::string name;
+stack::ThreadStack worker_thread(int rank, int index, unsigned long long base) {
+  stack::ThreadStack t;
+  t.tid = 100000 + rank * 1000 + index;
+  t.state = 'S';
+  t.holds_gil = false;
+  Builder b(&t);
+  std::string& name = t.name;
   switch (index % 4) {
     case 0:  // autograd engine worker
       b.add_natives(kFutexWait, base);
@@ -203,13 +203,7 @@ Json worker_thread(int rank, int index, unsigned long long base) {
       name = "omp_worker";
   }
   b.add_natives(kThreadStart, base);
-  return {{"tid", 100000 + rank * 1000 + index},
-          {"name", name},
-          {"state", "S"},
-          {"holds_gil", false},
-          {"native", b.native},
-          {"python", b.python},
-          {"mixed", b.mixed}};
+  return t;
 }
 
 }  // namespace
@@ -224,29 +218,21 @@ bool write_synthetic_dump(const std::string& dir, const SyntheticDumpSpec& spec,
     // Each rank's libraries load at a different base (ASLR): pc differs, offset not.
     const unsigned long long base =
         0x7f0000000000ull + static_cast<unsigned long long>(rank) * 0x1000000ull;
-    Json threads = Json::array();
-    threads.push_back(main_thread(rank, rank == spec.leak_rank, base));
-    for (int t = 1; t < spec.threads_per_rank; ++t) threads.push_back(worker_thread(rank, t, base));
-    const Json doc = {{"version", 1},
-                      {"rank", rank},
-                      {"world_size", spec.world_size},
-                      {"pid", 4000 + rank},
-                      {"host", "node" + std::to_string(rank / 8)},
-                      {"process_state", "S (sleeping)"},
-                      {"collected_at", 1763800000.123},
-                      {"stopped_ms", 12.5},
-                      {"python_version", "3.12.3"},
-                      {"errors", Json::array()},
-                      {"threads", threads}};
-    char name[64];
-    std::snprintf(name, sizeof(name), "/%05d-%05d.stacktrace", rank, spec.world_size);
-    const std::string path = dir + name;
-    std::ofstream f(path, std::ios::binary);
-    f << doc.dump();
-    if (!f.good()) {
-      *error = "cannot write " + path;
-      return false;
-    }
+    stack::ProcessStack s;
+    s.rank = rank;
+    s.world_size = spec.world_size;
+    s.pid = 4000 + rank;
+    s.host = "node" + std::to_string(rank / 8);
+    s.process_state = "S (sleeping)";
+    s.collected_at = 1763800000.123;
+    s.stopped_ms = 12.5;
+    s.python_version = "3.12.3";
+    s.threads.push_back(main_thread(rank, rank == spec.leak_rank, base));
+    for (int t = 1; t < spec.threads_per_rank; ++t)
+      s.threads.push_back(worker_thread(rank, t, base));
+    // Through the one writer: the bytes the supervisor writes after a hang.
+    const std::string path = dir + "/" + stack::stack_file_name(rank, spec.world_size);
+    if (!stack::write_stack_file(s, path, error)) return false;
   }
   return true;
 }

@@ -17,7 +17,8 @@ struct SyntheticDumpSpec {
   std::vector<int> no_file_ranks;  // ranks that get no file at all
 };
 
-// Returns false with *error (path and errno) on a write failure.
+// Writes through stack::write_stack_file; false with *error (path and errno)
+// on a write failure.
 bool write_synthetic_dump(const std::string& dir, const SyntheticDumpSpec& spec,
                           std::string* error);
 

@@ -3,9 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -16,9 +14,21 @@
 namespace xpu_timer::inject::testing {
 
 std::unique_ptr<proto::StatusPage> RegisteredRank::snapshot() const {
+  proto::StatusSnapshot snap;
+  // The rank's background thread may hold the seqlock right now: a few tries.
+  for (int i = 0; i < 16 && !page->read(&snap); ++i) {
+  }
+  if (!snap.page_ok()) return nullptr;
   auto copy = std::make_unique<proto::StatusPage>();
-  if (!proto::read_status_page(page, copy.get(), 1000)) return nullptr;
+  std::memcpy(static_cast<void*>(copy.get()), static_cast<const void*>(&snap.page()),
+              sizeof(proto::StatusPage));
   return copy;
+}
+
+uint64_t RegisteredRank::heartbeat_ns() const {
+  proto::StatusSnapshot snap;
+  page->read(&snap);
+  return snap.heartbeat_ns();
 }
 
 void RegisteredRank::disconnect() {
@@ -46,8 +56,6 @@ FakeSupervisor::FakeSupervisor() {
 FakeSupervisor::~FakeSupervisor() {
   for (auto& r : ranks_) {
     r->disconnect();
-    if (r->page != nullptr)
-      munmap(const_cast<proto::StatusPage*>(r->page), sizeof(proto::StatusPage));
   }
   for (int fd : extra_fds_) close(fd);
   if (listen_fd_ >= 0) close(listen_fd_);
@@ -88,39 +96,19 @@ RegisteredRank* FakeSupervisor::accept_rank(double timeout_s, std::string* error
     *error = "no RegisterMsg within the timeout";
     return nullptr;
   }
-  const ssize_t n = recv(rank->fd, &rank->msg, sizeof(rank->msg), 0);
-  if (n != static_cast<ssize_t>(sizeof(rank->msg)) ||
-      rank->msg.header.magic != proto::kMessageMagic ||
-      rank->msg.header.version != proto::kProtocolVersion ||
-      rank->msg.header.type != static_cast<uint16_t>(proto::MsgType::kRegister) ||
-      rank->msg.header.bytes != sizeof(proto::RegisterMsg)) {
-    *error = "malformed RegisterMsg";
+  char packet[proto::kMaxMessageBytes];
+  const ssize_t n = recv(rank->fd, packet, sizeof(packet), 0);
+  if (n < 0) {
+    *error = std::string("recv: ") + std::strerror(errno);
     return nullptr;
   }
-  const int page_fd = open(rank->msg.status_path, O_RDONLY | O_CLOEXEC);
-  if (page_fd < 0) {
-    *error = std::string("open page: ") + std::strerror(errno);
+  if (!proto::decode_register(packet, static_cast<size_t>(n), &rank->msg, error)) {
+    *error = "malformed RegisterMsg: " + *error;
     return nullptr;
   }
-  struct stat st;
-  if (fstat(page_fd, &st) != 0 || st.st_size != static_cast<off_t>(sizeof(proto::StatusPage))) {
-    close(page_fd);
-    *error = "page has the wrong size";
-    return nullptr;
-  }
-  void* mem = mmap(nullptr, sizeof(proto::StatusPage), PROT_READ, MAP_SHARED, page_fd, 0);
-  close(page_fd);
-  if (mem == MAP_FAILED) {
-    *error = std::string("mmap page: ") + std::strerror(errno);
-    return nullptr;
-  }
-  rank->page = static_cast<const proto::StatusPage*>(mem);
-  if (rank->page->magic != proto::kStatusPageMagic ||
-      rank->page->version != proto::kProtocolVersion ||
-      rank->page->page_bytes != sizeof(proto::StatusPage)) {
-    *error = "page header does not validate";
-    return nullptr;
-  }
+  rank->page =
+      proto::StatusPageFile::attach(rank->msg.status_path, rank->msg.pid, rank->msg.rank, error);
+  if (rank->page == nullptr) return nullptr;
   ranks_.push_back(std::move(rank));
   return ranks_.back().get();
 }

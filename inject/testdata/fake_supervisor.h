@@ -10,16 +10,19 @@
 #include <vector>
 
 #include "common/protocol.h"
+#include "common/status_page.h"
 
 namespace xpu_timer::inject::testing {
 
 struct RegisteredRank {
   int fd = -1;  // the accepted connection (closing it = supervisor gone)
   proto::RegisterMsg msg{};
-  const proto::StatusPage* page = nullptr;  // mapped read-only
+  std::unique_ptr<proto::StatusPageFile> page;  // attached as the supervisor attaches it
 
-  // Seqlock snapshot of the page (heap: the page is ~70 KB).
+  // Validated copy of the page (heap: the page is ~72 KB); nullptr when the
+  // read failed.
   std::unique_ptr<proto::StatusPage> snapshot() const;
+  uint64_t heartbeat_ns() const;
   void disconnect();
 };
 

@@ -24,11 +24,8 @@ using std::chrono::seconds;
 // The interpreter itself, not a wrapper (a pyenv shim starts slowly).
 std::string real_python3() {
   static const std::string path = [] {
-    std::string out;
-    FILE* p = popen((python3() + " -c 'import sys; print(sys.executable)'").c_str(), "r");
-    char buf[512];
-    if (p != nullptr && fgets(buf, sizeof(buf), p) != nullptr) out = buf;
-    if (p != nullptr) pclose(p);
+    Child c({python3(), "-c", "import sys; print(sys.executable)"});
+    std::string out = c.wait_exit_code(seconds(30)) == 0 ? c.output() : "";
     while (!out.empty() && out.back() == '\n') out.pop_back();
     return out.empty() ? python3() : out;
   }();
@@ -80,6 +77,12 @@ json plugin_line(const std::vector<json>& lines, const std::string& hook, int ra
   return nullptr;
 }
 
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 // A rank of a bare job: the launcher's child whose environment has RANK=rank.
 pid_t pid_of_rank(pid_t launcher, int rank) {
   pid_t found = -1;
@@ -112,14 +115,15 @@ ExitStatus run_bare(const std::string& name, const std::vector<std::string>& job
   return run_to_end(job, sim_env(), dir + "/console.log", seconds(60));
 }
 
-// Bare job whose rank `rank` gets `sig` from outside once it has run ~1 s.
+// Bare job whose rank `rank` gets `sig` from outside once the job printed
+// `ready_line`: the point where the supervised run of the test sent it.
 ExitStatus run_bare_signalled(const std::string& name, const std::vector<std::string>& job,
-                              int rank, int sig) {
+                              int rank, int sig, const std::string& ready_line) {
   const std::string dir = make_temp_dir(name);
-  Child c(job, sim_env(), dir + "/console.log");
+  Child c(job, sim_env(), ChildOptions{dir + "/console.log"});
   pid_t target = -1;
   EXPECT_TRUE(wait_until([&] { return (target = pid_of_rank(c.pid(), rank)) > 0; }, seconds(20)));
-  ::usleep(1500 * 1000);
+  EXPECT_TRUE(c.wait_for_output(ready_line, seconds(30))) << c.output();
   if (target > 0) ::kill(target, sig);
   auto s = c.wait_for(seconds(60));
   EXPECT_TRUE(s.has_value()) << read_file(dir + "/console.log");
@@ -179,8 +183,19 @@ TEST(CrashE2E, SegvIsReportedWithItsFrameAndBadPluginsOnlyCostLogLines) {
       << "sim_crash_segv not among the frames (is it compiled to a tail call of raise()?):\n"
       << crash.dump(2);
   EXPECT_NE(log.find("crash: rank 1 (pid "), std::string::npos) << log;
+  // Rank 0 was torn down by the launcher: terminated, not a second crash.
+  EXPECT_EQ(count_of(log, "crash: "), 1u) << log;
+  EXPECT_TRUE(crash_file(s.job->dump_dir(), 0).is_null()) << log;
+  EXPECT_EQ(count_of(log, "terminated: "), 1u) << log;
+  EXPECT_NE(log.find("terminated: rank 0 ended by the launcher after rank 1's crash (SIGSEGV)"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(crash["outcome"], "crashed");
 
   const auto lines = read_jsonl(s.jsonl);
+  size_t cpp_lines = 0;
+  for (const json& l : lines) cpp_lines += l.value("hook", "") == "cpp" ? 1 : 0;
+  EXPECT_EQ(cpp_lines, 1u) << read_file(s.jsonl);
   const json cpp = plugin_line(lines, "cpp", 1);
   ASSERT_TRUE(cpp.is_object()) << read_file(s.jsonl) << log;
   const json& si = cpp["stack_infos"];
@@ -217,7 +232,9 @@ TEST(CrashE2E, AbortIsReportedWithAbortInTheFrames) {
 TEST(CrashE2E, UncaughtPythonExceptionReachesThePythonHookWithRealTypes) {
   const auto job = sim_job(2, true, {"--steps", "50", "--crash-rank", "1", "--crash-step", "3",
                                      "--crash-kind", "exception"});
-  Supervised s = start("crash-exception", job, {jsonl_plugin()});
+  // The pod identity a Kubernetes pod's downward API gives, as xpu-timer reads it.
+  Supervised s = start("crash-exception", job, {jsonl_plugin()},
+                       {"POD_NAME=trainer-pod-1", "POD_IP=10.9.8.7", "ENV_ARGO_WORKFLOW_NAME=wf-42"});
   finish(&s);
   EXPECT_EQ(describe(s.status), describe(run_bare("bare-exception", job)));
   const json crash = crash_file(s.job->dump_dir(), 1);
@@ -231,6 +248,9 @@ TEST(CrashE2E, UncaughtPythonExceptionReachesThePythonHookWithRealTypes) {
   for (const char* key : {"time", "rank", "ip", "pod_name", "job_name"}) {
     EXPECT_TRUE(py["infos"].contains(key)) << key;
   }
+  EXPECT_EQ(py["infos"]["pod_name"], "trainer-pod-1");
+  EXPECT_EQ(py["infos"]["ip"], "10.9.8.7");
+  EXPECT_EQ(py["infos"]["job_name"], "wf-42");
   EXPECT_EQ(py["exc_type"], "RuntimeError");
   EXPECT_TRUE(py["exc_type_is_exception_class"].get<bool>());
   EXPECT_TRUE(py["exc_value_is_instance"].get<bool>());
@@ -247,7 +267,8 @@ TEST(CrashE2E, UncaughtPythonExceptionReachesThePythonHookWithRealTypes) {
 }
 
 TEST(CrashE2E, SigtermFromOutsideIsReportedWithItsSender) {
-  const auto job = sim_job(2, false, {"--steps", "100000", "--step-ms", "20"});
+  // --verbose: the bare run below waits for rank 1's first step.
+  const auto job = sim_job(2, false, {"--steps", "100000", "--step-ms", "20", "--verbose"});
   Supervised s = start("crash-sigterm", job, {jsonl_plugin()});
   ASSERT_TRUE(s.job->wait_registered(2, seconds(30))) << s.job->log();
   pid_t target = -1;
@@ -257,7 +278,8 @@ TEST(CrashE2E, SigtermFromOutsideIsReportedWithItsSender) {
   ASSERT_GT(target, 0);
   ::kill(target, SIGTERM);
   finish(&s);
-  EXPECT_EQ(describe(s.status), describe(run_bare_signalled("bare-sigterm", job, 1, SIGTERM)));
+  EXPECT_EQ(describe(s.status), describe(run_bare_signalled("bare-sigterm", job, 1, SIGTERM,
+                                                            "rank 1 step 0 done")));
   const json crash = crash_file(s.job->dump_dir(), 1);
   ASSERT_TRUE(crash.is_object()) << s.job->log();
   EXPECT_EQ(crash["signal"], SIGTERM);
@@ -293,7 +315,9 @@ TEST(CrashE2E, SigkillIsADeathWithoutAReportWithItsLastOperation) {
   ::kill(target, SIGKILL);
   // Seen on /ranks while the job is still ending (rank 0 hangs until the launcher's SIGTERM).
   finish(&s);
-  EXPECT_EQ(describe(s.status), describe(run_bare_signalled("bare-sigkill", job, 1, SIGKILL)));
+  // Rank 0 says it hangs at step 3: rank 1 is then in that step's AllReduce.
+  EXPECT_EQ(describe(s.status), describe(run_bare_signalled("bare-sigkill", job, 1, SIGKILL,
+                                                            "rank 0 stuck_in_host_code at step 3")));
   const json crash = crash_file(s.job->dump_dir(), 1);
   ASSERT_TRUE(crash.is_object()) << s.job->log();
   EXPECT_EQ(crash["kind"], "died_without_report");

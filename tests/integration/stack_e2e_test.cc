@@ -154,6 +154,14 @@ TEST(StackE2E, HangCollectsEveryRankMergesAndLeavesThemRunning) {
   EXPECT_TRUE(contains_match(cpp, R"(@libnccl\.so\.2[^;@]*@0-1/3\|2)")) << cpp;
   const std::string mixed = read_file(dir + "/mixed_stack");
   EXPECT_TRUE(contains_match(mixed, R"(stuck_in_host_code@[^;@]*@2\|0-1/3)")) << mixed;
+  // The folder holds the verdict, and its graphs name the hang and outline
+  // rank 2's frames: it is the missing rank, not a stuck one.
+  EXPECT_TRUE(file_exists(dir + "/hang.json"));
+  const std::string svg = read_file(dir + "/py_stack.svg");
+  EXPECT_NE(svg.find("<text id=\"verdict\""), std::string::npos) << dir;
+  EXPECT_TRUE(contains_match(
+      svg, R"(<g class="f missing" [^>]*data-missing="2"><title>stuck_in_host_code@)"))
+      << dir;
 
   // hang.json was rewritten with the same finished section.
   ASSERT_TRUE(wait_until(

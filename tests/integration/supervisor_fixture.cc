@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/protocol.h"
+
 namespace xpu_timer::testing {
 
 std::string supervisor_bin() { return build_dir() + "/bin/xpu_timer_supervisor"; }
@@ -29,7 +31,7 @@ std::vector<std::string> sim_env() {
   return {"XPU_TIMER_SIM_LIB_DIR=" + sim_lib_dir(), "PYTHONUNBUFFERED=1",
           // The tests choose every setting explicitly.
           "XPU_TIMER_HANG_TIMEOUT=", "XPU_TIMER_HANG_KILL=", "XPU_TIMER_BASEPORT=",
-          "LD_PRELOAD="};
+          std::string(proto::kEnvPreload) + "="};
 }
 
 SupervisedJob::SupervisedJob(const std::string& name, std::vector<std::string> sup_args,
@@ -41,7 +43,7 @@ SupervisedJob::SupervisedJob(const std::string& name, std::vector<std::string> s
   argv.insert(argv.end(), job.begin(), job.end());
   auto full_env = sim_env();
   full_env.insert(full_env.end(), env.begin(), env.end());
-  child_ = std::make_unique<Child>(argv, full_env, dump_dir_ + "/console.log");
+  child_ = std::make_unique<Child>(argv, full_env, ChildOptions{dump_dir_ + "/console.log"});
 }
 
 SupervisedJob::~SupervisedJob() {

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 #include <nccl.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -13,11 +12,14 @@
 #include <thread>
 
 #include "tests/simgpu/sim_workload.h"
-#include "tests/simgpu/test_process.h"
+#include "tests/harness/child_process.h"
+#include "tests/simgpu/sim_segments.h"
 
 namespace {
 
 namespace t = xpu_timer::simgpu::testing;
+using xpu_timer::testing::Child;
+using namespace std::chrono_literals;
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -26,15 +28,11 @@ double now_s() {
 TEST(NcclRendezvous, TwoProcessAllReduceCompletes) {
   const std::string job = t::unique_job_id();
   const std::string env = "XPU_TIMER_SIM_JOB_ID=" + job;
-  auto r0 = t::TestProcess::start({SIM_RANK_HELPER, "allreduce", "0", "2", "20"}, {env});
-  auto r1 = t::TestProcess::start({SIM_RANK_HELPER, "allreduce", "1", "2", "20"}, {env});
-  ASSERT_TRUE(r0 && r1);
-  int s0 = 0, s1 = 0;
-  ASSERT_TRUE(r0->wait_exit(20.0, &s0)) << r0->output();
-  ASSERT_TRUE(r1->wait_exit(20.0, &s1)) << r1->output();
-  EXPECT_TRUE(WIFEXITED(s0) && WEXITSTATUS(s0) == 0) << r0->output();
-  EXPECT_TRUE(WIFEXITED(s1) && WEXITSTATUS(s1) == 0) << r1->output();
-  EXPECT_NE(r0->output().find("done"), std::string::npos);
+  Child r0({SIM_RANK_HELPER, "allreduce", "0", "2", "20"}, {env});
+  Child r1({SIM_RANK_HELPER, "allreduce", "1", "2", "20"}, {env});
+  ASSERT_EQ(r0.wait_exit_code(20s), 0) << r0.output();
+  ASSERT_EQ(r1.wait_exit_code(20s), 0) << r1.output();
+  EXPECT_NE(r0.output().find("done"), std::string::npos);
   // Both ranks destroyed the communicator: the last one removed the segment.
   EXPECT_EQ(t::count_segments(job), 0);
   t::remove_segments(job);
@@ -43,9 +41,7 @@ TEST(NcclRendezvous, TwoProcessAllReduceCompletes) {
 TEST(NcclRendezvous, CollectiveStaysPendingWhileARankNeverArrives) {
   const std::string job = t::unique_job_id();
   ASSERT_EQ(setenv("XPU_TIMER_SIM_JOB_ID", job.c_str(), 1), 0);
-  auto peer = t::TestProcess::start({SIM_RANK_HELPER, "init-only", "1", "2"},
-                                    {"XPU_TIMER_SIM_JOB_ID=" + job});
-  ASSERT_TRUE(peer);
+  Child peer({SIM_RANK_HELPER, "init-only", "1", "2"}, {"XPU_TIMER_SIM_JOB_ID=" + job});
 
   // Rank 0 here. Init blocks until the peer joined; bound it.
   auto joined = std::make_shared<std::promise<ncclComm_t>>();
@@ -57,10 +53,10 @@ TEST(NcclRendezvous, CollectiveStaysPendingWhileARankNeverArrives) {
     joined->set_value(ncclCommInitRank(&comm, 2, id, 0) == ncclSuccess ? comm : nullptr);
   }).detach();
   ASSERT_EQ(joined_future.wait_for(std::chrono::seconds(10)), std::future_status::ready)
-      << "ncclCommInitRank did not return: " << peer->output();
+      << "ncclCommInitRank did not return: " << peer.output();
   ncclComm_t comm = joined_future.get();
   ASSERT_NE(comm, nullptr);
-  ASSERT_TRUE(peer->wait_for_output("ready", 10.0)) << peer->output();
+  ASSERT_TRUE(peer.wait_for_output("ready", 10s)) << peer.output();
 
   cudaStream_t stream = nullptr;
   cudaEvent_t done = nullptr;
@@ -130,12 +126,9 @@ TEST(NcclRendezvous, CommunicatorQueriesAndArgumentChecks) {
 
 TEST(NcclRendezvous, WorkloadExtrasAcrossFourRanks) {
   const std::string job = t::unique_job_id();
-  auto launch = t::TestProcess::start(
-      {SIM_LAUNCH, "--nproc", "4", "--job-id", job, "--", SIM_RANK_HELPER, "extras"});
-  ASSERT_TRUE(launch);
-  int status = 0;
-  ASSERT_TRUE(launch->wait_exit(30.0, &status)) << launch->output();
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << launch->output();
+  auto launch =
+      Child::start({SIM_LAUNCH, "--nproc", "4", "--job-id", job, "--", SIM_RANK_HELPER, "extras"});
+  ASSERT_EQ(launch->wait_exit_code(30s), 0) << launch->output();
   for (int r = 0; r < 4; ++r) {
     EXPECT_NE(launch->output().find("extras ok rank " + std::to_string(r)), std::string::npos)
         << launch->output();

@@ -96,6 +96,10 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
     fprintf(stderr, "sim_trainer: %s\n%s", error.c_str(), sim::trainer_usage());
     return 2;
   }
+  if (opt.help) {
+    fputs(sim::trainer_help().c_str(), stdout);
+    return 0;
+  }
   const xpu_timer::RankIdentity id = xpu_timer::rank_identity_from_env();
   std::string dir = opt.lib_dir;
   if (dir.empty())

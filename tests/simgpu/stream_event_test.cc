@@ -3,18 +3,18 @@
 // pending.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <vector>
 
 #include "tests/simgpu/sim_ext.h"
-#include "tests/simgpu/test_process.h"
+#include "tests/harness/child_process.h"
 
 namespace {
 
-using xpu_timer::simgpu::testing::TestProcess;
+using xpu_timer::testing::Child;
 
 constexpr uint64_t kMs = 1000000;
 
@@ -214,12 +214,11 @@ TEST(SimRuntime, DefaultStreamAliasesAndDeviceQueries) {
 }
 
 TEST(SimRuntime, ProcessExitsPromptlyWithAKernelPending) {
-  auto child = TestProcess::start({SIM_RANK_HELPER, "exit-pending"});
-  ASSERT_NE(child, nullptr);
-  int status = 0;
-  ASSERT_TRUE(child->wait_exit(5.0, &status)) << "exit hung: " << child->output();
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << child->output();
-  EXPECT_NE(child->output().find("exiting with a pending kernel"), std::string::npos);
+  Child child({SIM_RANK_HELPER, "exit-pending"});
+  const auto status = child.wait_for(std::chrono::seconds(5));
+  ASSERT_TRUE(status.has_value()) << "exit hung: " << child.output();
+  EXPECT_EQ(status->shell_code(), 0) << child.output();
+  EXPECT_NE(child.output().find("exiting with a pending kernel"), std::string::npos);
 }
 
 }  // namespace

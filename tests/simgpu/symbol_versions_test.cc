@@ -2,32 +2,35 @@
 // symbol versions (cudart/cublas/cublasLt versioned, NCCL unversioned), and
 // nothing else; and sim_trainer keeps them out of the global scope.
 #include <gtest/gtest.h>
-#include <stdio.h>
-#include <sys/wait.h>
 
+#include <chrono>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "tests/simgpu/test_process.h"
+#include "tests/harness/child_process.h"
+#include "tests/simgpu/sim_segments.h"
 
 namespace {
 
+using xpu_timer::testing::Child;
+using namespace std::chrono_literals;
+
 // "name@@version" (or "name") of every defined dynamic symbol, via nm.
 bool dynamic_symbols(const std::string& lib, std::vector<std::string>* out) {
-  const std::string cmd = "nm -D --with-symbol-versions --defined-only '" + lib + "' 2>/dev/null";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return false;
-  char line[1024];
-  while (fgets(line, sizeof(line), pipe) != nullptr) {
+  Child nm({"nm", "-D", "--with-symbol-versions", "--defined-only", lib});
+  if (nm.wait_exit_code(30s) != 0) return false;
+  std::istringstream lines(nm.output());
+  std::string line;
+  while (std::getline(lines, line)) {
     std::istringstream fields(line);
     std::string addr, type, name;
     if (fields >> addr >> type >> name) out->push_back(name);
   }
-  return pclose(pipe) == 0 && !out->empty();
+  return !out->empty();
 }
 
-bool nm_available() { return system("nm --version >/dev/null 2>&1") == 0; }
+bool nm_available() { return Child({"nm", "--version"}).wait_exit_code(30s) == 0; }
 
 bool has(const std::vector<std::string>& syms, const std::string& s) {
   for (const auto& x : syms) {
@@ -88,17 +91,13 @@ TEST(SymbolVersions, MatchTheRealLibraries) {
 }
 
 TEST(SymbolVersions, TrainerKeepsTheLibrariesOutOfTheGlobalScope) {
-  auto trainer = xpu_timer::simgpu::testing::TestProcess::start(
-      {SIM_TRAINER, "--steps", "1"},
-      {"XPU_TIMER_SIM_CHECK_SCOPE=1",
-       "XPU_TIMER_SIM_JOB_ID=" + xpu_timer::simgpu::testing::unique_job_id()});
-  ASSERT_TRUE(trainer);
-  int status = 0;
-  ASSERT_TRUE(trainer->wait_exit(20.0, &status)) << trainer->output();
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << trainer->output();
-  EXPECT_NE(trainer->output().find("global scope: ncclAllReduce=absent cublasGemmEx=absent"),
+  Child trainer({SIM_TRAINER, "--steps", "1"},
+                {"XPU_TIMER_SIM_CHECK_SCOPE=1",
+                 "XPU_TIMER_SIM_JOB_ID=" + xpu_timer::simgpu::testing::unique_job_id()});
+  ASSERT_EQ(trainer.wait_exit_code(20s), 0) << trainer.output();
+  EXPECT_NE(trainer.output().find("global scope: ncclAllReduce=absent cublasGemmEx=absent"),
             std::string::npos)
-      << trainer->output();
+      << trainer.output();
 }
 
 }  // namespace

@@ -2,37 +2,33 @@
 // leaves the others blocked in the collective, crashes and exit codes.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <stdlib.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <string>
-#include <thread>
 
-#include "tests/simgpu/test_process.h"
+#include "tests/harness/child_process.h"
 
 namespace {
 
-namespace t = xpu_timer::simgpu::testing;
+using xpu_timer::testing::Child;
+using namespace std::chrono_literals;
 
-bool have_python() { return system("python3 -c 'import ctypes' >/dev/null 2>&1") == 0; }
+bool have_python() { return Child({"python3", "-c", "import ctypes"}).wait_exit_code(30s) == 0; }
 
 std::vector<std::string> trainer_cmd(bool python) {
   if (python) return {"python3", SIM_TRAINER_PY};
   return {SIM_TRAINER};
 }
 
-std::unique_ptr<t::TestProcess> launch_trainer(bool python, int nproc,
-                                               const std::vector<std::string>& flags) {
+std::unique_ptr<Child> launch_trainer(bool python, int nproc,
+                                      const std::vector<std::string>& flags) {
   std::vector<std::string> argv = {SIM_LAUNCH,  "--nproc", std::to_string(nproc),
                                    "--grace-s", "2",       "--"};
   for (const auto& a : trainer_cmd(python)) argv.push_back(a);
   argv.insert(argv.end(), flags.begin(), flags.end());
-  return t::TestProcess::start(argv, {std::string("XPU_TIMER_SIM_LIB_DIR=") + SIM_LIB_DIR});
+  return Child::start(argv, {std::string("XPU_TIMER_SIM_LIB_DIR=") + SIM_LIB_DIR});
 }
-
-int exit_code(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
 
 class TrainerTest : public ::testing::TestWithParam<bool> {
  protected:
@@ -48,9 +44,7 @@ TEST_P(TrainerTest, TwoRanksRunEveryGemmApiAndFinish) {
                      {"--steps", "4", "--gemm-api", "all", "--gemm", "512,512,512", "--collective",
                       "allgather", "--bytes", "4096", "--jitter-ms", "2", "--verbose"});
   ASSERT_TRUE(p);
-  int status = 0;
-  ASSERT_TRUE(p->wait_exit(30.0, &status)) << p->output();
-  EXPECT_EQ(exit_code(status), 0) << p->output();
+  ASSERT_EQ(p->wait_exit_code(30s), 0) << p->output();
   EXPECT_NE(p->output().find("rank 0 step 3 done"), std::string::npos) << p->output();
   EXPECT_NE(p->output().find("rank 0 done"), std::string::npos) << p->output();
   EXPECT_NE(p->output().find("rank 1 done"), std::string::npos) << p->output();
@@ -61,23 +55,19 @@ TEST_P(TrainerTest, HungRankLeavesTheOthersBlockedInTheCollective) {
       python(), 2,
       {"--steps", "1000", "--hang-rank", "1", "--hang-step", "2", "--step-ms", "1", "--verbose"});
   ASSERT_TRUE(p);
-  ASSERT_TRUE(p->wait_for_output("rank 1 stuck_in_host_code at step 2", 20.0)) << p->output();
-  ASSERT_TRUE(p->wait_for_output("rank 0 step 1 done", 10.0)) << p->output();
+  ASSERT_TRUE(p->wait_for_output("rank 1 stuck_in_host_code at step 2", 20s)) << p->output();
+  ASSERT_TRUE(p->wait_for_output("rank 0 step 1 done", 10s)) << p->output();
   // Rank 0 cannot finish step 2 without rank 1: it must stay blocked.
-  EXPECT_FALSE(p->wait_for_output("rank 0 step 2 done", 1.2)) << p->output();
-  int status = 0;
-  EXPECT_FALSE(p->wait_exit(0.0, &status)) << "job ended: " << p->output();
-  ASSERT_TRUE(p->send_signal(SIGTERM));
-  ASSERT_TRUE(p->wait_exit(10.0, &status)) << p->output();
-  EXPECT_EQ(exit_code(status), 128 + SIGTERM) << p->output();
+  EXPECT_FALSE(p->wait_for_output("rank 0 step 2 done", 1200ms)) << p->output();
+  EXPECT_FALSE(p->wait_for(0ms).has_value()) << "job ended: " << p->output();
+  ASSERT_TRUE(p->signal(SIGTERM));
+  ASSERT_EQ(p->wait_exit_code(10s), 128 + SIGTERM) << p->output();
 }
 
 TEST_P(TrainerTest, ExitCodeFlagIsPropagated) {
   auto p = launch_trainer(python(), 2, {"--steps", "2", "--exit-code", "3"});
   ASSERT_TRUE(p);
-  int status = 0;
-  ASSERT_TRUE(p->wait_exit(30.0, &status)) << p->output();
-  EXPECT_EQ(exit_code(status), 3) << p->output();
+  ASSERT_EQ(p->wait_exit_code(30s), 3) << p->output();
 }
 
 TEST_P(TrainerTest, SegfaultingRankFailsTheJob) {
@@ -85,9 +75,7 @@ TEST_P(TrainerTest, SegfaultingRankFailsTheJob) {
       python(), 2,
       {"--steps", "10", "--crash-rank", "1", "--crash-step", "1", "--crash-kind", "segv"});
   ASSERT_TRUE(p);
-  int status = 0;
-  ASSERT_TRUE(p->wait_exit(30.0, &status)) << p->output();
-  EXPECT_EQ(exit_code(status), 128 + SIGSEGV) << p->output();
+  ASSERT_EQ(p->wait_exit_code(30s), 128 + SIGSEGV) << p->output();
   EXPECT_NE(p->output().find("rank 1 (pid "), std::string::npos) << p->output();
 }
 
@@ -96,9 +84,7 @@ TEST_P(TrainerTest, AbortingRankFailsTheJob) {
       python(), 2,
       {"--steps", "10", "--crash-rank", "0", "--crash-step", "2", "--crash-kind", "abort"});
   ASSERT_TRUE(p);
-  int status = 0;
-  ASSERT_TRUE(p->wait_exit(30.0, &status)) << p->output();
-  EXPECT_EQ(exit_code(status), 128 + SIGABRT) << p->output();
+  ASSERT_EQ(p->wait_exit_code(30s), 128 + SIGABRT) << p->output();
 }
 
 TEST_P(TrainerTest, UncaughtExceptionFailsTheJob) {
@@ -106,10 +92,8 @@ TEST_P(TrainerTest, UncaughtExceptionFailsTheJob) {
       python(), 2,
       {"--steps", "10", "--crash-rank", "1", "--crash-step", "0", "--crash-kind", "exception"});
   ASSERT_TRUE(p);
-  int status = 0;
-  ASSERT_TRUE(p->wait_exit(30.0, &status)) << p->output();
   // C++: std::terminate -> abort. Python: traceback and exit status 1.
-  EXPECT_EQ(exit_code(status), python() ? 1 : 128 + SIGABRT) << p->output();
+  ASSERT_EQ(p->wait_exit_code(30s), python() ? 1 : 128 + SIGABRT) << p->output();
   EXPECT_NE(p->output().find("simulated training failure at step 0"), std::string::npos)
       << p->output();
 }

@@ -1,4 +1,4 @@
-#include "supervisor/page_read_guard.h"
+#include "common/mapped_read_guard.h"
 
 #include <setjmp.h>
 #include <signal.h>
@@ -6,7 +6,7 @@
 
 #include <mutex>
 
-namespace xpu_timer::supervisor {
+namespace xpu_timer::common {
 namespace {
 
 thread_local sigjmp_buf t_jump;
@@ -32,19 +32,9 @@ void on_sigbus(int sig, siginfo_t* info, void* ctx) {
   signal(SIGBUS, SIG_DFL);  // returning re-executes the access: default action
 }
 
-template <typename F>
-bool guarded(F&& f) {
-  install_page_read_guard();
-  if (sigsetjmp(t_jump, 1) != 0) return false;
-  t_guarded = 1;
-  const bool ok = f();
-  t_guarded = 0;
-  return ok;
-}
-
 }  // namespace
 
-void install_page_read_guard() {
+void install_mapped_read_guard() {
   static std::once_flag once;
   std::call_once(once, [] {
     struct sigaction sa;
@@ -56,22 +46,13 @@ void install_page_read_guard() {
   });
 }
 
-bool guarded_read_status_page(const proto::StatusPage* page, proto::StatusPage* out) {
-  return guarded([&] { return proto::read_status_page(page, out); });
+bool run_guarded(bool (*fn)(void*), void* arg) {
+  install_mapped_read_guard();
+  if (sigsetjmp(t_jump, 1) != 0) return false;
+  t_guarded = 1;
+  const bool ok = fn(arg);
+  t_guarded = 0;
+  return ok;
 }
 
-bool guarded_copy(void* dst, const void* src, uint64_t bytes) {
-  return guarded([&] {
-    memcpy(dst, src, bytes);
-    return true;
-  });
-}
-
-bool guarded_load_heartbeat(const proto::StatusPage* page, uint64_t* out) {
-  return guarded([&] {
-    *out = page->heartbeat_ns.load(std::memory_order_acquire);
-    return true;
-  });
-}
-
-}  // namespace xpu_timer::supervisor
+}  // namespace xpu_timer::common
