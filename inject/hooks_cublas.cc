@@ -40,6 +40,10 @@ OpDesc gemm_desc(OpName name, DType dtype, int m, int n, int k, int batch) {
   d.name = name;
   d.dtype = dtype;
   d.flops = gemm_flops(m, n, k, batch);
+  d.m = m > 0 ? static_cast<uint32_t>(m) : 0;
+  d.n = n > 0 ? static_cast<uint32_t>(n) : 0;
+  d.k = k > 0 ? static_cast<uint32_t>(k) : 0;
+  d.batch = batch > 0 ? static_cast<uint32_t>(batch) : 0;
   return d;
 }
 

@@ -52,6 +52,10 @@ OpDesc lt_matmul_desc(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a_layout
   }
   if (ok) {
     const uint64_t k = trans_a == CUBLAS_OP_N ? a_cols : a_rows;
+    d.m = static_cast<uint32_t>(d_rows);
+    d.n = static_cast<uint32_t>(d_cols);
+    d.k = static_cast<uint32_t>(k);
+    d.batch = static_cast<uint32_t>(batch < 1 ? 1 : batch);
     d.flops = gemm_flops(static_cast<int64_t>(d_rows), static_cast<int64_t>(d_cols),
                          static_cast<int64_t>(k), batch < 1 ? 1 : batch);
   }

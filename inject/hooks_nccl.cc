@@ -41,6 +41,8 @@ struct Collective {
   Payload payload;
   ncclComm_t comm;
   cudaStream_t stream;
+  int peer = -1;          // root or peer
+  int red_op = -1;        // ncclRedOp_t, -1 = none
 };
 
 template <typename Fn, typename... Args>
@@ -69,6 +71,9 @@ ncclResult_t timed_nccl_call(RealFunction<Fn>& real, const Collective& c, Args..
   d.name = c.name;
   d.dtype = dtype_from_nccl(c.dtype);
   d.bytes = bytes;
+  d.count = c.count;
+  d.peer = c.peer;
+  d.red_op = c.red_op >= 0 && c.red_op < 255 ? static_cast<uint8_t>(c.red_op + 1) : 0;
   d.device = device;
   if (index != CommRegistry::kNone) {
     d.ncomms = 1;
@@ -91,7 +96,7 @@ XPU_TIMER_HOOK ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, 
                                           ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                           cudaStream_t stream) {
   return timed_nccl_call(real_all_reduce,
-                         {OpName::kAllReduce, datatype, count, Payload::kCount, comm, stream},
+                         {OpName::kAllReduce, datatype, count, Payload::kCount, comm, stream, -1, op},
                          sendbuff, recvbuff, count, datatype, op, comm, stream);
 }
 
@@ -110,7 +115,8 @@ XPU_TIMER_HOOK ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbu
                                               cudaStream_t stream) {
   return timed_nccl_call(
       real_reduce_scatter,
-      {OpName::kReduceScatter, datatype, recvcount, Payload::kCountTimesNranks, comm, stream},
+      {OpName::kReduceScatter, datatype, recvcount, Payload::kCountTimesNranks, comm, stream, -1,
+       op},
       sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
 }
 
@@ -118,7 +124,7 @@ XPU_TIMER_HOOK ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, 
                                           ncclDataType_t datatype, int root, ncclComm_t comm,
                                           cudaStream_t stream) {
   return timed_nccl_call(real_broadcast,
-                         {OpName::kBroadcast, datatype, count, Payload::kCount, comm, stream},
+                         {OpName::kBroadcast, datatype, count, Payload::kCount, comm, stream, root},
                          sendbuff, recvbuff, count, datatype, root, comm, stream);
 }
 
@@ -126,19 +132,19 @@ XPU_TIMER_HOOK ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, siz
                                        ncclDataType_t datatype, ncclRedOp_t op, int root,
                                        ncclComm_t comm, cudaStream_t stream) {
   return timed_nccl_call(real_reduce,
-                         {OpName::kReduce, datatype, count, Payload::kCount, comm, stream},
+                         {OpName::kReduce, datatype, count, Payload::kCount, comm, stream, root, op},
                          sendbuff, recvbuff, count, datatype, op, root, comm, stream);
 }
 
 XPU_TIMER_HOOK ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype,
                                      int peer, ncclComm_t comm, cudaStream_t stream) {
-  return timed_nccl_call(real_send, {OpName::kSend, datatype, count, Payload::kCount, comm, stream},
+  return timed_nccl_call(real_send, {OpName::kSend, datatype, count, Payload::kCount, comm, stream, peer},
                          sendbuff, count, datatype, peer, comm, stream);
 }
 
 XPU_TIMER_HOOK ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype,
                                      int peer, ncclComm_t comm, cudaStream_t stream) {
-  return timed_nccl_call(real_recv, {OpName::kRecv, datatype, count, Payload::kCount, comm, stream},
+  return timed_nccl_call(real_recv, {OpName::kRecv, datatype, count, Payload::kCount, comm, stream, peer},
                          recvbuff, count, datatype, peer, comm, stream);
 }
 

@@ -41,6 +41,11 @@ struct OpRecord {
   uint64_t launch_ns;   // CLOCK_MONOTONIC at the host call
   uint64_t bytes;       // NCCL payload bytes
   uint64_t flops;       // GEMM floating point operations
+  uint64_t count;       // NCCL: element count as passed
+  int32_t peer;         // NCCL: root or peer, -1 otherwise
+  uint8_t red_op;       // NCCL: ncclRedOp_t + 1, 0 = none
+  uint8_t reserved2[3];
+  uint32_t m, n, k, batch;  // GEMM shape, 0 = unknown
   uintptr_t stream;     // cudaStream_t, a FIFO key only
   CommMark marks[kMaxCommMarks];
 };

@@ -36,13 +36,30 @@ void advance_comms(const OpDesc& d, OpRecord* rec) {
   }
 }
 
+// The descriptive fields every published record carries.
+void describe(const OpDesc& d, OpRecord* rec) {
+  rec->name = static_cast<uint16_t>(d.name);
+  rec->kind = static_cast<uint8_t>(proto::op_kind_of(d.name));
+  rec->dtype = static_cast<uint8_t>(d.dtype);
+  rec->group_size = d.group_size;
+  rec->bytes = d.bytes;
+  rec->flops = d.flops;
+  rec->count = d.count;
+  rec->peer = d.peer;
+  rec->red_op = d.red_op;
+  rec->m = d.m;
+  rec->n = d.n;
+  rec->k = d.k;
+  rec->batch = d.batch;
+}
+
 }  // namespace
 
 bool TimedCall::begin(RuntimeState* st, const OpDesc& d, cudaStream_t stream) {
   const CudaRuntimeCalls& cuda = cuda_calls();
   const bool is_nccl = proto::op_kind_of(d.name) == proto::OpKind::kNccl;
   const uint64_t now_ns = monotonic_ns();
-  // Sampling (DESIGN.md "The hot path" 5): a (operation, shape) seen again
+  // Sampling (docs/architecture.md "The hot path", 4): a (operation, shape) seen again
   // within the sampling interval is not timed. A GEMM is then only counted:
   // no CUDA call at all. A collective still records its end event: the
   // completion marker that hang detection needs.
@@ -60,13 +77,9 @@ bool TimedCall::begin(RuntimeState* st, const OpDesc& d, cudaStream_t stream) {
     OpRecord rec{};
     rec.valid = 1;
     rec.flags = OpRecord::kUntimed;
-    rec.name = static_cast<uint16_t>(d.name);
-    rec.kind = static_cast<uint8_t>(proto::op_kind_of(d.name));
-    rec.dtype = static_cast<uint8_t>(d.dtype);
+    describe(d, &rec);
     rec.device = d.device;
-    rec.group_size = d.group_size;
-    rec.flops = d.flops;
-    rec.bytes = d.bytes;
+    rec.stream = reinterpret_cast<uintptr_t>(stream);
     rec.launch_ns = now_ns;
     cell->item = rec;
     st->queue.publish(cell, pos);
@@ -90,13 +103,8 @@ bool TimedCall::begin(RuntimeState* st, const OpDesc& d, cudaStream_t stream) {
   }
 
   OpRecord rec{};
-  rec.name = static_cast<uint16_t>(d.name);
-  rec.kind = static_cast<uint8_t>(proto::op_kind_of(d.name));
-  rec.dtype = static_cast<uint8_t>(d.dtype);
+  describe(d, &rec);
   rec.device = device;
-  rec.group_size = d.group_size;
-  rec.bytes = d.bytes;
-  rec.flops = d.flops;
   rec.stream = reinterpret_cast<uintptr_t>(stream);
   // Sequence numbers advance even when the call goes untimed below, so that
   // they stay identical across ranks; a later completion on the same

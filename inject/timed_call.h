@@ -2,7 +2,7 @@
 // the start event, publish the record, and after the real call record the
 // end event. No locks, no allocation, no system calls in the steady state.
 //
-// Order (see DESIGN.md "The hot path"):
+// Order (see docs/architecture.md "The hot path"):
 //   begin(): capture check -> comm seq numbers -> reserve a queue cell (full:
 //   count, untimed) -> take an event pair -> record start -> publish the
 //   record with the pair in state kRecording.
@@ -40,6 +40,12 @@ struct OpDesc {
   uint32_t group_size = 1;
   uint64_t bytes = 0;
   uint64_t flops = 0;
+  // What the flight recorder shows (common/recorder_ring.h); not part of
+  // the sampling key.
+  uint64_t count = 0;
+  int32_t peer = -1;
+  uint8_t red_op = 0;
+  uint32_t m = 0, n = 0, k = 0, batch = 0;
   int device = -1;  // -1: the caller's current device
   uint32_t ncomms = 0;
   CommUse comms[kMaxCommMarks] = {};

@@ -1,0 +1,441 @@
+#include "common/recorder_ring.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "common/env_config.h"
+#include "common/log.h"
+#include "common/mapped_read_guard.h"
+
+namespace xpu_timer::recorder {
+namespace {
+
+uint64_t clock_ns(clockid_t id) {
+  timespec ts{};
+  clock_gettime(id, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+bool is_power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+// The header fields a reader trusts, copied out of a (possibly changing) image.
+struct HeaderCopy {
+  uint64_t magic;
+  uint32_t version, header_bytes, record_bytes, capacity;
+  int32_t pid, rank, local_rank, world_size;
+  uint64_t created_mono_ns, created_realtime_ns, head;
+};
+
+HeaderCopy copy_header(const RingHeader* h) {
+  HeaderCopy c{};
+  c.magic = h->magic;
+  c.version = h->version;
+  c.header_bytes = h->header_bytes;
+  c.record_bytes = h->record_bytes;
+  c.capacity = h->capacity;
+  c.pid = h->pid;
+  c.rank = h->rank;
+  c.local_rank = h->local_rank;
+  c.world_size = h->world_size;
+  c.created_mono_ns = h->created_mono_ns;
+  c.created_realtime_ns = h->created_realtime_ns;
+  c.head = h->head.load(std::memory_order_acquire);
+  return c;
+}
+
+// One clear sentence for what is wrong with a header, or empty.
+std::string check_header(const HeaderCopy& c, size_t bytes) {
+  char buf[160];
+  if (c.magic != kRingMagic) return "not a flight-recorder ring (bad magic)";
+  if (c.version != kRingVersion) {
+    std::snprintf(buf, sizeof(buf), "ring format version %u, this build reads %u", c.version,
+                  kRingVersion);
+    return buf;
+  }
+  if (c.header_bytes != sizeof(RingHeader) || c.record_bytes != sizeof(Record)) {
+    return "ring header or record size differs from this build's";
+  }
+  if (!is_power_of_two(c.capacity) || c.capacity > kMaxCapacity) {
+    return "ring capacity is not a power of two within limits";
+  }
+  if (bytes < ring_file_bytes(c.capacity)) {
+    std::snprintf(buf, sizeof(buf), "ring file has %zu bytes, its header needs %zu", bytes,
+                  ring_file_bytes(c.capacity));
+    return buf;
+  }
+  return {};
+}
+
+// Walks the window [head - capacity, head) of an image. `live`: the image
+// may change while we read it (per-record seqlock check); the caller guards
+// against SIGBUS.
+void collect(const HeaderCopy& h, const Record* ring, RingSnapshot* out) {
+  out->pid = h.pid;
+  out->rank = h.rank;
+  out->local_rank = h.local_rank;
+  out->world_size = h.world_size;
+  out->capacity = h.capacity;
+  out->created_mono_ns = h.created_mono_ns;
+  out->created_realtime_ns = h.created_realtime_ns;
+  out->head = h.head;
+  out->skipped = 0;
+  const uint64_t first = h.head > h.capacity ? h.head - h.capacity : 0;
+  const uint64_t mask = h.capacity - 1;
+  for (uint64_t pos = first; pos < h.head; ++pos) {
+    const Record& r = ring[pos & mask];
+    const uint64_t v1 = r.version.load(std::memory_order_acquire);
+    RecordData d;
+    to_data(r, &d);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    const uint64_t v2 = r.version.load(std::memory_order_relaxed);
+    const uint64_t w = v1 % kVersionStride;
+    if (v1 != v2 || v1 / kVersionStride != pos || w == 0 || (w & 1) != 0) {
+      ++out->skipped;
+      continue;
+    }
+    d.op_id = pos;  // the version vouches for it; the field may be stale
+    out->records.push_back(d);
+  }
+}
+
+}  // namespace
+
+const char* op_state_str(uint8_t state) {
+  switch (static_cast<OpState>(state)) {
+    case OpState::kIssued: return "issued";
+    case OpState::kRunning: return "running";
+    case OpState::kCompleted: return "completed";
+    case OpState::kFailed: return "failed";
+    case OpState::kUntimed: return "untimed";
+  }
+  return "unknown";
+}
+
+std::string ring_path(const std::string& dir, int rank, int pid) {
+  return dir + "/rank-" + std::to_string(rank) + "-" + std::to_string(pid) + ".ring";
+}
+
+uint32_t capacity_from_env() {
+  const long v = env_long(kEnvRecorderSize, kDefaultCapacity);
+  if (v <= 0) return 0;
+  uint64_t cap = 16;
+  while (cap < static_cast<uint64_t>(v) && cap < kMaxCapacity) cap <<= 1;
+  return static_cast<uint32_t>(cap);
+}
+
+// Field-level copy into the shared layout; the version and op_id are the
+// caller's (they depend on the position).
+void from_data(const RecordData& d, Record* r) {
+  r->name = d.name;
+  r->kind = d.kind;
+  r->dtype = d.dtype;
+  r->state = d.state;
+  r->flags = d.flags;
+  r->red_op = d.red_op;
+  r->reserved0 = 0;
+  r->device = d.device;
+  r->peer = d.peer;
+  r->nranks = d.nranks;
+  r->group_size = d.group_size;
+  r->stream = d.stream;
+  r->comm_hash = d.comm_hash;
+  r->seq = d.seq;
+  r->count = d.count;
+  r->bytes = d.bytes;
+  r->flops = d.flops;
+  r->m = d.m;
+  r->n = d.n;
+  r->k = d.k;
+  r->batch = d.batch;
+  r->launch_ns = d.launch_ns;
+  r->ready_ns = d.ready_ns;
+  r->gpu_start_ns = d.gpu_start_ns;
+  r->gpu_end_ns = d.gpu_end_ns;
+}
+
+void to_data(const Record& r, RecordData* d) {
+  d->name = r.name;
+  d->kind = r.kind;
+  d->dtype = r.dtype;
+  d->state = r.state;
+  d->flags = r.flags;
+  d->red_op = r.red_op;
+  d->device = r.device;
+  d->peer = r.peer;
+  d->nranks = r.nranks;
+  d->group_size = r.group_size;
+  d->stream = r.stream;
+  d->comm_hash = r.comm_hash;
+  d->seq = r.seq;
+  d->count = r.count;
+  d->bytes = r.bytes;
+  d->flops = r.flops;
+  d->m = r.m;
+  d->n = r.n;
+  d->k = r.k;
+  d->batch = r.batch;
+  d->launch_ns = r.launch_ns;
+  d->ready_ns = r.ready_ns;
+  d->gpu_start_ns = r.gpu_start_ns;
+  d->gpu_end_ns = r.gpu_end_ns;
+  d->op_id = r.op_id;
+}
+
+// ---- writer ----
+
+RingWriter::~RingWriter() {
+  // The mapping stays: the process is exiting or the ring lives as long as
+  // the runtime state (never freed). Only tests destroy writers.
+  if (header_ != nullptr) ::munmap(header_, bytes_);
+}
+
+bool RingWriter::create(const char* run_dir, int rank, int local_rank, int world_size, int pid,
+                        uint32_t capacity) {
+  if (!is_power_of_two(capacity) || capacity > kMaxCapacity) return false;
+  const std::string path = ring_path(run_dir, rank, pid);
+  if (path.size() >= sizeof(path_)) {
+    XPU_TIMER_LOG_WARN("flight-recorder path under %s is too long; the recorder is off", run_dir);
+    path_[0] = '\0';
+    return false;
+  }
+  std::memcpy(path_, path.c_str(), path.size() + 1);
+  // A stale file of the same name may still be mapped by the supervisor:
+  // never truncate it (its reader would fault), replace it.
+  ::unlink(path_);
+  const int fd = ::open(path_, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) {
+    XPU_TIMER_LOG_WARN("open(%s) failed: %s; the recorder is off", path_, std::strerror(errno));
+    return false;
+  }
+  bytes_ = ring_file_bytes(capacity);
+  void* mem = MAP_FAILED;
+  if (::ftruncate(fd, static_cast<off_t>(bytes_)) != 0) {
+    XPU_TIMER_LOG_WARN("ftruncate(%s) failed: %s; the recorder is off", path_,
+                       std::strerror(errno));
+  } else {
+    mem = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (mem == MAP_FAILED) {
+      XPU_TIMER_LOG_WARN("mmap(%s) failed: %s; the recorder is off", path_, std::strerror(errno));
+    }
+  }
+  ::close(fd);  // the mapping keeps the file
+  if (mem == MAP_FAILED) {
+    unlink_file();
+    return false;
+  }
+  header_ = static_cast<RingHeader*>(mem);  // ftruncate zero-filled it
+  ring_ = reinterpret_cast<Record*>(static_cast<char*>(mem) + sizeof(RingHeader));
+  mask_ = capacity - 1;
+  header_->version = kRingVersion;
+  header_->header_bytes = sizeof(RingHeader);
+  header_->record_bytes = sizeof(Record);
+  header_->capacity = capacity;
+  header_->pid = pid;
+  header_->rank = rank;
+  header_->local_rank = local_rank;
+  header_->world_size = world_size;
+  header_->created_mono_ns = clock_ns(CLOCK_MONOTONIC);
+  header_->created_realtime_ns = clock_ns(CLOCK_REALTIME);
+  header_->head.store(0, std::memory_order_relaxed);
+  // Magic last: a reader that sees it sees a complete header.
+  std::atomic_thread_fence(std::memory_order_release);
+  header_->magic = kRingMagic;
+  return true;
+}
+
+void RingWriter::write_at(uint64_t pos, const RecordData& d) {
+  Record& r = ring_[pos & mask_];
+  uint64_t v = r.version.load(std::memory_order_relaxed);
+  if (v / kVersionStride != pos) {
+    v = pos * kVersionStride;  // a new position: its first write
+  } else if (v % kVersionStride >= kVersionStride - 2) {
+    return;  // out of write counts for this position: keep what it says
+  }
+  r.version.store(v + 1, std::memory_order_relaxed);
+  // Orders the odd version before the field stores that follow.
+  std::atomic_thread_fence(std::memory_order_release);
+  from_data(d, &r);
+  r.op_id = pos;
+  r.version.store(v + 2, std::memory_order_release);
+}
+
+uint64_t RingWriter::append(const RecordData& d) {
+  if (ring_ == nullptr) return 0;
+  const uint64_t pos = header_->head.load(std::memory_order_relaxed);
+  write_at(pos, d);
+  header_->head.store(pos + 1, std::memory_order_release);
+  return pos;
+}
+
+void RingWriter::update(uint64_t pos, const RecordData& d) {
+  if (ring_ == nullptr) return;
+  const uint64_t head = header_->head.load(std::memory_order_relaxed);
+  if (pos >= head || head - pos > mask_ + 1) return;  // never written, or overwritten
+  write_at(pos, d);
+}
+
+void RingWriter::unlink_file() {
+  if (unlinked_ || path_[0] == '\0') return;
+  unlinked_ = true;
+  ::unlink(path_);
+}
+
+// ---- reader ----
+
+std::unique_ptr<RingReader> RingReader::attach(const std::string& path, int expected_pid,
+                                               int expected_rank, std::string* error) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) {
+    *error = "cannot open " + path + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(sizeof(RingHeader))) {
+    *error = path + " is too short for a flight-recorder ring";
+    ::close(fd);
+    return nullptr;
+  }
+  const size_t bytes = static_cast<size_t>(st.st_size);
+  void* mem = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
+  const int map_errno = errno;
+  ::close(fd);
+  if (mem == MAP_FAILED) {
+    *error = "mmap(" + path + ") failed: " + std::strerror(map_errno);
+    return nullptr;
+  }
+  std::unique_ptr<RingReader> reader(new RingReader(mem, bytes, path));
+  HeaderCopy h{};
+  if (!common::guarded([&] {
+        h = copy_header(static_cast<const RingHeader*>(mem));
+        return true;
+      })) {
+    *error = path + " was truncated while being read";
+    return nullptr;
+  }
+  std::string why = check_header(h, bytes);
+  if (why.empty() && expected_pid >= 0 && h.pid != expected_pid) why = "ring of another pid";
+  if (why.empty() && expected_rank >= 0 && h.rank != expected_rank) why = "ring of another rank";
+  if (!why.empty()) {
+    *error = path + ": " + why;
+    return nullptr;
+  }
+  return reader;
+}
+
+RingReader::~RingReader() { ::munmap(const_cast<void*>(map_), bytes_); }
+
+bool RingReader::read(RingSnapshot* out, std::string* error) const {
+  *out = RingSnapshot{};
+  // Sized before the guarded walk: nothing allocates while a fault may jump.
+  out->records.reserve(kMaxCapacity < bytes_ / sizeof(Record) ? kMaxCapacity
+                                                              : bytes_ / sizeof(Record));
+  std::string why;
+  const bool ok = common::guarded([&] {
+    const HeaderCopy h = copy_header(static_cast<const RingHeader*>(map_));
+    if (h.magic != kRingMagic || !check_header(h, bytes_).empty()) return false;
+    if (out->records.capacity() < h.capacity) return false;
+    collect(h, reinterpret_cast<const Record*>(static_cast<const char*>(map_) + sizeof(RingHeader)),
+            out);
+    return true;
+  });
+  if (!ok) {
+    *error = path_ + ": the ring was truncated or its header changed while being read";
+    out->records.clear();
+    return false;
+  }
+  return true;
+}
+
+bool RingReader::read_image(const void* image, size_t bytes, RingSnapshot* out,
+                            std::string* error) {
+  *out = RingSnapshot{};
+  if (bytes < sizeof(RingHeader)) {
+    *error = "too short for a flight-recorder ring";
+    return false;
+  }
+  // An image may sit at any alignment (a buffer read from a file): work on
+  // an aligned private copy.
+  std::vector<uint64_t> aligned((bytes + 7) / 8);
+  std::memcpy(aligned.data(), image, bytes);
+  const auto* h = reinterpret_cast<const RingHeader*>(aligned.data());
+  const HeaderCopy c = copy_header(h);
+  const std::string why = check_header(c, bytes);
+  if (!why.empty()) {
+    *error = why;
+    return false;
+  }
+  out->records.reserve(c.head < c.capacity ? c.head : c.capacity);
+  collect(c, reinterpret_cast<const Record*>(reinterpret_cast<const char*>(aligned.data()) +
+                                             sizeof(RingHeader)),
+          out);
+  return true;
+}
+
+std::string dump_file_name(int rank, int world_size) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%05d-%05d.timeline", rank, world_size);
+  return buf;
+}
+
+bool write_ring_image(const std::string& path, const RingSnapshot& s, std::string* error) {
+  uint64_t cap = 16;
+  while (cap < s.records.size() && cap < kMaxCapacity) cap <<= 1;
+  const size_t n = s.records.size() < cap ? s.records.size() : cap;
+  std::vector<uint64_t> image((ring_file_bytes(static_cast<uint32_t>(cap)) + 7) / 8, 0);
+  auto* h = reinterpret_cast<RingHeader*>(image.data());
+  h->magic = kRingMagic;
+  h->version = kRingVersion;
+  h->header_bytes = sizeof(RingHeader);
+  h->record_bytes = sizeof(Record);
+  h->capacity = static_cast<uint32_t>(cap);
+  h->pid = s.pid;
+  h->rank = s.rank;
+  h->local_rank = s.local_rank;
+  h->world_size = s.world_size;
+  h->created_mono_ns = s.created_mono_ns;
+  h->created_realtime_ns = s.created_realtime_ns;
+  h->head.store(n, std::memory_order_relaxed);
+  auto* ring = reinterpret_cast<Record*>(reinterpret_cast<char*>(image.data()) + sizeof(RingHeader));
+  for (size_t i = 0; i < n; ++i) {
+    const RecordData& d = s.records[s.records.size() - n + i];
+    Record& r = ring[i];
+    from_data(d, &r);
+    r.op_id = d.op_id;  // the rank's own position, kept for cross-reference
+    r.version.store(i * kVersionStride + 2, std::memory_order_relaxed);
+  }
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) {
+    *error = "cannot create " + tmp + ": " + std::strerror(errno);
+    return false;
+  }
+  const char* p = reinterpret_cast<const char*>(image.data());
+  size_t left = ring_file_bytes(static_cast<uint32_t>(cap));
+  while (left > 0) {
+    const ssize_t w = ::write(fd, p, left);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      *error = "write(" + tmp + ") failed: " + std::strerror(errno);
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return false;
+    }
+    p += w;
+    left -= static_cast<size_t>(w);
+  }
+  if (::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    *error = "cannot finish " + path + ": " + std::strerror(errno);
+    ::unlink(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace xpu_timer::recorder

@@ -1,0 +1,236 @@
+// The flight recorder: a ring of a rank's most recent operations in a shared
+// memory file, <run dir>/rank-<RANK>-<pid>.ring, next to its status page.
+// docs/architecture.md ("Flight recorder and timeline") describes the format
+// and its version rule.
+//
+// Writer: the rank's background thread (inject's Poller) only. Every record
+// the hooks publish (timed, sampled out, failed) is appended once when the
+// Poller drains it, then updated in place when it starts running and when it
+// completes. The training thread itself never touches the ring.
+//
+// Reader: the supervisor, another process, at any time and without the
+// rank's cooperation (the rank may be stopped by ptrace, hung in a host call,
+// or dead: the file outlives it while the supervisor holds a mapping). The
+// other side is hostile: any byte of the mapping may change at any moment,
+// the file may be truncated, and every value read is validated before use.
+//
+// Per-record seqlock: a record at ring position `pos` carries
+// `version` = pos * kVersionStride + w, where w counts the writes of that
+// position: odd while one is in progress, even (and > 0) once stable. Each
+// append or update adds 1 before and 1 after writing, so even an in-place
+// update changes the version. A reader that expects position `pos` accepts a
+// copy only when the version named `pos`, was even, and was the same before
+// and after copying: a torn record and an overwritten one (a later position)
+// are skipped, never misread.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "common/protocol.h"
+
+namespace xpu_timer::recorder {
+
+constexpr uint64_t kRingMagic = 0x474e495254555058ull;  // "XPUTRING" little endian
+constexpr uint32_t kRingVersion = 1;
+constexpr uint32_t kDefaultCapacity = 4096;
+constexpr uint32_t kMaxCapacity = 1u << 20;
+constexpr uint64_t kVersionStride = 1u << 16;  // writes of one position, at most
+// Size of the ring in records: XPU_TIMER_RECORDER_SIZE (rounded up to a power
+// of two, at least 16, at most kMaxCapacity); 0 turns the recorder off.
+constexpr const char* kEnvRecorderSize = "XPU_TIMER_RECORDER_SIZE";
+
+// Lifecycle of an operation as the recorder knows it. Append only.
+enum class OpState : uint8_t {
+  kIssued = 1,     // the host call was made; nothing ran yet as far as we know
+  kRunning = 2,    // the previous work on its stream finished: it could start
+  kCompleted = 3,  // its end event completed
+  kFailed = 4,     // the call failed or was never launched
+  kUntimed = 5,    // sampled out of timing (no CUDA event): launched, end unknown
+};
+const char* op_state_str(uint8_t state);
+
+// Record::flags
+constexpr uint8_t kRecTimed = 1;      // gpu_start_ns and gpu_end_ns are GPU times
+constexpr uint8_t kRecEndOnly = 2;    // only the end event was recorded (gpu_end_ns)
+constexpr uint8_t kRecGroup = 4;      // an ncclGroupStart/End block of group_size operations
+
+// One operation. All times are CLOCK_MONOTONIC nanoseconds of the rank's host
+// (the GPU's are mapped onto it, see inject/gpu_clock.h); 0 = unknown.
+struct Record {
+  std::atomic<uint64_t> version;  // the seqlock above
+  uint16_t name;   // proto::OpName
+  uint8_t kind;    // proto::OpKind
+  uint8_t dtype;   // proto::DType
+  uint8_t state;   // OpState
+  uint8_t flags;   // kRec*
+  uint8_t red_op;  // NCCL: ncclRedOp_t + 1 (0 = none or unknown)
+  uint8_t reserved0;
+  int32_t device;
+  int32_t peer;          // NCCL: root (Broadcast/Reduce) or peer (Send/Recv); -1 otherwise
+  uint32_t nranks;       // NCCL: communicator size
+  uint32_t group_size;   // operations in a group, else 1
+  uint64_t stream;       // cudaStream_t as a number: a track key only
+  uint64_t comm_hash;    // NCCL: identical on every rank of the communicator
+  uint64_t seq;          // NCCL: per-communicator sequence number (1-based)
+  uint64_t count;        // NCCL: element count as passed to NCCL
+  uint64_t bytes;        // NCCL: payload bytes of this rank
+  uint64_t flops;        // GEMM: 2*m*n*k*batch
+  uint32_t m, n, k, batch;  // GEMM shape (0 = unknown)
+  uint64_t launch_ns;     // host call
+  uint64_t ready_ns;      // seen able to run (previous work on its stream done)
+  uint64_t gpu_start_ns;  // kRecTimed
+  uint64_t gpu_end_ns;    // kRecTimed or kRecEndOnly, once completed
+  uint64_t op_id;         // ring position (== (version - 2) / 2 when stable)
+};
+static_assert(std::is_standard_layout_v<Record>);
+static_assert(sizeof(Record) == 136, "the record layout is part of the ring and dump formats");
+static_assert(offsetof(Record, launch_ns) == 96);
+
+// The record fields without the seqlock word: what a reader hands out.
+struct RecordData {
+  uint16_t name = 0;
+  uint8_t kind = 0;
+  uint8_t dtype = 0;
+  uint8_t state = 0;
+  uint8_t flags = 0;
+  uint8_t red_op = 0;
+  int32_t device = -1;
+  int32_t peer = -1;
+  uint32_t nranks = 0;
+  uint32_t group_size = 1;
+  uint64_t stream = 0;
+  uint64_t comm_hash = 0;
+  uint64_t seq = 0;
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+  uint64_t flops = 0;
+  uint32_t m = 0, n = 0, k = 0, batch = 0;
+  uint64_t launch_ns = 0;
+  uint64_t ready_ns = 0;
+  uint64_t gpu_start_ns = 0;
+  uint64_t gpu_end_ns = 0;
+  uint64_t op_id = 0;
+};
+
+struct RingHeader {
+  uint64_t magic;  // kRingMagic, stored last at creation
+  uint32_t version;
+  uint32_t header_bytes;  // sizeof(RingHeader)
+  uint32_t record_bytes;  // sizeof(Record)
+  uint32_t capacity;      // records, a power of two
+  int32_t pid;
+  int32_t rank;
+  int32_t local_rank;
+  int32_t world_size;
+  uint64_t created_mono_ns;      // one instant on both clocks: maps the
+  uint64_t created_realtime_ns;  // monotonic times to wall-clock time
+  std::atomic<uint64_t> head;    // records ever appended (the next position)
+  uint64_t reserved[4];
+};
+static_assert(std::is_standard_layout_v<RingHeader>);
+static_assert(sizeof(RingHeader) == 96);
+static_assert(std::atomic<uint64_t>::is_always_lock_free);
+
+inline size_t ring_file_bytes(uint32_t capacity) {
+  return sizeof(RingHeader) + static_cast<size_t>(capacity) * sizeof(Record);
+}
+// <dir>/rank-<rank>-<pid>.ring: where a rank's ring lives, beside its status
+// page (the supervisor derives it from the page's path at registration).
+std::string ring_path(const std::string& dir, int rank, int pid);
+
+// XPU_TIMER_RECORDER_SIZE as a capacity (0: off).
+uint32_t capacity_from_env();
+
+// The rank's side. create() in Runtime initialisation, then the Poller alone
+// appends and updates. Never allocates after create(), never blocks.
+class RingWriter {
+ public:
+  RingWriter() = default;
+  ~RingWriter();
+  RingWriter(const RingWriter&) = delete;
+  RingWriter& operator=(const RingWriter&) = delete;
+
+  // Creates <run_dir>/rank-<rank>-<pid>.ring. False with one log line.
+  bool create(const char* run_dir, int rank, int local_rank, int world_size, int pid,
+              uint32_t capacity);
+  bool ok() const { return ring_ != nullptr; }
+  const char* path() const { return path_; }
+
+  // Appends a record and returns its position.
+  uint64_t append(const RecordData& d);
+  // Rewrites the record at `pos` if it has not been overwritten since.
+  void update(uint64_t pos, const RecordData& d);
+  void unlink_file();
+
+ private:
+  void write_at(uint64_t pos, const RecordData& d);
+  RingHeader* header_ = nullptr;
+  Record* ring_ = nullptr;
+  uint64_t mask_ = 0;
+  size_t bytes_ = 0;
+  bool unlinked_ = false;
+  char path_[256] = {};
+};
+
+// What a reader got from a ring: the header's identity and the stable
+// records, oldest first.
+struct RingSnapshot {
+  int32_t pid = 0;
+  int32_t rank = -1;
+  int32_t local_rank = -1;
+  int32_t world_size = 0;
+  uint32_t capacity = 0;
+  uint64_t created_mono_ns = 0;
+  uint64_t created_realtime_ns = 0;
+  uint64_t head = 0;     // records ever appended
+  uint64_t skipped = 0;  // positions in the window that were torn or overwritten
+  std::vector<RecordData> records;
+};
+
+// The supervisor's side: a read-only mapping of a ring file (RAII).
+class RingReader {
+ public:
+  // Maps and validates the header (magic, version, sizes, capacity against
+  // the file size, pid and rank when >= 0). nullptr with a one-line error.
+  static std::unique_ptr<RingReader> attach(const std::string& path, int expected_pid,
+                                            int expected_rank, std::string* error);
+  ~RingReader();
+  RingReader(const RingReader&) = delete;
+  RingReader& operator=(const RingReader&) = delete;
+
+  // Copies every stable record of the current window. False (with `error`)
+  // when the mapping faulted (file truncated) or the header changed.
+  bool read(RingSnapshot* out, std::string* error) const;
+  const std::string& path() const { return path_; }
+
+  // The same, on a ring image already in this process's memory (a dump
+  // being written, a test, a fuzzer): `bytes` is the image's size.
+  static bool read_image(const void* image, size_t bytes, RingSnapshot* out, std::string* error);
+
+ private:
+  RingReader(const void* map, size_t bytes, std::string path)
+      : map_(map), bytes_(bytes), path_(std::move(path)) {}
+  const void* map_;
+  size_t bytes_;
+  std::string path_;
+};
+
+// A dump file: a frozen ring image (the same layout, so one reader serves the
+// live ring, the dump and the fuzzer) holding `s.records` in order, with
+// capacity the next power of two and head = their count. Written to a
+// temporary name and renamed, so a reader never sees half a dump. Dumps are
+// named RRRRR-WWWWW.timeline (rank and world size, five digits each).
+bool write_ring_image(const std::string& path, const RingSnapshot& s, std::string* error);
+std::string dump_file_name(int rank, int world_size);
+
+// Field-level copy between the shared layout and the plain one.
+void to_data(const Record& r, RecordData* out);
+void from_data(const RecordData& d, Record* out);
+
+}  // namespace xpu_timer::recorder

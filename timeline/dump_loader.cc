@@ -1,0 +1,213 @@
+#include "timeline/dump_loader.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+namespace xpu_timer::timeline {
+namespace {
+
+// Bounds on what a header may claim about its rank, so that a hostile value
+// can never become a huge loop or allocation further on (ranks index tracks).
+constexpr int kMaxRank = 1 << 24;
+constexpr size_t kMaxHangJsonBytes = 64u << 20;
+
+bool ends_with(const std::string& s, const char* suffix) {
+  const size_t n = std::strlen(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+bool is_directory(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// Reads a whole regular file of at most `limit` bytes. False with a reason;
+// ENOENT is reported through *missing.
+bool read_file(const std::string& path, size_t limit, std::string* out, std::string* error,
+               bool* missing = nullptr) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (missing != nullptr) *missing = errno == ENOENT;
+    *error = std::string("cannot open: ") + std::strerror(errno);
+    return false;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    *error = "not a regular file";
+    ::close(fd);
+    return false;
+  }
+  if (static_cast<uint64_t>(st.st_size) > limit) {
+    *error = "too large (" + std::to_string(st.st_size) + " bytes, at most " +
+             std::to_string(limit) + ")";
+    ::close(fd);
+    return false;
+  }
+  out->resize(static_cast<size_t>(st.st_size));
+  size_t got = 0;
+  while (got < out->size()) {
+    const ssize_t n = ::read(fd, &(*out)[got], out->size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      *error = std::string("read failed: ") + std::strerror(errno);
+      ::close(fd);
+      return false;
+    }
+    if (n == 0) break;  // shrank while we read: parse what we got
+    got += static_cast<size_t>(n);
+  }
+  out->resize(got);
+  ::close(fd);
+  return true;
+}
+
+// The sorted *.timeline names of a folder.
+bool list_dumps(const std::string& dir, std::vector<std::string>* names, std::string* error) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) {
+    *error = "cannot open dump folder " + dir + ": " + std::strerror(errno);
+    return false;
+  }
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (ends_with(name, ".timeline") && name[0] != '.') names->push_back(name);
+  }
+  ::closedir(d);
+  std::sort(names->begin(), names->end());
+  return true;
+}
+
+// Parses one dump file into `rt`. False with the one warning line.
+bool load_one(const std::string& path, const std::string& name, RankTimeline* rt,
+              std::string* warning) {
+  std::string bytes, why;
+  if (!read_file(path, max_dump_file_bytes(), &bytes, &why) ||
+      !recorder::RingReader::read_image(bytes.data(), bytes.size(), &rt->ring, &why)) {
+    *warning = path + ": " + why + "; skipped";
+    return false;
+  }
+  const recorder::RingSnapshot& s = rt->ring;
+  if (s.rank < 0 || s.rank >= kMaxRank || s.world_size < 0 || s.world_size > kMaxRank) {
+    *warning = path + ": rank " + std::to_string(s.rank) + " of world size " +
+               std::to_string(s.world_size) + " is out of range; skipped";
+    return false;
+  }
+  if (s.records.empty() && s.skipped > 0) {
+    *warning =
+        path + ": none of its " + std::to_string(s.skipped) + " record(s) is readable; skipped";
+    return false;
+  }
+  rt->rank = s.rank;
+  rt->world_size = s.world_size;
+  rt->path = path;
+  int name_rank = -1, name_world = -1, used = 0;
+  if (std::sscanf(name.c_str(), "%d-%d.timeline%n", &name_rank, &name_world, &used) == 2 &&
+      static_cast<size_t>(used) == name.size() &&
+      (name_rank != s.rank || name_world != s.world_size)) {
+    // The header was validated, the name may have been edited: trust the
+    // header, but say so.
+    *warning = path + ": its header says rank " + std::to_string(s.rank) + " of " +
+               std::to_string(s.world_size) + "; using that";
+  } else if (s.skipped > 0) {
+    *warning = path + ": " + std::to_string(s.skipped) + " record(s) unreadable, kept the other " +
+               std::to_string(s.records.size());
+  }
+  return true;
+}
+
+void load_hang_json(const std::string& dir, DumpFolder* folder, std::vector<std::string>* warn) {
+  const std::string path = dir + "/hang.json";
+  std::string text, why, note;
+  bool missing = false;
+  if (!read_file(path, kMaxHangJsonBytes, &text, &why, &missing)) {
+    if (!missing) warn->push_back(path + ": " + why + "; no hang verdict shown");
+    return;
+  }
+  HangVerdict v;
+  if (!parse_hang_verdict(text, &v, &why, &note)) {
+    warn->push_back(path + ": " + why + "; no hang verdict shown");
+    return;
+  }
+  if (!note.empty()) warn->push_back(path + ": " + note);
+  folder->verdict = std::move(v);
+}
+
+}  // namespace
+
+size_t max_dump_file_bytes() { return recorder::ring_file_bytes(recorder::kMaxCapacity); }
+
+bool parse_dump_source(const std::string& arg, DumpSource* out, std::string* error) {
+  *out = DumpSource{};
+  if (arg.empty()) {
+    *error = "empty dump folder name";
+    return false;
+  }
+  const size_t colon = arg.rfind(':');
+  if (colon != std::string::npos && !is_directory(arg)) {
+    const std::string rank = arg.substr(colon + 1);
+    if (rank.empty() || rank.size() > 8 ||
+        rank.find_first_not_of("0123456789") != std::string::npos) {
+      *error = "'" + arg + "': expected DIR or DIR:RANK with RANK a number";
+      return false;
+    }
+    out->dir = arg.substr(0, colon);
+    out->rank = std::stoi(rank);
+  } else {
+    out->dir = arg;
+  }
+  if (!is_directory(out->dir)) {
+    *error = "'" + out->dir + "' is not a folder";
+    return false;
+  }
+  return true;
+}
+
+void load_dumps(const std::vector<DumpSource>& sources, LoadedDumps* out) {
+  *out = LoadedDumps{};
+  std::map<int, RankTimeline> by_rank;
+  for (const DumpSource& src : sources) {
+    const size_t folder = out->folders.size();
+    out->folders.push_back(DumpFolder{src.dir, std::nullopt});
+    std::vector<std::string> names;
+    std::string error;
+    if (!list_dumps(src.dir, &names, &error)) {
+      out->warnings.push_back(error);
+      continue;
+    }
+    load_hang_json(src.dir, &out->folders[folder], &out->warnings);
+    size_t kept = 0;
+    for (const std::string& name : names) {
+      ++out->files_found;
+      RankTimeline rt;
+      std::string warning;
+      const bool ok = load_one(src.dir + "/" + name, name, &rt, &warning);
+      if (!warning.empty()) out->warnings.push_back(warning);
+      if (!ok || (src.rank >= 0 && rt.rank != src.rank)) continue;
+      rt.folder = folder;
+      const auto [it, inserted] = by_rank.emplace(rt.rank, std::move(rt));
+      if (!inserted) {
+        out->warnings.push_back(src.dir + "/" + name + ": rank " + std::to_string(it->first) +
+                                " was already loaded from " + it->second.path + "; skipped");
+        continue;
+      }
+      ++kept;
+    }
+    if (names.empty()) {
+      out->warnings.push_back("no .timeline files in " + src.dir);
+    } else if (src.rank >= 0 && kept == 0) {
+      out->warnings.push_back("no readable dump of rank " + std::to_string(src.rank) + " in " +
+                              src.dir);
+    }
+  }
+  for (auto& [rank, rt] : by_rank) out->ranks.push_back(std::move(rt));
+}
+
+}  // namespace xpu_timer::timeline

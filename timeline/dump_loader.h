@@ -1,0 +1,55 @@
+// Loads flight-recorder dump folders: every RRRRR-WWWWW.timeline file (a
+// frozen ring image, common/recorder_ring.h) and the folder's hang.json.
+// Dump files are untrusted input (a disk may be full, a file cut short or
+// replaced): each is parsed by RingReader::read_image, which validates
+// everything, and a file that does not parse is skipped with one warning
+// naming it. Loading never fails as a whole; the caller decides what to do
+// when nothing usable was found.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/recorder_ring.h"
+#include "timeline/hang_verdict.h"
+
+namespace xpu_timer::timeline {
+
+// A dump folder, or one rank of it ("DIR:RANK" on the command line).
+struct DumpSource {
+  std::string dir;
+  int rank = -1;  // >= 0: only this rank's file
+};
+// "DIR" or "DIR:RANK" (a DIR that itself holds a colon is taken whole when it
+// exists). False with a one-line reason.
+bool parse_dump_source(const std::string& arg, DumpSource* out, std::string* error);
+
+// One rank's dump.
+struct RankTimeline {
+  int rank = 0;
+  int world_size = 0;
+  size_t folder = 0;  // index into LoadedDumps::folders
+  std::string path;
+  recorder::RingSnapshot ring;  // records oldest first
+};
+
+struct DumpFolder {
+  std::string dir;
+  std::optional<HangVerdict> verdict;  // hang.json, when present and readable
+};
+
+struct LoadedDumps {
+  std::vector<DumpFolder> folders;    // one per source, in order
+  std::vector<RankTimeline> ranks;    // sorted by rank, each rank once
+  std::vector<std::string> warnings;  // one line per skipped file or problem
+  size_t files_found = 0;             // *.timeline files seen
+};
+
+void load_dumps(const std::vector<DumpSource>& sources, LoadedDumps* out);
+
+// Dump files larger than a ring of kMaxCapacity records are not ring images.
+size_t max_dump_file_bytes();
+
+}  // namespace xpu_timer::timeline

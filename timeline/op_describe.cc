@@ -1,0 +1,94 @@
+#include "timeline/op_describe.h"
+
+#include <cstdio>
+
+namespace xpu_timer::timeline {
+
+using recorder::RecordData;
+
+const char* op_name(const RecordData& r) {
+  return proto::op_name_str(static_cast<proto::OpName>(r.name));
+}
+
+const char* dtype_name(const RecordData& r) {
+  return proto::dtype_str(static_cast<proto::DType>(r.dtype));
+}
+
+// The kind comes from the name, not from RecordData::kind: a record whose two
+// fields disagree (a corrupt file) is still drawn one way, consistently.
+bool is_nccl(const RecordData& r) {
+  return proto::op_kind_of(static_cast<proto::OpName>(r.name)) == proto::OpKind::kNccl;
+}
+
+bool is_gemm(const RecordData& r) {
+  return proto::op_kind_of(static_cast<proto::OpName>(r.name)) == proto::OpKind::kGemm;
+}
+
+std::string comm_hex(uint64_t comm_hash) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(comm_hash));
+  return buf;
+}
+
+std::string stream_hex(uint64_t stream) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(stream));
+  return buf;
+}
+
+std::string op_label(const RecordData& r) {
+  std::string s = op_name(r);
+  char buf[96];
+  if (is_nccl(r)) {
+    std::snprintf(buf, sizeof(buf), " #%llu", static_cast<unsigned long long>(r.seq));
+    s += buf;
+  } else if (is_gemm(r) && (r.m | r.n | r.k) != 0) {
+    std::snprintf(buf, sizeof(buf), " %ux%ux%u", r.m, r.n, r.k);
+    s += buf;
+    if (r.batch > 1) {
+      std::snprintf(buf, sizeof(buf), " x%u", r.batch);
+      s += buf;
+    }
+  }
+  return s;
+}
+
+std::string shape_key(const RecordData& r) {
+  char buf[96];
+  if (is_gemm(r)) {
+    std::snprintf(buf, sizeof(buf), "m=%u n=%u k=%u batch=%u", r.m, r.n, r.k, r.batch);
+  } else {
+    std::snprintf(buf, sizeof(buf), "bytes=%llu", static_cast<unsigned long long>(r.bytes));
+  }
+  return buf;
+}
+
+uint64_t gpu_time_ns(const RecordData& r) {
+  if (r.state != static_cast<uint8_t>(recorder::OpState::kCompleted)) return 0;
+  if ((r.flags & recorder::kRecTimed) == 0) return 0;
+  if (r.gpu_start_ns == 0 || r.gpu_end_ns < r.gpu_start_ns) return 0;
+  return r.gpu_end_ns - r.gpu_start_ns;
+}
+
+double bus_factor(const RecordData& r) {
+  return proto::nccl_bus_factor(static_cast<proto::OpName>(r.name), r.nranks);
+}
+
+const char* red_op_name(uint8_t red_op) {
+  switch (red_op) {
+    case 1:
+      return "sum";
+    case 2:
+      return "prod";
+    case 3:
+      return "max";
+    case 4:
+      return "min";
+    case 5:
+      return "avg";
+    default:
+      return "";
+  }
+}
+
+}  // namespace xpu_timer::timeline

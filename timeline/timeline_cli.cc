@@ -1,0 +1,275 @@
+#include "timeline/timeline_cli.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/cli_help.h"
+#include "common/log.h"
+#include "timeline/dump_loader.h"
+#include "timeline/timeline_diff.h"
+#include "timeline/trace_builder.h"
+
+namespace xpu_timer::timeline {
+namespace {
+
+constexpr size_t kMaxWarningsShown = 20;
+
+constexpr FlagHelp kFlags[] = {
+    {"--path", "DIR", "a dump folder; repeat for several nodes (unless --diff)", "required",
+     nullptr},
+    {"--output", "FILE", "the trace file (with --diff: the diff as JSON)",
+     "DIR/timeline.json of the first --path; none with --diff", nullptr},
+    {"--groups", "SPEC", "label ranks with their tp4-cp2-dp4-pp2 coordinates", "none", nullptr},
+    {"--diff", "A B", "compare two timelines (dump folders or DIR:RANK)", "off", nullptr},
+};
+
+constexpr char kUsage[] =
+    "usage: xpu_timer_gen_trace_timeline --path DIR [--path DIR2 ...] [--output FILE]\n"
+    "                                    [--groups tp4-cp2-dp4-pp2]\n"
+    "       xpu_timer_gen_trace_timeline --diff A B [--output FILE]\n";
+
+void usage(FILE* to) {
+  const std::string text =
+      std::string(kUsage) +
+      "Converts the flight-recorder dumps (RRRRR-WWWWW.timeline) of a dump folder into a Chrome\n"
+      "Trace Event JSON file for Perfetto UI (ui.perfetto.dev), chrome://tracing or speedscope:\n"
+      "one process per rank, one track per GPU stream, each collective joined across its ranks\n"
+      "by flow arrows, the operations pending at the dump drawn to the end (STUCK), the hang\n"
+      "verdict of the folder's hang.json and each missing rank's last completed operation\n"
+      "marked. Ranks of several folders (nodes) are aligned on wall-clock time.\n"
+      "--groups: the first dimension varies fastest, as in Megatron's order tp-cp-ep-dp-pp;\n"
+      "ignored, with a warning, when its product is not the job's world size.\n"
+      "--diff: per operation kind and shape (op, dtype, bytes or m/n/k/batch), calls per rank\n"
+      "and mean GPU latency of A and B, sorted by the change of calls x mean; the table goes\n"
+      "to stdout.\n\nOptions:\n" +
+      format_flag_help(kFlags, sizeof(kFlags) / sizeof(kFlags[0])) +
+      "No environment variable is read.\n";
+  std::fputs(text.c_str(), to);
+}
+
+int usage_error(const std::string& what) {
+  std::fprintf(stderr, "xpu_timer_gen_trace_timeline: %s (see --help)\n", what.c_str());
+  return 2;
+}
+
+void show_warnings(const std::vector<std::string>& warnings) {
+  for (size_t i = 0; i < warnings.size() && i < kMaxWarningsShown; ++i) {
+    XPU_TIMER_LOG_WARN("%s", warnings[i].c_str());
+  }
+  if (warnings.size() > kMaxWarningsShown) {
+    XPU_TIMER_LOG_WARN("... and %zu more problem(s)", warnings.size() - kMaxWarningsShown);
+  }
+}
+
+// An output written to a temporary name and renamed when complete, so that a
+// viewer never opens half a trace.
+class OutputFile {
+ public:
+  explicit OutputFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp") {}
+  ~OutputFile() {
+    if (file_ != nullptr) {
+      std::fclose(file_);
+      ::unlink(tmp_.c_str());
+    }
+  }
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  // nullptr with the error logged.
+  std::FILE* open() {
+    const int fd = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      XPU_TIMER_LOG_ERROR("cannot create %s: %s", tmp_.c_str(), std::strerror(errno));
+      return nullptr;
+    }
+    file_ = ::fdopen(fd, "w");
+    if (file_ == nullptr) {
+      XPU_TIMER_LOG_ERROR("cannot write %s: %s", tmp_.c_str(), std::strerror(errno));
+      ::close(fd);
+      ::unlink(tmp_.c_str());
+    }
+    return file_;
+  }
+  // `write_errno`: the first failed write's errno, 0 if none. False with the
+  // error logged.
+  bool commit(int write_errno) {
+    const int close_rc = std::fclose(file_);
+    file_ = nullptr;
+    const int err = write_errno != 0 ? write_errno : (close_rc != 0 ? errno : 0);
+    if (err != 0 || ::rename(tmp_.c_str(), path_.c_str()) != 0) {
+      XPU_TIMER_LOG_ERROR("cannot write %s: %s", path_.c_str(),
+                          std::strerror(err != 0 ? err : errno));
+      ::unlink(tmp_.c_str());
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  std::string path_, tmp_;
+  std::FILE* file_ = nullptr;
+};
+
+bool write_text(const std::string& path, const std::string& text) {
+  OutputFile out(path);
+  std::FILE* f = out.open();
+  if (f == nullptr) return false;
+  const int err = std::fwrite(text.data(), 1, text.size(), f) == text.size() ? 0 : errno;
+  return out.commit(err != 0 ? err : (std::ferror(f) ? EIO : 0));
+}
+
+std::string json_text(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+struct Args {
+  std::vector<std::string> paths;
+  std::string output, groups, diff_a, diff_b;
+  bool diff = false, groups_set = false, help = false;
+};
+
+// False with the usage error already printed into *status.
+bool parse_args(int argc, const char* const* argv, Args* a, int* status) {
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    std::string s = argv[i];
+    const size_t eq = s.find('=');
+    if (s.rfind("--", 0) == 0 && eq != std::string::npos) {  // --flag=value
+      args.push_back(s.substr(0, eq));
+      args.push_back(s.substr(eq + 1));
+    } else {
+      args.push_back(std::move(s));
+    }
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    auto value = [&](const char* flag, std::string* out) {
+      if (i + 1 >= args.size() || args[i + 1].empty()) {
+        *status = usage_error(std::string(flag) + " needs a value");
+        return false;
+      }
+      *out = args[++i];
+      return true;
+    };
+    std::string v;
+    if (arg == "-h" || arg == "--help") {
+      a->help = true;
+    } else if (arg == "--path") {
+      if (!value("--path", &v)) return false;
+      a->paths.push_back(v);
+    } else if (arg == "--output") {
+      if (!a->output.empty()) return (*status = usage_error("--output given twice")), false;
+      if (!value("--output", &a->output)) return false;
+    } else if (arg == "--groups") {
+      if (a->groups_set) return (*status = usage_error("--groups given twice")), false;
+      if (!value("--groups", &a->groups)) return false;
+      a->groups_set = true;
+    } else if (arg == "--diff") {
+      if (a->diff) return (*status = usage_error("--diff given twice")), false;
+      if (i + 2 >= args.size() || args[i + 1].rfind("--", 0) == 0 ||
+          args[i + 2].rfind("--", 0) == 0) {
+        *status = usage_error("--diff needs two timelines: --diff A B");
+        return false;
+      }
+      a->diff = true;
+      a->diff_a = args[++i];
+      a->diff_b = args[++i];
+    } else {
+      *status = usage_error("unknown argument '" + arg + "'");
+      return false;
+    }
+  }
+  if (a->help) return true;
+  if (a->diff && !a->paths.empty()) {
+    *status = usage_error("--diff compares its own two timelines; drop --path");
+    return false;
+  }
+  if (a->diff && a->groups_set) {
+    *status = usage_error("--groups applies to a trace, not to --diff");
+    return false;
+  }
+  if (!a->diff && a->paths.empty()) {
+    *status = usage_error("--path DIR (or --diff A B) is required");
+    return false;
+  }
+  return true;
+}
+
+int run_trace(const Args& a) {
+  TraceOptions options;
+  if (a.groups_set) {
+    ParallelLayout layout;
+    std::string error;
+    if (!ParallelLayout::parse(a.groups, &layout, &error)) return usage_error("--groups: " + error);
+    options.layout = std::move(layout);
+  }
+  std::vector<DumpSource> sources;
+  for (const std::string& p : a.paths) sources.push_back(DumpSource{p, -1});
+  LoadedDumps dumps;
+  load_dumps(sources, &dumps);
+  show_warnings(dumps.warnings);
+  if (dumps.ranks.empty()) {
+    XPU_TIMER_LOG_ERROR("no usable flight-recorder dump found (%zu .timeline file(s) seen)",
+                        dumps.files_found);
+    return 1;
+  }
+  const std::string path = a.output.empty() ? a.paths[0] + "/timeline.json" : a.output;
+  OutputFile out(path);
+  std::FILE* file = out.open();
+  if (file == nullptr) return 1;
+  std::vector<std::string> warnings;
+  TraceSink sink(file);
+  const TraceSummary summary = write_trace(dumps, options, &sink, &warnings);
+  show_warnings(warnings);
+  if (!out.commit(sink.write_errno())) return 1;
+  XPU_TIMER_LOG_INFO("%zu rank(s) from %zu dump file(s): %zu event(s), %zu collective flow(s)",
+                     dumps.ranks.size(), dumps.files_found, summary.events, summary.flows);
+  std::printf("%s\n", path.c_str());
+  return 0;
+}
+
+int run_diff(const Args& a) {
+  DumpSource sa, sb;
+  std::string error;
+  if (!parse_dump_source(a.diff_a, &sa, &error)) return usage_error("--diff A: " + error);
+  if (!parse_dump_source(a.diff_b, &sb, &error)) return usage_error("--diff B: " + error);
+  LoadedDumps da, db;
+  load_dumps({sa}, &da);
+  show_warnings(da.warnings);
+  load_dumps({sb}, &db);
+  show_warnings(db.warnings);
+  for (const auto* side : {&da, &db}) {
+    if (side->ranks.empty()) {
+      XPU_TIMER_LOG_ERROR("no usable flight-recorder dump in %s",
+                          (side == &da ? a.diff_a : a.diff_b).c_str());
+      return 1;
+    }
+  }
+  const TimelineDiff d = diff_timelines(da, a.diff_a, db, a.diff_b);
+  std::fputs(diff_table(d).c_str(), stdout);
+  if (!a.output.empty() && !write_text(a.output, json_text(diff_json(d)))) return 1;
+  return 0;
+}
+
+}  // namespace
+
+int run_timeline_cli(int argc, const char* const* argv) {
+  set_log_tag("gen_trace_timeline");
+  Args a;
+  int status = 0;
+  if (!parse_args(argc, argv, &a, &status)) return status;
+  if (a.help) {
+    usage(stdout);
+    return 0;
+  }
+  return a.diff ? run_diff(a) : run_trace(a);
+}
+
+}  // namespace xpu_timer::timeline

@@ -1,0 +1,373 @@
+// The trace of a 4-rank job where rank 2 stops before AllReduce #6 (see
+// test_dumps.h): checked event by event, with exact names, times and args.
+#include "timeline/trace_builder.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "timeline/test_dumps.h"
+
+namespace xpu_timer::timeline {
+namespace {
+
+using nlohmann::json;
+using testing::JobSpec;
+using testing::TempDir;
+
+json trace_of(const std::vector<std::string>& dirs, std::vector<std::string>* warnings,
+              TraceOptions options = {}) {
+  std::vector<DumpSource> sources;
+  for (const std::string& d : dirs) sources.push_back(DumpSource{d, -1});
+  LoadedDumps dumps;
+  load_dumps(sources, &dumps);
+  EXPECT_TRUE(dumps.warnings.empty()) << dumps.warnings[0];
+  return build_trace(dumps, options, warnings);
+}
+
+std::vector<json> events_with(const json& trace, const std::string& ph) {
+  std::vector<json> out;
+  for (const json& e : trace["traceEvents"]) {
+    if (e["ph"] == ph) out.push_back(e);
+  }
+  return out;
+}
+
+// (pid, tid) -> thread name, and pid -> process name.
+std::map<std::pair<int, int>, std::string> thread_names(const json& trace) {
+  std::map<std::pair<int, int>, std::string> out;
+  for (const json& e : events_with(trace, "M")) {
+    if (e["name"] == "thread_name") out[{e["pid"], e["tid"]}] = e["args"]["name"];
+  }
+  return out;
+}
+
+std::map<int, std::string> process_names(const json& trace) {
+  std::map<int, std::string> out;
+  for (const json& e : events_with(trace, "M")) {
+    if (e["name"] == "process_name") out[e["pid"]] = e["args"]["name"];
+  }
+  return out;
+}
+
+// The "X" slice on (pid, tid) that encloses `ts` (flow binding), or null.
+const json* enclosing(const std::vector<json>& slices, int pid, int tid, double ts) {
+  for (const json& s : slices) {
+    const double t0 = s["ts"], dur = s["dur"];
+    if (s["pid"] == pid && s["tid"] == tid && t0 <= ts && ts <= t0 + dur) return &s;
+  }
+  return nullptr;
+}
+
+const json* slice_named(const std::vector<json>& slices, int pid, const std::string& name) {
+  for (const json& s : slices) {
+    if (s["pid"] == pid && s["name"] == name) return &s;
+  }
+  return nullptr;
+}
+
+class HungJobTrace : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::write_job(dir_.path(), spec_, /*with_hang_json=*/true);
+    trace_ = trace_of({dir_.path()}, &warnings_);
+    slices_ = events_with(trace_, "X");
+  }
+  TempDir dir_;
+  JobSpec spec_;
+  std::vector<std::string> warnings_;
+  json trace_;
+  std::vector<json> slices_;
+};
+
+TEST_F(HungJobTrace, EveryRankIsAProcessAndEveryStreamATrack) {
+  EXPECT_TRUE(warnings_.empty());
+  EXPECT_EQ(
+      process_names(trace_),
+      (std::map<int, std::string>{{1, "rank 0"}, {2, "rank 1"}, {3, "rank 2"}, {4, "rank 3"}}));
+  std::map<std::pair<int, int>, std::string> expected;
+  for (int r = 0; r < 4; ++r) {
+    const std::string gpu = "GPU" + std::to_string(r);
+    expected[{r + 1, 1}] = "host (launches)";
+    expected[{r + 1, 2}] = gpu + " stream 0x7f00a0001000";
+    expected[{r + 1, 3}] = gpu + " stream 0x7f00a0002000";
+  }
+  EXPECT_EQ(thread_names(trace_), expected);
+  int sort_indexes = 0;
+  for (const json& e : events_with(trace_, "M")) {
+    if (e["name"] != "process_sort_index") continue;
+    EXPECT_EQ(e["args"]["sort_index"].get<int>(), e["pid"].get<int>() - 1);
+    ++sort_indexes;
+  }
+  EXPECT_EQ(sort_indexes, 4);
+  // Every slice sits on a named track.
+  for (const json& s : slices_) EXPECT_EQ(expected.count({s["pid"], s["tid"]}), 1u) << s.dump();
+}
+
+TEST_F(HungJobTrace, SlicesHaveExactNamesTimesAndArgs) {
+  // Per rank: 6 timed GEMMs + 6 sampled-out GEMMs + 5 AllReduces (+1 STUCK).
+  std::map<int, int> per_pid;
+  for (const json& s : slices_) ++per_pid[s["pid"]];
+  EXPECT_EQ(per_pid, (std::map<int, int>{{1, 18}, {2, 18}, {3, 17}, {4, 18}}));
+
+  // t0 is rank 0's first launch, base + 1 ms; rank 1 runs 1 us later.
+  const json* gemm = enclosing(slices_, 2, 2, 1011.0 + 50);  // rank 1, step 2
+  ASSERT_NE(gemm, nullptr);
+  EXPECT_EQ((*gemm)["name"], "GemmEx 4096x4096x1024");
+  EXPECT_EQ((*gemm)["cat"], "gemm");
+  EXPECT_DOUBLE_EQ((*gemm)["ts"].get<double>(), 1011.0);
+  EXPECT_DOUBLE_EQ((*gemm)["dur"].get<double>(), 100.0);
+  const json& ga = (*gemm)["args"];
+  EXPECT_EQ(ga["op"], "GemmEx");
+  EXPECT_EQ(ga["dtype"], "bf16");
+  EXPECT_EQ(ga["state"], "completed");
+  EXPECT_EQ(ga["m"], 4096);
+  EXPECT_EQ(ga["n"], 4096);
+  EXPECT_EQ(ga["k"], 1024);
+  EXPECT_EQ(ga["batch"], 1);
+  EXPECT_EQ(ga["flops"], 34359738368ull);
+  EXPECT_DOUBLE_EQ(ga["tflops"].get<double>(), 343.59738368);
+  EXPECT_DOUBLE_EQ(ga["launch_us"].get<double>(), 1001.0);
+
+  const json* ar = slice_named(slices_, 1, "AllReduce #3");
+  ASSERT_NE(ar, nullptr);
+  EXPECT_EQ((*ar)["tid"], 3);
+  EXPECT_EQ((*ar)["cat"], "nccl");
+  EXPECT_DOUBLE_EQ((*ar)["ts"].get<double>(), 2120.0);
+  EXPECT_DOUBLE_EQ((*ar)["dur"].get<double>(), 200.0);
+  const json& aa = (*ar)["args"];
+  EXPECT_EQ(aa["comm"], "06543c4e36ee6c61");
+  EXPECT_EQ(aa["seq"], 3);
+  EXPECT_EQ(aa["nranks"], 4);
+  EXPECT_EQ(aa["bytes"], 67108864);
+  EXPECT_EQ(aa["count"], 33554432);
+  EXPECT_EQ(aa["red_op"], "sum");
+  EXPECT_FALSE(aa.contains("root"));
+  EXPECT_DOUBLE_EQ(aa["algbw_GBps"].get<double>(), 335.54432);
+  EXPECT_DOUBLE_EQ(aa["busbw_GBps"].get<double>(), 335.54432 * 1.5);
+
+  // The sampled-out GEMM: zero length at its launch, on the host track.
+  const json* untimed = enclosing(slices_, 1, 1, 5.0);
+  ASSERT_NE(untimed, nullptr);
+  EXPECT_EQ((*untimed)["name"], "GemmEx 4096x4096x1024");
+  EXPECT_DOUBLE_EQ((*untimed)["dur"].get<double>(), 0.0);
+  EXPECT_EQ((*untimed)["args"]["state"], "untimed");
+  EXPECT_FALSE((*untimed)["args"].contains("tflops"));
+}
+
+TEST_F(HungJobTrace, StuckRanksPendingSlicesRunToTheVerdict) {
+  // hang.json: detected 5.5 s after the rings' creation, i.e. 5 499 000 us
+  // after t0 (base + 1 ms).
+  const std::vector<json> instants = events_with(trace_, "i");
+  const json* verdict = nullptr;
+  for (const json& e : instants) {
+    if (e["s"] == "g") verdict = &e;
+  }
+  ASSERT_NE(verdict, nullptr);
+  EXPECT_EQ((*verdict)["name"],
+            "hang verdict: ranks 0-1/3 stuck in AllReduce #6 on comm 06543c4e36ee6c61 for 5.0 s; "
+            "rank 2 missing (last completed #5 on that comm)");
+  EXPECT_DOUBLE_EQ((*verdict)["ts"].get<double>(), 5499000.0);
+  for (int rank : {0, 1, 3}) {
+    const json* stuck = slice_named(slices_, rank + 1, "STUCK AllReduce #6");
+    ASSERT_NE(stuck, nullptr) << rank;
+    EXPECT_EQ((*stuck)["tid"], 3);
+    EXPECT_EQ((*stuck)["cname"], "terrible");
+    // From ready_ns (step 6 + 110 us) to the verdict.
+    const double ts = 5110.0 + rank;
+    EXPECT_DOUBLE_EQ((*stuck)["ts"].get<double>(), ts);
+    EXPECT_DOUBLE_EQ((*stuck)["dur"].get<double>(), 5499000.0 - ts);
+    EXPECT_EQ((*stuck)["args"]["state"], "running");
+    EXPECT_EQ((*stuck)["args"]["hang_verdict"], "stuck");
+    EXPECT_EQ((*stuck)["args"]["seq"], 6);
+  }
+  EXPECT_EQ(slice_named(slices_, 3, "STUCK AllReduce #6"), nullptr);
+}
+
+TEST_F(HungJobTrace, MissingRankHasItsLastCompletedOperationMarked) {
+  std::vector<json> marks;
+  for (const json& e : events_with(trace_, "i")) {
+    if (e["s"] == "t") marks.push_back(e);
+  }
+  ASSERT_EQ(marks.size(), 1u);
+  const json& m = marks[0];
+  EXPECT_EQ(m["name"], "rank 2 missing: last completed AllReduce #5");
+  EXPECT_EQ(m["pid"], 3);
+  EXPECT_EQ(m["tid"], 3);
+  EXPECT_EQ(m["cname"], "terrible");
+  // At the end of rank 2's AllReduce #5: base + 2 us + 5 ms + 320 us - t0.
+  EXPECT_DOUBLE_EQ(m["ts"].get<double>(), 4322.0);
+  EXPECT_EQ(m["args"]["reason"], "behind");
+  EXPECT_EQ(m["args"]["missing_seq"], 6);
+  for (const json& e : events_with(trace_, "M")) {
+    if (e["name"] == "process_labels" && e["pid"] == 3) {
+      EXPECT_EQ(e["args"]["labels"], "MISSING");
+    }
+  }
+}
+
+TEST_F(HungJobTrace, FlowsJoinEachCollectiveAcrossRanks) {
+  std::map<uint64_t, std::vector<json>> by_id;
+  for (const json& e : trace_["traceEvents"]) {
+    if (e["ph"] == "s" || e["ph"] == "f") by_id[e["id"].get<uint64_t>()].push_back(e);
+  }
+  // 3 arrows for each of #1..#5 (4 ranks), 2 for #6 (ranks 0, 1, 3).
+  EXPECT_EQ(by_id.size(), 17u);
+  EXPECT_EQ(trace_["otherData"]["collective_flows"], 17);
+  std::map<uint64_t, std::set<int>> ranks_per_seq;
+  for (const auto& [id, pair] : by_id) {
+    ASSERT_EQ(pair.size(), 2u) << id;
+    const json& s = pair[0]["ph"] == "s" ? pair[0] : pair[1];
+    const json& f = pair[0]["ph"] == "s" ? pair[1] : pair[0];
+    ASSERT_EQ(s["ph"], "s");
+    ASSERT_EQ(f["ph"], "f");
+    EXPECT_EQ(f["bp"], "e");
+    EXPECT_EQ(s["cat"], f["cat"]);
+    EXPECT_EQ(s["name"], f["name"]);
+    EXPECT_LT(s["pid"].get<int>(), f["pid"].get<int>());
+    const json* from = enclosing(slices_, s["pid"], s["tid"], s["ts"]);
+    const json* to = enclosing(slices_, f["pid"], f["tid"], f["ts"]);
+    ASSERT_NE(from, nullptr) << s.dump();
+    ASSERT_NE(to, nullptr) << f.dump();
+    EXPECT_EQ((*from)["args"]["comm"], (*to)["args"]["comm"]);
+    EXPECT_EQ((*from)["args"]["seq"], (*to)["args"]["seq"]);
+    const uint64_t seq = (*from)["args"]["seq"];
+    ranks_per_seq[seq].insert(s["pid"].get<int>() - 1);
+    ranks_per_seq[seq].insert(f["pid"].get<int>() - 1);
+  }
+  for (uint64_t seq = 1; seq <= 5; ++seq)
+    EXPECT_EQ(ranks_per_seq[seq], (std::set<int>{0, 1, 2, 3}));
+  EXPECT_EQ(ranks_per_seq[6], (std::set<int>{0, 1, 3}));
+}
+
+TEST(Trace, WithoutHangJsonTheMissingRankIsInferred) {
+  TempDir dir;
+  testing::write_job(dir.path(), JobSpec{}, /*with_hang_json=*/false);
+  std::vector<std::string> warnings;
+  const json trace = trace_of({dir.path()}, &warnings);
+  std::vector<std::string> marks, stuck;
+  for (const json& e : trace["traceEvents"]) {
+    if (e["ph"] == "i") marks.push_back(e["name"]);
+    if (e["ph"] == "X" && e["name"] == "STUCK AllReduce #6") stuck.push_back(e["name"]);
+  }
+  EXPECT_EQ(marks, std::vector<std::string>{"rank 2 missing: last completed AllReduce #5"});
+  EXPECT_EQ(stuck.size(), 3u);
+}
+
+TEST(Trace, SeveralFoldersAreAlignedOnWallClockTime) {
+  // Two nodes whose monotonic clocks differ by an hour, created at the same
+  // wall-clock instant: the merged trace must equal the one-host trace.
+  TempDir one, a, b;
+  JobSpec spec;
+  testing::write_job(one.path(), spec, false);
+  JobSpec na = spec, nb = spec;
+  na.last_rank = 1;
+  nb.first_rank = 2;
+  nb.mono_base += 3600 * testing::kSec;
+  testing::write_job(a.path(), na, false);
+  testing::write_job(b.path(), nb, false);
+  std::vector<std::string> w1, w2;
+  const std::vector<json> single = events_with(trace_of({one.path()}, &w1), "X");
+  const std::vector<json> merged = events_with(trace_of({a.path(), b.path()}, &w2), "X");
+  ASSERT_EQ(single.size(), merged.size());
+  for (size_t i = 0; i < single.size(); ++i) {
+    EXPECT_EQ(single[i]["name"], merged[i]["name"]);
+    EXPECT_DOUBLE_EQ(single[i]["ts"].get<double>(), merged[i]["ts"].get<double>()) << i;
+    EXPECT_DOUBLE_EQ(single[i]["dur"].get<double>(), merged[i]["dur"].get<double>()) << i;
+  }
+}
+
+TEST(Trace, GroupsLabelEachRankOrAreIgnoredWithAWarning) {
+  TempDir dir;
+  testing::write_job(dir.path(), JobSpec{}, true);
+  TraceOptions options;
+  std::string error;
+  ASSERT_TRUE(ParallelLayout::parse("tp2-dp2", &options.layout.emplace(), &error)) << error;
+  std::vector<std::string> warnings;
+  EXPECT_EQ(process_names(trace_of({dir.path()}, &warnings, options)),
+            (std::map<int, std::string>{{1, "rank 0 (tp0 dp0)"},
+                                        {2, "rank 1 (tp1 dp0)"},
+                                        {3, "rank 2 (tp0 dp1)"},
+                                        {4, "rank 3 (tp1 dp1)"}}));
+  EXPECT_TRUE(warnings.empty());
+  ASSERT_TRUE(ParallelLayout::parse("tp4-dp2", &options.layout.emplace(), &error));
+  EXPECT_EQ(process_names(trace_of({dir.path()}, &warnings, options))[4], "rank 3");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0], "--groups describes 8 ranks but the job has 4; ignored");
+}
+
+TEST(Trace, OverlapsEndOnlyFailedAndUntimeableRecords) {
+  using recorder::OpState;
+  using recorder::RecordData;
+  TempDir dir;
+  recorder::RingSnapshot s;
+  s.rank = 0;
+  s.world_size = 2;
+  s.created_mono_ns = 1000 * testing::kSec;
+  s.created_realtime_ns = 1700000000 * testing::kSec;
+  const uint64_t base = s.created_mono_ns, us = testing::kUs;
+  auto rec = [&](proto::OpName name, OpState state, uint8_t flags, uint64_t launch, uint64_t ready,
+                 uint64_t gs, uint64_t ge) {
+    RecordData d;
+    d.name = static_cast<uint16_t>(name);
+    d.state = static_cast<uint8_t>(state);
+    d.flags = flags;
+    d.device = 0;
+    d.stream = 0x10;
+    d.m = d.n = d.k = d.batch = 1;
+    d.nranks = 2;
+    d.bytes = 1 << 20;
+    d.comm_hash = 7;
+    d.seq = 1;
+    d.launch_ns = launch ? base + launch * us : 0;
+    d.ready_ns = ready ? base + ready * us : 0;
+    d.gpu_start_ns = gs ? base + gs * us : 0;
+    d.gpu_end_ns = ge ? base + ge * us : 0;
+    d.op_id = s.records.size();
+    s.records.push_back(d);
+  };
+  rec(proto::OpName::kGemmEx, OpState::kCompleted, recorder::kRecTimed, 1000, 0, 1000, 1100);
+  // Overlaps the first by 50 us (clock jitter): must start where it ends.
+  rec(proto::OpName::kGemmEx, OpState::kCompleted, recorder::kRecTimed, 1000, 0, 1050, 1200);
+  rec(proto::OpName::kAllReduce, OpState::kCompleted, recorder::kRecEndOnly, 1250, 1300, 0, 1400);
+  rec(proto::OpName::kGemmEx, OpState::kFailed, 0, 1500, 0, 0, 0);
+  rec(proto::OpName::kGemmEx, OpState::kCompleted, recorder::kRecTimed, 0, 0, 0, 0);
+  std::string error;
+  ASSERT_TRUE(recorder::write_ring_image(dir.path() + "/00000-00002.timeline", s, &error));
+  dir.write("hang.json", R"({"hung": true, "summary": "rank 0 stuck", "ranks": [
+      {"rank": 1, "state": "missing", "reason": "never_registered", "comm": null}]})");
+  std::vector<std::string> warnings;
+  const json trace = trace_of({dir.path()}, &warnings);
+  EXPECT_EQ(warnings,
+            std::vector<std::string>{"rank 0: 1 record(s) without a usable time, not drawn"});
+  const std::vector<json> slices = events_with(trace, "X");
+  ASSERT_EQ(slices.size(), 4u);  // by track: the host's first, then stream 0x10's by time
+  EXPECT_EQ(slices[0]["name"], "FAILED GemmEx 1x1x1");
+  EXPECT_EQ(slices[0]["tid"], kHostTid);
+  EXPECT_EQ(slices[0]["cname"], "bad");
+  EXPECT_DOUBLE_EQ(slices[0]["ts"].get<double>(), 500.0);
+  EXPECT_DOUBLE_EQ(slices[1]["ts"].get<double>(), 0.0);  // t0: the first launch
+  EXPECT_DOUBLE_EQ(slices[1]["dur"].get<double>(), 100.0);
+  EXPECT_DOUBLE_EQ(slices[2]["ts"].get<double>(), 100.0);
+  EXPECT_DOUBLE_EQ(slices[2]["dur"].get<double>(), 100.0);
+  EXPECT_EQ(slices[3]["name"], "AllReduce #1");
+  EXPECT_DOUBLE_EQ(slices[3]["ts"].get<double>(), 300.0);  // from ready_ns
+  EXPECT_DOUBLE_EQ(slices[3]["dur"].get<double>(), 100.0);
+  EXPECT_EQ(slices[3]["args"]["timing"], "end event only: drawn from when it could start");
+  EXPECT_FALSE(slices[3]["args"].contains("busbw_GBps"));
+  // The missing rank without a dump gets a process of its own, with the mark.
+  EXPECT_EQ(process_names(trace)[2], "rank 1");
+  std::vector<json> marks;
+  for (const json& e : events_with(trace, "i")) {
+    if (e["s"] == "t") marks.push_back(e);
+  }
+  ASSERT_EQ(marks.size(), 1u);
+  EXPECT_EQ(marks[0]["name"], "rank 1 missing: no flight-recorder dump (never_registered)");
+  EXPECT_EQ(marks[0]["pid"], 2);
+  EXPECT_EQ(marks[0]["tid"], kHostTid);
+}
+
+}  // namespace
+}  // namespace xpu_timer::timeline

@@ -1,0 +1,62 @@
+// The trace builder's intermediate form (private to timeline/): every record
+// placed on a track with its times on the common axis, before it is written
+// as JSON. trace_builder.cc places and writes the slices, trace_overlays.cc
+// adds what joins or marks them (flows, the hang verdict, missing ranks).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "timeline/dump_loader.h"
+#include "timeline/hang_markers.h"
+#include "timeline/trace_clock.h"
+#include "timeline/trace_sink.h"
+
+namespace xpu_timer::timeline {
+
+enum class Place {
+  kGpu,      // GPU start and end known
+  kEndOnly,  // only the end event: from when it could start to its end
+  kPending,  // not completed at dump time: from when it could start to the trace end
+  kHost,     // no GPU time: a zero-length slice at its launch on the host track
+};
+
+struct Slice {
+  size_t rank_index = 0;  // into LoadedDumps::ranks
+  int tid = 0;
+  Place place = Place::kHost;
+  int64_t start = 0, end = 0;  // common axis, ns; start <= end
+  const recorder::RecordData* record = nullptr;
+
+  // Unsigned: hostile times may lie further apart than an int64 reaches.
+  uint64_t span() const { return static_cast<uint64_t>(end) - static_cast<uint64_t>(start); }
+};
+
+struct TraceContext {
+  const LoadedDumps& dumps;
+  const TraceClock& clock;
+  const HangMarks& marks;
+  std::vector<Slice> slices;
+  // Per rank index: (device, stream) -> tid.
+  std::vector<std::map<std::pair<int32_t, uint64_t>, int>> tracks;
+  int64_t t0 = 0, end = 0;  // the trace's first and last instants on the common axis
+
+  // Every time drawn is >= t0 (the earliest), so the unsigned difference is
+  // exact where a signed one could overflow.
+  double us(int64_t t) const {
+    return static_cast<double>(static_cast<uint64_t>(t) - static_cast<uint64_t>(t0)) / 1000.0;
+  }
+  int pid(size_t rank_index) const { return dumps.ranks[rank_index].rank + 1; }
+};
+
+// Flow arrows joining each collective across ranks; returns how many arrows.
+size_t append_flows(const TraceContext& ctx, TraceSink* sink);
+// The hang verdict instants and the missing-rank markers. Ranks that are
+// missing without a dump get a process of their own (`extra_ranks`).
+void append_hang_overlays(const TraceContext& ctx, TraceSink* sink, std::vector<int>* extra_ranks);
+
+}  // namespace xpu_timer::timeline
