@@ -21,7 +21,13 @@ build: configure
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 300
 
-demo: build
+# The demo builds only what it runs: the supervisor, the injected library, the
+# simulated GPU and launcher, and the timeline converter.
+DEMO_TARGETS = xpu_timer_supervisor xpu_timer_inject xpu_timer_gen_trace_timeline \
+	xpu_timer_stacktrace_viewer xpu_timer_sim_launch sim_workload \
+	xpu_sim_cudart xpu_sim_cublas xpu_sim_cublaslt xpu_sim_nccl
+demo: configure
+	cmake --build $(BUILD) -j$(JOBS) --target $(DEMO_TARGETS)
 	scripts/demo.sh $(BUILD)
 
 clean:

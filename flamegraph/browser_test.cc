@@ -2,10 +2,13 @@
 // with `#zoom=<frame>&search=<regex>` (applied by the script on load exactly
 // as a click and a search would be), and the DOM it dumps must show the zoomed
 // frame and its child stretched to the full width, frames outside hidden, and
-// exactly the matching frames highlighted. Skipped where chromium is missing.
+// exactly the matching frames highlighted. A second test shows the graph in
+// frames of two widths and measures it: it fills the width, and a click zooms
+// to the full width there too. Skipped where chromium is missing.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstdlib>
 #include <map>
 #include <regex>
@@ -78,8 +81,10 @@ TEST(Browser, ZoomStretchesTheFrameAndSearchHighlightsExactlyTheMatches) {
   DumpMerge dump;
   ASSERT_TRUE(merge_dump(dir.path(), MergeOptions{}, &dump, &error)) << error;
   const MergedView& view = dump.merged.view(View::kMixed);
-  const std::string svg_path = dir.write(
-      "mixed_stack.svg", render_svg(view, dump.merged.labels, SvgOptions{"mixed", "", 1200}));
+  SvgOptions options;
+  options.title = "mixed";
+  const std::string svg_path =
+      dir.write("mixed_stack.svg", render_svg(view, dump.merged.labels, options));
 
   const uint32_t target = find_node(view, "stuck_in_host_code@");
   ASSERT_EQ(view.nodes[target].text, "stuck_in_host_code@/job/sim_trainer.py:88@5|0-4/6-7");
@@ -137,6 +142,91 @@ TEST(Browser, ZoomStretchesTheFrameAndSearchHighlightsExactlyTheMatches) {
         "/profile2 --window-size=1200,700 --screenshot=" + shots + "/mixed_stack.png 'file://" +
         svg_path + "#search=ncclAllReduce' 2>/dev/null";
     EXPECT_EQ(std::system(shot.c_str()), 0);
+  }
+}
+
+// Runs chromium on `url` and returns the DOM it dumps after the load event.
+std::string dump_dom(const TestFolder& dir, const std::string& url, const std::string& flags) {
+  const std::string dom_path = dir.path() + "/dom2.xml";
+  const std::string cmd = "timeout 120 " + std::string(kChromium) +
+                          " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
+                          " --disable-background-networking --disable-component-update"
+                          " --disable-sync " +
+                          flags + " --user-data-dir=" + dir.path() + "/profile3 --dump-dom '" +
+                          url + "' > " + dom_path + " 2> " + dir.path() + "/chromium2.log";
+  if (std::system(cmd.c_str()) != 0) {
+    ADD_FAILURE() << TestFolder::read(dir.path() + "/chromium2.log");
+    return "";
+  }
+  return TestFolder::read(dom_path);
+}
+
+TEST(Browser, GraphFollowsTheWindowWidthAndZoomStillFillsIt) {
+  if (::access(kChromium, X_OK) != 0) {
+    GTEST_SKIP() << kChromium << " not installed (Debian package chromium): browser test skipped";
+  }
+  TestFolder dir;
+  SyntheticDumpSpec spec;
+  spec.world_size = 4;
+  spec.threads_per_rank = 3;
+  spec.leak_rank = 2;
+  std::string error;
+  ASSERT_TRUE(write_synthetic_dump(dir.path(), spec, &error)) << error;
+  DumpMerge dump;
+  ASSERT_TRUE(merge_dump(dir.path(), MergeOptions{}, &dump, &error)) << error;
+  const MergedView& view = dump.merged.view(View::kMixed);
+  SvgOptions options;
+  options.title = "mixed";
+  options.world_size = dump.merged.world_size;
+  options.verdict =
+      HangVerdict{"ranks 0,1,3 stuck in AllReduce #6; rank 2 missing", {0, 1, 3}, {2}, "hang.json"};
+  dir.write("g.svg", render_svg(view, dump.merged.labels, options));
+  const uint32_t target = find_node(view, "stuck_in_host_code@");
+  const std::string tid = "f" + std::to_string(target);
+
+  // Each frame measures the graph it shows, clicks the missing rank's frame
+  // and measures again; the numbers land in the page the DOM dump shows.
+  std::string html = R"(<html><body style="margin:0">
+<iframe id="narrow" src="g.svg" style="width:600px;height:400px;border:0"></iframe>
+<iframe id="wide" src="g.svg" style="width:1500px;height:400px;border:0"></iframe>
+<pre id="out"></pre><script>
+window.addEventListener("load", function () {
+  var s = "";
+  ["narrow", "wide"].forEach(function (id) {
+    var d = document.getElementById(id).contentDocument;
+    var svg = d.documentElement;
+    var root = d.getElementById("f0").getElementsByTagName("rect")[0];
+    var t = d.getElementById("TARGET");
+    var before = root.getBoundingClientRect().width;
+    t.dispatchEvent(new MouseEvent("click", {bubbles: true}));
+    var after = t.getElementsByTagName("rect")[0].getBoundingClientRect().width;
+    s += id + " svg=" + svg.getBoundingClientRect().width + " root=" + before +
+         " zoomed=" + after + " class=" + t.getAttribute("class") + ";\n";
+  });
+  document.getElementById("out").textContent = s;
+});
+</script></body></html>)";
+  html.replace(html.find("TARGET"), 6, tid);
+  const std::string page = dir.write("page.html", html);
+  const std::string dom = dump_dom(dir, "file://" + page, "--allow-file-access-from-files");
+
+  const std::regex line(
+      R"re((narrow|wide) svg=([\d.]+) root=([\d.]+) zoomed=([\d.]+) class=([^;]*);)re");
+  std::map<std::string, std::array<double, 3>> measured;
+  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), line); it != std::sregex_iterator();
+       ++it) {
+    measured[(*it)[1]] = {std::stod((*it)[2]), std::stod((*it)[3]), std::stod((*it)[4])};
+    EXPECT_EQ((*it)[5], "f missing") << "the outline must survive the zoom";
+  }
+  ASSERT_EQ(measured.size(), 2u) << dom.substr(0, 3000);
+  const double usable = (1200.0 - 2 * kSvgXPad) / 1200.0;  // share of the width frames get
+  for (const auto& [id, m] : measured) {
+    const double frame_width = id == "narrow" ? 600 : 1500;
+    // The picture is as wide as its frame (less a scroll bar, it is tall).
+    EXPECT_GT(m[0], frame_width - 20) << id;
+    EXPECT_LE(m[0], frame_width) << id;
+    EXPECT_NEAR(m[1], m[0] * usable, 1.0) << id;
+    EXPECT_NEAR(m[2], m[0] * usable, 1.0) << id;
   }
 }
 

@@ -1,19 +1,26 @@
 #include "flamegraph/svg_renderer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "common/rank_set.h"
 #include "flamegraph/frame_category.h"
+#include "flamegraph/own_threads.h"
 #include "flamegraph/svg_script.h"
 #include "flamegraph/xml_escape.h"
 
 namespace xpu_timer::flamegraph {
 namespace {
 
-constexpr int kHeaderHeight = 60;
+constexpr int kRowHeight = 18;     // header rows below the title
 constexpr int kFooterHeight = 58;  // three details lines
+constexpr char kOwnThreadFill[] = "rgb(190,190,190)";
+constexpr char kMissingStroke[] = "rgb(200,0,0)";
 
 std::string fmt(double v) {
   char buf[32];
@@ -51,7 +58,89 @@ text { font-family: monospace; font-size: 12px; fill: rgb(0,0,0); }
 .parent { opacity: 0.5; }
 .button { cursor: pointer; fill: rgb(0,0,160); }
 .button:hover { text-decoration: underline; }
+#verdict { fill: rgb(160,0,0); font-weight: bold; }
+.missing rect { stroke: rgb(200,0,0); stroke-width: 1.5; stroke-dasharray: 3,2; }
 )CSS";
+
+// What the hang verdict says of each rank, for the roles line of a frame.
+enum class Role : uint8_t { kOther, kStuck, kMissing };
+
+class RoleTable {
+ public:
+  RoleTable(const HangVerdict& v, uint32_t world) : role_(world, Role::kOther) {
+    for (int r : v.stuck) set(r, Role::kStuck);
+    for (int r : v.missing) set(r, Role::kMissing);
+  }
+  Role of(int rank) const {
+    return rank >= 0 && static_cast<size_t>(rank) < role_.size() ? role_[rank] : Role::kOther;
+  }
+  // "stuck 0-1/3, missing 2" ("none" for an empty set).
+  std::string describe(const std::vector<int>& ranks) const {
+    std::vector<int> by[3];
+    for (int r : ranks) by[static_cast<int>(of(r))].push_back(r);
+    std::string s;
+    const std::pair<Role, const char*> names[] = {
+        {Role::kStuck, "stuck "}, {Role::kMissing, "missing "}, {Role::kOther, "other "}};
+    for (const auto& [role, name] : names) {
+      const std::vector<int>& rs = by[static_cast<int>(role)];
+      if (rs.empty()) continue;
+      if (!s.empty()) s += ", ";
+      s += name + fold_ranks(rs);
+    }
+    return s.empty() ? "none" : s;
+  }
+
+ private:
+  void set(int rank, Role role) {
+    if (rank >= 0 && static_cast<size_t>(rank) < role_.size()) role_[rank] = role;
+  }
+  std::vector<Role> role_;
+};
+
+std::string text_el(const std::string& id, int x, int y, const std::string& text,
+                    const std::string& extra = "") {
+  return "<text id=\"" + id + "\" x=\"" + std::to_string(x) + "\" y=\"" + std::to_string(y) + "\"" +
+         extra + ">" + xml_escape(text) + "</text>\n";
+}
+
+// Two legend rows: the frame format, then a swatch per colour family (and
+// the outline of frames a missing rank passes through, with a verdict).
+std::string legend(int format_y, int swatch_y, bool missing_outline) {
+  std::string out = "<g id=\"legend\">\n";
+  out += text_el("legend-format", kSvgXPad, format_y,
+                 "Frame: func@source@stuck_ranks|leak_ranks = the ranks whose stack passes "
+                 "through the frame | the ranks whose stack does not");
+  struct Swatch {
+    std::string fill;
+    const char* label;
+    bool outline;
+  };
+  std::vector<Swatch> swatches = {
+      {frame_colour(FrameCategory::kPython, "legend"), "Python/CPython", false},
+      {frame_colour(FrameCategory::kGpu, "legend"), "torch/NCCL/CUDA", false},
+      {frame_colour(FrameCategory::kCpp, "legend"), "C++", false},
+      {frame_colour(FrameCategory::kSystem, "legend"), "C/system", false},
+      {frame_colour(FrameCategory::kState, "legend"), "process state", false},
+      {kOwnThreadFill, "xpu-timer background thread (folded)", false},
+  };
+  if (missing_outline) {
+    swatches.push_back({"rgb(248,248,240)", "missing rank passes here", true});
+  }
+  double x = kSvgXPad;
+  for (const Swatch& s : swatches) {
+    out += "<rect x=\"" + fmt(x) + "\" y=\"" + std::to_string(swatch_y - 10) +
+           "\" width=\"12\" height=\"12\" fill=\"" + s.fill + "\"" +
+           (s.outline ? " stroke=\"" + std::string(kMissingStroke) +
+                            "\" stroke-width=\"1.5\" stroke-dasharray=\"3,2\""
+                      : std::string()) +
+           "/>";
+    out += "<text x=\"" + fmt(x + 16) + "\" y=\"" + std::to_string(swatch_y) + "\">" +
+           xml_escape(s.label) + "</text>\n";
+    x += 16 + kSvgCharWidth * static_cast<double>(std::string(s.label).size()) + 18;
+  }
+  out += "</g>\n";
+  return out;
+}
 
 }  // namespace
 
@@ -68,37 +157,58 @@ std::string fit_text(const std::string& text, double width) {
 std::string render_svg(const MergedView& view, const StringInterner& labels,
                        const SvgOptions& options) {
   const int width = options.width;
+  const HangVerdict* verdict = options.verdict ? &*options.verdict : nullptr;
+  const bool outline_missing = verdict != nullptr && !verdict->missing.empty();
+  // Header rows: title 22, subtitle 42, [verdict], legend format, legend
+  // swatches, buttons; frames start right below.
+  const int verdict_y = 42 + kRowHeight;
+  const int format_y = (verdict != nullptr ? verdict_y : 42) + kRowHeight;
+  const int swatch_y = format_y + kRowHeight;
+  const int buttons_y = swatch_y + kRowHeight;
+  const int header = buttons_y + 4;
   const uint32_t depth = max_depth(view);
-  const int height = kHeaderHeight + static_cast<int>(depth + 1) * kSvgFrameHeight + kFooterHeight;
+  const int height = header + static_cast<int>(depth + 1) * kSvgFrameHeight + kFooterHeight;
   const uint64_t total = view.nodes[kRootNode].total;
   const double scale = total > 0 ? static_cast<double>(width - 2 * kSvgXPad) / total : 0;
   const std::vector<uint64_t> x = sample_offsets(view);
+  const std::vector<int> in_view = view.nodes[kRootNode].ranks.to_vector();
+  uint32_t world = options.world_size;  // for the ranks on the right of '|'
+  if (!in_view.empty()) world = std::max(world, static_cast<uint32_t>(in_view.back()) + 1);
+  const std::optional<RoleTable> roles =
+      verdict != nullptr ? std::optional<RoleTable>(RoleTable(*verdict, world)) : std::nullopt;
+  const uint32_t view_ranks = view.nodes[kRootNode].ranks.count();
 
   std::string out;
-  out.reserve(4096 + view.nodes.size() * 320);
+  out.reserve(8192 + view.nodes.size() * (roles ? 400 : 320));
   out += "<?xml version=\"1.0\" standalone=\"no\"?>\n";
-  out += "<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
-         std::to_string(width) + "\" height=\"" + std::to_string(height) + "\" viewBox=\"0 0 " +
-         std::to_string(width) + " " + std::to_string(height) +
-         "\" onload=\"init(evt)\" data-width=\"" + std::to_string(width) + "\" data-xpad=\"" +
-         std::to_string(kSvgXPad) + "\" data-charw=\"" + fmt(kSvgCharWidth) + "\" data-frameh=\"" +
-         std::to_string(kSvgFrameHeight) + "\" data-total=\"" + std::to_string(total) + "\">\n";
+  // width 100% with height auto: the browser scales the viewBox to the
+  // window's width and keeps the aspect ratio; the script works in viewBox
+  // units, so zoom and search are unaffected by the scale.
+  out +=
+      "<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"100%\" "
+      "style=\"height:auto\" viewBox=\"0 0 " +
+      std::to_string(width) + " " + std::to_string(height) +
+      "\" onload=\"init(evt)\" data-width=\"" + std::to_string(width) + "\" data-xpad=\"" +
+      std::to_string(kSvgXPad) + "\" data-charw=\"" + fmt(kSvgCharWidth) + "\" data-frameh=\"" +
+      std::to_string(kSvgFrameHeight) + "\" data-total=\"" + std::to_string(total) + "\">\n";
   out += "<style type=\"text/css\">";
   out += kStyle;
   out += "</style>\n<script type=\"text/ecmascript\"><![CDATA[";
   out += kSvgScript;
   out += "]]></script>\n";
   out += "<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"rgb(248,248,240)\"/>\n";
-  out += "<text id=\"title\" x=\"" + std::to_string(width / 2) + "\" y=\"22\">" +
-         xml_escape(options.title) + "</text>\n";
-  out += "<text id=\"subtitle\" x=\"" + std::to_string(kSvgXPad) + "\" y=\"42\">" +
-         xml_escape(options.subtitle) + "</text>\n";
-  out += "<text id=\"unzoom\" class=\"button hide\" x=\"" + std::to_string(kSvgXPad) + "\" y=\"" +
-         std::to_string(kHeaderHeight - 4) + "\">Reset Zoom</text>\n";
-  out += "<text id=\"search\" class=\"button\" x=\"" + std::to_string(width - kSvgXPad - 110) +
-         "\" y=\"" + std::to_string(kHeaderHeight - 4) + "\">Search</text>\n";
-  out += "<text id=\"matched\" x=\"" + std::to_string(width - kSvgXPad - 110) +
-         "\" y=\"42\"></text>\n";
+  out += text_el("title", width / 2, 22, options.title);
+  out += text_el("subtitle", kSvgXPad, 42, options.subtitle);
+  if (verdict != nullptr) {
+    const std::string sentence = "hang: " + verdict->summary;
+    out += "<text id=\"verdict\" x=\"" + std::to_string(kSvgXPad) + "\" y=\"" +
+           std::to_string(verdict_y) + "\"><title>" + xml_escape(sentence) + "</title>" +
+           xml_escape(fit_text(sentence, width - 2 * kSvgXPad)) + "</text>\n";
+  }
+  out += legend(format_y, swatch_y, outline_missing);
+  out += text_el("unzoom", kSvgXPad, buttons_y, "Reset Zoom", " class=\"button hide\"");
+  out += text_el("search", width - kSvgXPad - 110, buttons_y, "Search", " class=\"button\"");
+  out += text_el("matched", width - kSvgXPad - 110, 42, "");
   out += "<text id=\"details\" x=\"" + std::to_string(kSvgXPad) + "\" y=\"" +
          std::to_string(height - kFooterHeight + 16) + "\">";
   for (int line = 0; line < 3; ++line) {
@@ -108,7 +218,7 @@ std::string render_svg(const MergedView& view, const StringInterner& labels,
   out += "</text>\n";
   if (total == 0) {
     out += "<text x=\"" + std::to_string(width / 2 - 100) + "\" y=\"" +
-           std::to_string(kHeaderHeight + 14) + "\">no stacks in this view</text>\n";
+           std::to_string(header + 14) + "\">no stacks in this view</text>\n";
   }
 
   out += "<g id=\"frames\">\n";
@@ -118,20 +228,39 @@ std::string render_svg(const MergedView& view, const StringInterner& labels,
     if (n.total == 0) continue;
     const bool root = i == kRootNode;
     const std::string text = root ? "all (" + std::to_string(n.ranks.count()) + " ranks)" : n.text;
-    const FrameCategory category =
-        root ? FrameCategory::kState : classify_frame(n.kind, labels.text(n.label));
+    const std::string_view label = root ? std::string_view() : labels.text(n.label);
+    const bool own_thread = !root && label == kOwnThreadLabel;
+    const FrameCategory category = root ? FrameCategory::kState : classify_frame(n.kind, label);
     const double fx = kSvgXPad + static_cast<double>(x[i]) * scale;
     const double fw = static_cast<double>(n.total) * scale;
     const int fy = bottom - static_cast<int>(n.depth + 1) * kSvgFrameHeight;
     const double pct = 100.0 * static_cast<double>(n.total) / static_cast<double>(total);
-    out += "<g class=\"f\" id=\"f" + std::to_string(i) + "\" data-x=\"" + std::to_string(x[i]) +
-           "\" data-w=\"" + std::to_string(n.total) + "\" data-d=\"" + std::to_string(n.depth) +
-           "\" data-c=\"" + category_name(category) + "\"><title>" + xml_escape(text) + "\n" +
-           std::to_string(n.total) + " thread stacks (" + fmt(pct) + "%), " +
-           std::to_string(n.ranks.count()) + " ranks</title><rect x=\"" + fmt(fx) + "\" y=\"" +
-           std::to_string(fy) + "\" width=\"" + fmt(fw) + "\" height=\"" +
-           std::to_string(kSvgFrameHeight - 1) + "\" fill=\"" +
-           (root ? std::string("rgb(200,200,200)") : frame_colour(category, labels.text(n.label))) +
+    // With a verdict: the roles of the ranks on each side of the '|', and an
+    // outline where a missing rank passes (unless every rank does).
+    std::string roles_line, missing_attr;
+    if (roles && !root) {
+      const std::vector<int> here = n.ranks.to_vector();
+      roles_line = "\nthrough here: " + roles->describe(here) +
+                   "; elsewhere: " + roles->describe(n.ranks.complement(world));
+      std::vector<int> missing_here;
+      for (int r : here) {
+        if (roles->of(r) == Role::kMissing) missing_here.push_back(r);
+      }
+      if (!missing_here.empty() && n.ranks.count() < view_ranks) {
+        missing_attr = " data-missing=\"" + fold_ranks(missing_here) + "\"";
+      }
+    }
+    out += "<g class=\"f" + std::string(missing_attr.empty() ? "" : " missing") + "\" id=\"f" +
+           std::to_string(i) + "\" data-x=\"" + std::to_string(x[i]) + "\" data-w=\"" +
+           std::to_string(n.total) + "\" data-d=\"" + std::to_string(n.depth) + "\" data-c=\"" +
+           (own_thread ? "own" : category_name(category)) + "\"" + missing_attr + "><title>" +
+           xml_escape(text) + "\n" + std::to_string(n.total) + " thread stacks (" + fmt(pct) +
+           "%), " + std::to_string(n.ranks.count()) + " ranks" + xml_escape(roles_line) +
+           "</title><rect x=\"" + fmt(fx) + "\" y=\"" + std::to_string(fy) + "\" width=\"" +
+           fmt(fw) + "\" height=\"" + std::to_string(kSvgFrameHeight - 1) + "\" fill=\"" +
+           (root         ? std::string("rgb(200,200,200)")
+            : own_thread ? std::string(kOwnThreadFill)
+                         : frame_colour(category, label)) +
            "\" rx=\"2\" ry=\"2\"/><text x=\"" + fmt(fx + 3) + "\" y=\"" +
            std::to_string(fy + kSvgFrameHeight - 4) + "\">" + xml_escape(fit_text(text, fw)) +
            "</text></g>\n";

@@ -1,19 +1,26 @@
 // Our own interactive flame-graph SVG (not flamegraph.pl's): one self-contained
 // file, root at the bottom, frames coloured by category, with the embedded
-// script of svg_script.cc for zoom, search and details. Pure function of the
-// merged view; any thread.
+// script of svg_script.cc for zoom, search and details. Its header holds a
+// legend (the frame format and the colour families) and, given the hang
+// verdict, names it and outlines the frames that a missing rank passes
+// through. Drawn in a viewBox of `width` units and shown at the window's
+// width. Pure function of the merged view; any thread.
 #pragma once
 
+#include <optional>
 #include <string>
 
+#include "flamegraph/hang_verdict.h"
 #include "flamegraph/merged_stacks.h"
 
 namespace xpu_timer::flamegraph {
 
 struct SvgOptions {
-  std::string title;     // first header line, e.g. "cpp stacks"
-  std::string subtitle;  // second header line, e.g. "1023 of 1024 ranks; no file: 7"
-  int width = 1200;
+  std::string title;                   // first header line, e.g. "cpp stacks"
+  std::string subtitle;                // second header line, e.g. "1023 of 1024 ranks; no file: 7"
+  int width = 1200;                    // of the viewBox; the picture itself follows the window
+  uint32_t world_size = 0;             // of the dump (ranks without a file too); 0: from the view
+  std::optional<HangVerdict> verdict;  // the supervisor's, when the dump has one
 };
 
 // Layout constants shared with the script through attributes of <svg>.

@@ -4,6 +4,8 @@ namespace xpu_timer::flamegraph {
 
 // Layout constants (xpad, frame height, char width) are read from attributes
 // of the root <svg> element, written by svg_renderer.cc, so both agree.
+// Everything is in viewBox units (data-width wide): the browser scales the
+// picture to the window, the script never needs the pixel size.
 const char kSvgScript[] = R"JS(
 "use strict";
 var svg, frames = [], byId = {}, W, xpad, cw, fh, total, details, matchedText, resetBtn;
@@ -24,8 +26,10 @@ function init(evt) {
     var g = gs[i];
     var f = { g: g, id: g.id, x: attrNum(g, "data-x"), w: attrNum(g, "data-w"),
               d: attrNum(g, "data-d"), rect: g.getElementsByTagName("rect")[0],
-              text: g.getElementsByTagName("text")[0],
-              name: g.getElementsByTagName("title")[0].textContent.split("\n")[0] };
+              text: g.getElementsByTagName("text")[0], base: g.getAttribute("class") };
+    var lines = g.getElementsByTagName("title")[0].textContent.split("\n");
+    f.name = lines[0];
+    f.roles = lines.length > 2 ? lines[2] : "";  // with a hang verdict: who is where
     f.fill = f.rect.getAttribute("fill");
     frames.push(f);
     byId[f.id] = f;
@@ -73,7 +77,8 @@ function place(f, x, width) {
   f.text.textContent = fitText(f, width);
 }
 
-function setClass(f, cls) { f.g.setAttribute("class", cls ? "f " + cls : "f"); }
+// Keeps the classes the renderer gave ("f", "f missing") under zoom's own.
+function setClass(f, cls) { f.g.setAttribute("class", cls ? f.base + " " + cls : f.base); }
 
 function onClick(f, e) {
   if (f.d === 0) { unzoom(); return; }
@@ -124,7 +129,8 @@ function setDetails(text) {
 
 function showDetails(f) {
   var pct = total > 0 ? (100 * f.w / total).toFixed(2) : "0";
-  setDetails(f.name + " (" + f.w + " thread stacks, " + pct + "%)");
+  setDetails(f.name + " (" + f.w + " thread stacks, " + pct + "%)" +
+             (f.roles ? "; " + f.roles : ""));
 }
 
 function searchPrompt() {

@@ -1,6 +1,7 @@
 // The xpu_timer_stacktrace_viewer binary: outputs, exit codes and messages.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <string>
@@ -81,7 +82,112 @@ TEST(ViewerCli, MissingPathIsAUsageError) {
   TestFolder logs;
   const ViewerRun r = run_viewer(logs, "");
   EXPECT_EQ(r.rc, 2);
-  EXPECT_NE(r.err.find("usage: xpu_timer_stacktrace_viewer --path DIR"), std::string::npos);
+  EXPECT_EQ(r.err,
+            "xpu_timer_stacktrace_viewer: --path is required: the folder of .stacktrace files\n"
+            "usage: xpu_timer_stacktrace_viewer --path DIR [--out DIR] [--progress] "
+            "[--threads N]\n");
+}
+
+TEST(ViewerCli, EveryUsageErrorSaysWhatWasWrong) {
+  TestFolder logs;
+  const std::pair<const char*, const char*> cases[] = {
+      {"--path /x --threads abc", "--threads: 'abc' is not a number of threads (1 to 256)"},
+      {"--path /x --threads 0", "--threads: '0' is not a number of threads (1 to 256)"},
+      {"--path /x --threads=300", "--threads: '300' is not a number of threads (1 to 256)"},
+      {"--path", "--path needs a value (DIR)"},
+      {"--path=", "--path: the folder name is empty"},
+      {"--path /x --progress=yes", "--progress takes no value"},
+      {"--path /x --frobnicate", "unknown option '--frobnicate' (see --help)"},
+      {"/x", "unexpected argument '/x' (see --help)"},
+  };
+  for (const auto& [args, message] : cases) {
+    const ViewerRun r = run_viewer(logs, args);
+    EXPECT_EQ(r.rc, 2) << args;
+    EXPECT_EQ(r.err, std::string("xpu_timer_stacktrace_viewer: ") + message +
+                         "\nusage: xpu_timer_stacktrace_viewer --path DIR [--out DIR] "
+                         "[--progress] [--threads N]\n")
+        << args;
+  }
+}
+
+TEST(ViewerCli, HelpListsEveryFlagWithItsDefault) {
+  TestFolder logs;
+  const ViewerRun r = run_viewer(logs, "--help");
+  EXPECT_EQ(r.rc, 0);
+  for (const char* lines :
+       {"  --path DIR              folder of the RRRRR-WWWWW.stacktrace files (and hang.json)\n"
+        "                          required; no environment variable\n",
+        "  --out DIR               folder the outputs are written to (created if missing)\n"
+        "                          default the --path DIR; no environment variable\n",
+        "  --progress              progress bar on stderr\n"
+        "                          default on when stderr is a terminal; no environment "
+        "variable\n",
+        "  --threads N             decoding threads, 1 to 256\n"
+        "                          default 2; no environment variable\n",
+        "  -h, --help              this help\n"}) {
+    EXPECT_NE(r.out.find(lines), std::string::npos) << lines << r.out;
+  }
+}
+
+TEST(ViewerCli, HangJsonOfTheDumpFolderNamesTheHangInTheGraphs) {
+  TestFolder dump_dir, logs;
+  const std::string stacks = dump_dir.path() + "/stacks-20261122-101010.000";
+  SyntheticDumpSpec spec;
+  spec.world_size = 4;
+  spec.threads_per_rank = 2;
+  spec.leak_rank = 2;
+  std::string error;
+  ASSERT_EQ(std::system(("mkdir " + stacks).c_str()), 0);
+  ASSERT_TRUE(write_synthetic_dump(stacks, spec, &error)) << error;
+  // As the supervisor writes it: in --dump-dir, naming the stacks folder.
+  dump_dir.write("hang.json", R"js({"hung":true,
+    "summary":"ranks 0,1,3 stuck in AllReduce #6 on comm 06543c4e36ee6c61 for 5.3 s; rank 2 missing (last completed #5 on that comm)",
+    "ranks":[{"rank":0,"state":"stuck"},{"rank":1,"state":"stuck"},{"rank":2,"state":"missing"},
+             {"rank":3,"state":"stuck"}],
+    "stacks":{"dir":")js" + stacks +
+                                  R"js("}})js");
+  const ViewerRun r = run_viewer(logs, "--path " + stacks);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.err.find("hang verdict from " + stacks +
+                       "/../hang.json: ranks 0,1,3 stuck in "
+                       "AllReduce #6"),
+            std::string::npos)
+      << r.err;
+  const std::string svg = TestFolder::read(stacks + "/py_stack.svg");
+  EXPECT_NE(svg.find("<title>hang: ranks 0,1,3 stuck in AllReduce #6 on comm 06543c4e36ee6c61 for "
+                     "5.3 s; rank 2 missing (last completed #5 on that comm)</title>"),
+            std::string::npos);
+  // The missing rank's frame is outlined and its rank set explained.
+  const size_t leak = svg.find("<title>stuck_in_host_code@/job/sim_trainer.py:88@2|0-1/3\n");
+  ASSERT_NE(leak, std::string::npos) << svg.substr(0, 3000);
+  const size_t g = svg.rfind("<g class=", leak);
+  EXPECT_EQ(svg.substr(g, 21), "<g class=\"f missing\" ");
+  EXPECT_NE(svg.find("through here: missing 2; elsewhere: stuck 0-1/3</title>", leak),
+            std::string::npos);
+  // The folded text is xpu-timer's format, unchanged by the verdict.
+  EXPECT_NE(TestFolder::read(stacks + "/py_stack")
+                .find(";stuck_in_host_code@/job/sim_trainer.py:88@2|0-1/3 1\n"),
+            std::string::npos);
+}
+
+TEST(ViewerCli, SymlinkLoopIsSkippedWithOneWarning) {
+  TestFolder dump, out, logs;
+  SyntheticDumpSpec spec;
+  spec.world_size = 2;
+  spec.threads_per_rank = 1;
+  std::string error;
+  ASSERT_TRUE(write_synthetic_dump(dump.path(), spec, &error)) << error;
+  const std::string loop = dump.path() + "/00005-00008.stacktrace";
+  ASSERT_EQ(::symlink(loop.c_str(), loop.c_str()), 0);
+  const ViewerRun r = run_viewer(logs, "--path " + dump.path() + " --out " + out.path());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::string warning =
+      loop + ": cannot open: Too many levels of symbolic links; file skipped";
+  const size_t at = r.err.find(warning);
+  EXPECT_NE(at, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(warning, at + 1), std::string::npos) << r.err;  // once
+  EXPECT_NE(r.err.find("merged 2 of 3 stack file(s), world size 2"), std::string::npos) << r.err;
+  EXPECT_FALSE(TestFolder::read(out.path() + "/cpp_stack.svg").empty());
 }
 
 }  // namespace

@@ -9,7 +9,9 @@ stdin as JSON:
   {"hook": "python", "infos": {time, rank, ip, pod_name, job_name},
    "exception": {module, qualname, mro, message, args, traceback: [{file, func, line}]}}
 
-and calls xpu_timer's functions with xpu_timer's argument shapes:
+where ip, pod_name and job_name are the supervisor's POD_IP, POD_NAME and
+ENV_ARGO_WORKFLOW_NAME (else XPU_TIMER_JOB_NAME), "NOT_SET" when unset, as in
+xpu-timer; and calls xpu_timer's functions with xpu_timer's argument shapes:
 `xpu_timer_parse_cpp_exception(stack_infos)` and
 `xpu_timer_parse_python_exception(exc_type, exc_value, exc_traceback, infos)`.
 For the Python hook the exception is rebuilt here: exc_type is a class with

@@ -42,16 +42,43 @@ port=$(cat "$out/supervisor.port")
 echo "demo: GET http://127.0.0.1:$port/hang says:"
 python3 "$root/scripts/describe_hang.py" "http://127.0.0.1:$port/hang" --save "$out/hang_live.json"
 
-echo "demo: stopping the job (SIGTERM to the supervisor, which forwards it)"
+# The stacks and the flight recorders are written in the background after
+# the verdict: wait for both (bounded) before stopping the job.
+for _ in $(seq 1 300); do
+  python3 - "$out/hang.json" <<'PY' && break
+import json, sys
+h = json.load(open(sys.argv[1]))
+s = h.get("stacks") or {}
+sys.exit(0 if s.get("dir") and s.get("in_progress") is False and h.get("timeline") else 1)
+PY
+  sleep 0.1
+done
+echo "demo: stopping the job (SIGTERM to the supervisor, which forwards it to every rank)"
 kill -TERM $sup
 set +e
 wait $sup
 status=$?
 set -e
 trap - EXIT
-echo "demo: supervisor exited with status $status"
+if [ $status -eq 143 ] || [ $status -eq 0 ]; then
+  echo "demo: the job ended as asked (exit status $status: the job's own status, SIGTERM forwarded)"
+else
+  echo "demo: the job ended with exit status $status"
+fi
 stacks=$(ls -d "$out"/stacks-* 2>/dev/null | head -1)
+timeline=$(ls -d "$out"/timeline-*-hang 2>/dev/null | head -1)
 echo "demo: outputs in $out: hang.json (as detected), hang_live.json (GET /hang), supervisor.log, console.log"
-[ -n "$stacks" ] && echo "demo: every rank's stacks and flame graphs (py_stack.svg, cpp_stack.svg, mixed_stack.svg): $stacks"
-[ -n "$stacks" ] && grep -h "stuck_in_host_code" "$stacks/py_stack" | sed 's/^/demo:   /' | cut -c1-200
-exit 0
+if [ -n "$stacks" ]; then
+  echo "demo: every rank's stacks and flame graphs (py_stack.svg, cpp_stack.svg, mixed_stack.svg): $stacks"
+  echo "demo: where the missing rank stands (frames func@source@stuck_ranks|leak_ranks):"
+  grep -h "stuck_in_host_code" "$stacks/py_stack" | sed 's/^/demo:   /'
+fi
+if [ -n "$timeline" ]; then
+  echo "demo: every rank's flight recorder (RRRRR-WWWWW.timeline) and the trace for Perfetto / chrome://tracing: $timeline/timeline.json"
+fi
+if [ -n "$stacks" ] && [ -n "$timeline" ]; then
+  echo "demo: OK: hang reported, stacks, flame graphs and timeline written. Open $out"
+else
+  echo "demo: FAILED: the hang was reported but its stacks or timeline are missing; see $out/console.log" >&2
+  exit 1
+fi

@@ -19,10 +19,7 @@ std::string hex(uint64_t v) {
   return buf;
 }
 
-std::string env_or(const char* name, const char* fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? v : fallback;
-}
+bool is_set(const char* v) { return v != nullptr && *v != '\0'; }
 
 json exit_json(const CrashRecord& r) {
   if (!r.exit_known) return nullptr;
@@ -75,12 +72,21 @@ std::string signal_name(int sig) {
   return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
 }
 
-PluginIdentity plugin_identity_from_env() {
+PluginIdentity plugin_identity(const std::function<const char*(const char*)>& env) {
   PluginIdentity id;
-  id.ip = env_or("POD_IP", "NOT_SET");
-  id.pod_name = env_or("POD_NAME", "NOT_SET");
-  id.job_name = env_or("JOB_NAME", "NOT_SET");
+  if (const char* v = env("POD_IP"); is_set(v)) id.ip = v;
+  if (const char* v = env("POD_NAME"); is_set(v)) id.pod_name = v;
+  for (const char* name : {"ENV_ARGO_WORKFLOW_NAME", "XPU_TIMER_JOB_NAME"}) {
+    if (const char* v = env(name); is_set(v)) {
+      id.job_name = v;
+      break;
+    }
+  }
   return id;
+}
+
+PluginIdentity plugin_identity_from_env() {
+  return plugin_identity([](const char* name) -> const char* { return std::getenv(name); });
 }
 
 json crash_json(const CrashRecord& r) {
@@ -91,6 +97,8 @@ json crash_json(const CrashRecord& r) {
   j["host"] = r.host;
   j["time"] = r.time_unix_s;
   j["summary"] = crash_summary(r);
+  j["outcome"] = r.terminated ? "terminated" : "crashed";
+  j["cause"] = r.terminated ? json(r.terminated_cause) : json(nullptr);
   if (r.signal) {
     const SignalReport& s = *r.signal;
     j["signal"] = s.signal;

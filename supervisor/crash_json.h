@@ -4,6 +4,7 @@
 // for the log. Pure.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -17,7 +18,12 @@ struct PluginIdentity {
   std::string pod_name = "NOT_SET";
   std::string job_name = "NOT_SET";
 };
-PluginIdentity plugin_identity_from_env();
+// From the variables xpu-timer reads (a Kubernetes pod sets them through the
+// downward API): POD_IP, POD_NAME, and ENV_ARGO_WORKFLOW_NAME for the job,
+// else our XPU_TIMER_JOB_NAME (the metrics' job label). Unset or empty ones
+// stay "NOT_SET". `env` returns nullptr for an unset variable.
+PluginIdentity plugin_identity(const std::function<const char*(const char*)>& env);
+PluginIdentity plugin_identity_from_env();  // the same over getenv
 
 std::string signal_name(int sig);  // "SIGSEGV", "signal 40"
 

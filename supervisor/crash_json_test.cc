@@ -1,8 +1,10 @@
 #include "supervisor/crash_json.h"
 
+#include <gtest/gtest.h>
 #include <signal.h>
 
-#include <gtest/gtest.h>
+#include <map>
+#include <string>
 
 #include "supervisor/crash_symbolizer.h"
 
@@ -53,6 +55,34 @@ TEST(CrashJson, SignalRecordHasTheDocumentedShapes) {
   EXPECT_EQ(si["frame_infos"][0]["address"], 0x7f0000001234ull);
   EXPECT_EQ(si["frame_infos"][0]["offset"], 7);
   EXPECT_EQ(si["frame_infos"][0]["function_name"], "sim_crash_segv");
+}
+
+TEST(CrashJson, PluginIdentityComesFromThePodEnvironment) {
+  const std::map<std::string, std::string> env = {{"POD_IP", "10.1.2.3"},
+                                                  {"POD_NAME", "trainer-worker-7"},
+                                                  {"ENV_ARGO_WORKFLOW_NAME", "llm-pretrain"},
+                                                  {"XPU_TIMER_JOB_NAME", "ignored"}};
+  const PluginIdentity id = plugin_identity([&](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  });
+  EXPECT_EQ(id.ip, "10.1.2.3");
+  EXPECT_EQ(id.pod_name, "trainer-worker-7");
+  EXPECT_EQ(id.job_name, "llm-pretrain");
+  const auto p = plugin_input_json(segv_record(), id);
+  EXPECT_EQ(p["stack_infos"]["ip"], "10.1.2.3");
+  EXPECT_EQ(p["stack_infos"]["pod_name"], "trainer-worker-7");
+  EXPECT_EQ(p["stack_infos"]["job_name"], "llm-pretrain");
+
+  // Our own job name when Argo's is absent; empty values count as unset.
+  const PluginIdentity ours = plugin_identity([](const char* name) -> const char* {
+    if (std::string(name) == "XPU_TIMER_JOB_NAME") return "job-b";
+    if (std::string(name) == "POD_NAME") return "";
+    return nullptr;
+  });
+  EXPECT_EQ(ours.ip, "NOT_SET");
+  EXPECT_EQ(ours.pod_name, "NOT_SET");
+  EXPECT_EQ(ours.job_name, "job-b");
 }
 
 TEST(CrashJson, DeathWithoutReportNamesItsLastOperation) {

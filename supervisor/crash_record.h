@@ -37,6 +37,10 @@ struct CrashRecord {
   proto::OpRef oldest_inflight{};
   uint64_t completed_total = 0;
   proto::OpRef last_completed{};
+  // Not a failure of its own: ended by the supervisor (a forwarded signal,
+  // --on-hang kill) or by the launcher's tear-down. No file, no plugin run.
+  bool terminated = false;
+  std::string terminated_cause;  // "ended by the launcher after rank 1's crash (SIGSEGV)"
 };
 
 }  // namespace xpu_timer::supervisor

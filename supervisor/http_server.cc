@@ -9,6 +9,7 @@
 #include <chrono>
 #include <optional>
 
+#include "supervisor/http_request_guard.h"
 #include "supervisor/log_tee.h"
 
 namespace xpu_timer::supervisor {
@@ -21,14 +22,43 @@ using tcp = asio::ip::tcp;
 
 constexpr auto kReadTimeout = std::chrono::seconds(10);
 constexpr auto kWriteTimeout = std::chrono::seconds(60);
+constexpr auto kDrainTimeout = std::chrono::seconds(2);
 constexpr uint32_t kHeaderLimit = 8 * 1024;
 constexpr uint64_t kBodyLimit = 64 * 1024;
+
+std::optional<std::string_view> header(const http::request<http::string_body>& req,
+                                       http::field field) {
+  const auto it = req.find(field);
+  if (it == req.end()) return std::nullopt;
+  return std::string_view(it->value().data(), it->value().size());
+}
+
+// The answer to a request the parser refused, or nullopt when there is nobody
+// to answer (the client went away or was too slow: just close).
+std::optional<HttpAnswer> parse_error_answer(beast::error_code ec) {
+  if (ec.category() != http::make_error_code(http::error::end_of_stream).category()) {
+    return std::nullopt;  // a socket error or the read timeout
+  }
+  const auto e = static_cast<http::error>(ec.value());
+  if (e == http::error::end_of_stream || e == http::error::partial_message) return std::nullopt;
+  constexpr const char* kText = "text/plain; charset=utf-8";
+  if (e == http::error::header_limit) {
+    return HttpAnswer{
+        431, kText,
+        "request header fields too large (limit " + std::to_string(kHeaderLimit) + " bytes)\n"};
+  }
+  if (e == http::error::body_limit) {
+    return HttpAnswer{413, kText,
+                      "request body too large (limit " + std::to_string(kBodyLimit) + " bytes)\n"};
+  }
+  return HttpAnswer{400, kText, "bad request: " + ec.message() + "\n"};
+}
 
 // One client connection; lives as long as an operation of it is pending.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, const HttpHandlers& handlers)
-      : stream_(std::move(socket)), handlers_(handlers) {}
+  Session(tcp::socket socket, const HttpHandlers& handlers, const RequestGuard& guard)
+      : stream_(std::move(socket)), handlers_(handlers), guard_(guard) {}
 
   void read_request() {
     parser_.emplace();
@@ -42,20 +72,35 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   void on_read(beast::error_code ec) {
-    if (ec) {  // EOF, timeout, or a request the parser refused: just close
-      close();
+    if (ec) {
+      // A request the parser refused gets its status and the reason, then
+      // the connection closes: what follows in the stream cannot be framed.
+      if (const std::optional<HttpAnswer> answer = parse_error_answer(ec)) {
+        refused_ = true;
+        respond(*answer, 11, /*keep_alive=*/false, /*head=*/false);
+      } else {
+        close();
+      }
       return;
     }
     const auto& req = parser_->get();
-    const HttpAnswer answer =
-        route_request(handlers_, std::string(req.method_string()), std::string(req.target()));
+    const std::string method(req.method_string());
+    const std::string refused =
+        guard_.refusal(method, header(req, http::field::host), header(req, http::field::origin));
+    const HttpAnswer answer = refused.empty()
+                                  ? route_request(handlers_, method, std::string(req.target()))
+                                  : HttpAnswer{403, "text/plain; charset=utf-8", refused + "\n"};
+    respond(answer, req.version(), req.keep_alive(), req.method() == http::verb::head);
+  }
+
+  void respond(const HttpAnswer& answer, unsigned version, bool keep_alive, bool head) {
     response_ = {};
-    response_.version(req.version());
+    response_.version(version);
     response_.result(static_cast<unsigned>(answer.status));
     response_.set(http::field::server, "xpu_timer_supervisor");
     response_.set(http::field::content_type, answer.content_type);
-    response_.keep_alive(req.keep_alive());
-    if (req.method() == http::verb::head) {
+    response_.keep_alive(keep_alive);
+    if (head) {
       response_.content_length(answer.body.size());
     } else {
       response_.body() = answer.body;
@@ -64,12 +109,34 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_.expires_after(kWriteTimeout);
     http::async_write(stream_, response_,
                       [self = shared_from_this()](beast::error_code wec, size_t) {
+                        if (!wec && self->refused_) {
+                          self->drain_and_close();
+                          return;
+                        }
                         if (wec || !self->response_.keep_alive()) {
                           self->close();
                           return;
                         }
                         self->read_request();
                       });
+  }
+
+  // Closing a socket with unread input makes the kernel send a reset, which
+  // can destroy our answer before the client reads it. So after answering a
+  // refused request: stop sending, discard what still arrives until the client
+  // closes (or kDrainTimeout), then close.
+  void drain_and_close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.expires_after(kDrainTimeout);
+    stream_.async_read_some(asio::buffer(drain_),
+                            [self = shared_from_this()](beast::error_code ec, size_t) {
+                              if (ec) {
+                                self->close();
+                              } else {
+                                self->drain_and_close();
+                              }
+                            });
   }
 
   void close() {
@@ -80,9 +147,12 @@ class Session : public std::enable_shared_from_this<Session> {
 
   beast::tcp_stream stream_;
   const HttpHandlers& handlers_;
+  const RequestGuard& guard_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> response_;
+  bool refused_ = false;  // the parser refused the request: drain, then close
+  char drain_[4096];
 };
 
 }  // namespace
@@ -95,7 +165,7 @@ struct HttpServer::Impl {
       if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
       if (!ec) {
         ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);
-        std::make_shared<Session>(std::move(socket), handlers)->read_request();
+        std::make_shared<Session>(std::move(socket), handlers, *guard)->read_request();
       } else {
         SUP_LOG_WARN("HTTP accept failed: %s", ec.message().c_str());
         // EMFILE and the like: back off instead of spinning.
@@ -106,6 +176,7 @@ struct HttpServer::Impl {
   }
 
   HttpHandlers handlers;
+  std::optional<RequestGuard> guard;  // set by start(), before the first accept
   asio::io_context io{1};
   tcp::acceptor acceptor;
 };
@@ -136,6 +207,7 @@ bool HttpServer::start(const std::string& host, int port, std::string* error) {
     return false;
   }
   port_ = acceptor.local_endpoint().port();
+  impl_->guard.emplace(host);
   impl_->accept_next();
   // The server's thread must not take the process's signals: the asio
   // signal_set of the main io_context handles them.

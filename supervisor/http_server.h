@@ -3,8 +3,11 @@
 // large /metrics never delays the rank socket, the poll loop or signal
 // handling. (Debian's cpp-httplib is a split build whose header needs
 // libcpp-httplib.so, OpenSSL and brotli at run time; Beast is header-only.)
-// Requests are bounded (8 KiB header, 64 KiB body, 10 s per read) and
-// malformed ones only close their connection. Routing: http_routes.h.
+// Requests are bounded (8 KiB header, 64 KiB body, 10 s per read); a
+// malformed one is answered 400 (431 for too large a header, 413 for too
+// large a body) with the parser's reason, and its connection closed. Requests
+// that change state pass http_request_guard.h first (403 when a browser page
+// of another origin sent them). Routing: http_routes.h.
 #pragma once
 
 #include <memory>

@@ -66,6 +66,7 @@ void JobController::terminate(int sig, const char* why) {
   if (child_exited()) return;  // cleanup of the leftovers is already under way
   SUP_LOG_INFO("sending signal %d (%s) to the job's process group %d: %s", sig, strsignal(sig),
                child_, why);
+  if (on_terminate_) on_terminate_(sig);
   if (kill(-child_, sig) != 0 && errno != ESRCH) {
     SUP_LOG_WARN("kill(-%d, %d) failed: %s", child_, sig, strerror(errno));
   }

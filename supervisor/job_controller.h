@@ -43,6 +43,11 @@ class JobController {
   void set_on_reaped(std::function<void(pid_t, int)> on_reaped) {
     on_reaped_ = std::move(on_reaped);
   }
+  // Told when the job is first asked to end (signal forwarded or hang kill):
+  // the deaths that follow are terminations, not crashes.
+  void set_on_terminate(std::function<void(int sig)> on_terminate) {
+    on_terminate_ = std::move(on_terminate);
+  }
 
  private:
   void wait_signals();
@@ -64,6 +69,7 @@ class JobController {
   DoneCallback done_;
   std::function<bool(pid_t)> spared_;
   std::function<void(pid_t, int)> on_reaped_;
+  std::function<void(int)> on_terminate_;
   std::optional<JobExit> child_exit_;
   bool grace_armed_ = false;
   bool killed_ = false;

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "common/cli_help.h"
+
 namespace xpu_timer::supervisor {
 namespace {
 
@@ -43,11 +45,53 @@ ParseResult error(std::string message) {
   return r;
 }
 
+// One row per option: the parser's list of known names and the help text
+// come from here, so --help cannot forget a flag.
+constexpr FlagHelp kFlags[] = {
+    {"--port", "P", "HTTP port (/metrics, /hang, /ranks, dumps); 0 picks a free one", "18888",
+     "XPU_TIMER_BASEPORT"},
+    {"--host", "H", "IP address the HTTP server listens on; 0.0.0.0 for all", "127.0.0.1", nullptr},
+    {"--hang-timeout", "S", "seconds an operation may be in flight before its rank is stuck", "300",
+     "XPU_TIMER_HANG_TIMEOUT"},
+    {"--dump-dir", "D", "folder for hang.json, stack dumps and crash reports", "./xpu_timer_dump",
+     nullptr},
+    {"--on-hang", "keep|kill", "on a hang, keep the job or end it once its stacks are in", "keep",
+     "XPU_TIMER_HANG_KILL=1 means kill"},
+    {"--poll-ms", "MS", "how often the ranks' status pages are read", "500", nullptr},
+    {"--kill-grace", "S", "seconds from SIGTERM to SIGKILL when the job is ended", "10", nullptr},
+};
+
+// Variables that set no option, listed after the options.
+constexpr const char* kOtherEnv[][2] = {
+    {"XPU_TIMER_DEBUG_MODE", "1: debug log lines"},
+    {"XPU_TIMER_INJECT_LIB", "path of libxpu_timer_inject.so (default <bin>/../lib/)"},
+    {"XPU_TIMER_EXIT_HOOK_PLUGIN", "comma-separated Python plugin files run on a crash"},
+    {"XPU_TIMER_PLUGIN_TIMEOUT", "seconds a plugin may run (default 30)"},
+    {"XPU_TIMER_PLUGIN_PYTHON", "interpreter of the plugins (default python3)"},
+    {"XPU_TIMER_PLUGIN_HOST", "path of plugin_host.py (default <bin>/../share/xpu_timer/)"},
+    {"XPU_TIMER_JOB_NAME", "job_name label of every metric"},
+    {"XPU_TIMER_METRICS_WINDOW_S", "window of the rate gauges (default 30)"},
+    {"XPU_TIMER_METRICS_EXPIRY_S", "expiry of idle metric series (default 600)"},
+    {"POD_NAME, POD_IP, ENV_ARGO_WORKFLOW_NAME", "pod_name, ip, job_name of crash plugins"},
+};
+
 }  // namespace
 
 std::string usage_line() {
   return "usage: xpu_timer_supervisor [--port P] [--host H] [--hang-timeout S] [--dump-dir D] "
          "[--on-hang keep|kill] [--poll-ms MS] [--kill-grace S] -- COMMAND [ARGS...]";
+}
+
+std::string help_text() {
+  std::string s = usage_line() + "\n";
+  s += "Runs COMMAND (e.g. torchrun ... train.py) with libxpu_timer_inject.so preloaded, watches\n"
+       "its ranks for hangs and crashes, and exits as the job exits.\n\nOptions:\n";
+  s += format_flag_help(kFlags, sizeof(kFlags) / sizeof(kFlags[0]));
+  s += "\nOther environment variables:\n";
+  for (const auto& [name, meaning] : kOtherEnv) {
+    s += "  " + std::string(name) + ": " + meaning + "\n";
+  }
+  return s;
 }
 
 ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup& env) {
@@ -94,11 +138,9 @@ ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup&
       value = arg.substr(eq + 1);
       has_value = true;
     }
-    static const char* const kKnown[] = {"--port",    "--host",    "--hang-timeout", "--dump-dir",
-                                         "--on-hang", "--poll-ms", "--kill-grace"};
     bool known = false;
-    for (const char* k : kKnown) known = known || name == k;
-    if (!known) return error("unknown option '" + arg + "'");
+    for (const FlagHelp& f : kFlags) known = known || name == f.name;
+    if (!known) return error("unknown option '" + arg + "' (see --help)");
     if (!has_value) {
       if (i + 1 >= args.size()) return error("option " + name + " needs a value");
       value = args[++i];

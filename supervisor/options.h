@@ -40,5 +40,8 @@ ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup&
 
 // "usage: xpu_timer_supervisor [--port P] ... -- COMMAND..."
 std::string usage_line();
+// What --help prints: the usage line, then every option with its meaning,
+// default and environment variable, then the other variables read.
+std::string help_text();
 
 }  // namespace xpu_timer::supervisor

@@ -75,7 +75,7 @@ TEST(Options, BadInputIsAnErrorNamingTheProblem) {
       {{"--kill-grace", "-1", "--", "x"},
        {},
        "--kill-grace must be a number of seconds >= 0, got '-1'"},
-      {{"--frobnicate", "--", "x"}, {}, "unknown option '--frobnicate'"},
+      {{"--frobnicate", "--", "x"}, {}, "unknown option '--frobnicate' (see --help)"},
       {{"--port"}, {}, "option --port needs a value"},
       {{"--port", "1"}, {}, "no command to run (put it after --)"},
       {{"--"}, {}, "no command to run (put it after --)"},
@@ -91,6 +91,34 @@ TEST(Options, BadInputIsAnErrorNamingTheProblem) {
 }
 
 TEST(Options, Help) { EXPECT_EQ(parse({"--help"}).status, ParseResult::Status::kHelp); }
+
+TEST(Options, HelpListsEveryFlagWithItsDefaultAndEnvironmentVariable) {
+  const std::string help = help_text();
+  EXPECT_EQ(help.rfind(usage_line() + "\n", 0), 0u) << help;
+  const char* const expected[] = {
+      "  --port P                HTTP port (/metrics, /hang, /ranks, dumps); 0 picks a free one\n"
+      "                          default 18888; environment XPU_TIMER_BASEPORT\n",
+      "  --host H                IP address the HTTP server listens on; 0.0.0.0 for all\n"
+      "                          default 127.0.0.1; no environment variable\n",
+      "  --hang-timeout S        seconds an operation may be in flight before its rank is stuck\n"
+      "                          default 300; environment XPU_TIMER_HANG_TIMEOUT\n",
+      "  --dump-dir D            folder for hang.json, stack dumps and crash reports\n"
+      "                          default ./xpu_timer_dump; no environment variable\n",
+      "  --on-hang keep|kill     on a hang, keep the job or end it once its stacks are in\n"
+      "                          default keep; environment XPU_TIMER_HANG_KILL=1 means kill\n",
+      "  --poll-ms MS            how often the ranks' status pages are read\n"
+      "                          default 500; no environment variable\n",
+      "  --kill-grace S          seconds from SIGTERM to SIGKILL when the job is ended\n"
+      "                          default 10; no environment variable\n",
+      "  -h, --help              this help\n",
+      "  XPU_TIMER_EXIT_HOOK_PLUGIN: comma-separated Python plugin files run on a crash\n",
+  };
+  for (const char* line : expected) EXPECT_NE(help.find(line), std::string::npos) << line << help;
+  // The defaults the help names are the parser's.
+  const ParseResult r = parse({"--", "x"});
+  EXPECT_EQ(r.options.port, 18888);
+  EXPECT_EQ(r.options.dump_dir, "./xpu_timer_dump");
+}
 
 }  // namespace
 }  // namespace xpu_timer::supervisor

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "common/status_page.h"
 #include "supervisor/op_json.h"
 
 namespace xpu_timer::supervisor {
@@ -30,6 +31,12 @@ nlohmann::json ranks_json(const Snapshot& snap, const HangReport& latest,
     RankState state = it != states.end() ? it->second : RankState::kOk;
     if (!s.alive) state = RankState::kExited;  // fresher than the last poll
     r["state"] = rank_state_name(state);
+    if (!s.alive && crashes != nullptr) {  // how it ended: "crashed" or "terminated"
+      auto c = crashes->find(s.rank);
+      if (c != crashes->end() && c->second.value("pid", 0) == s.pid) {
+        r["state"] = c->second.value("outcome", "crashed");
+      }
+    }
     r["connected"] = s.connected;
     r["alive"] = s.alive;
     r["page_ok"] = s.page_ok;
@@ -48,7 +55,9 @@ nlohmann::json ranks_json(const Snapshot& snap, const HangReport& latest,
     }
     r["last_completed"] =
         s.page_ok && s.completed_total > 0 ? op_json(s.last_completed) : json(nullptr);
-    r["heartbeat_age_s"] = age_s(snap.now_ns, std::max(s.heartbeat_ns, s.registered_ns));
+    const uint64_t beat_age_ns =
+        proto::heartbeat_age_ns(snap.now_ns, s.heartbeat_ns, s.registered_ns);
+    r["heartbeat_age_s"] = static_cast<double>(beat_age_ns) / 1e9;
     json comms = json::array();
     for (const proto::CommSlot& c : s.comms) {
       comms.push_back({{"comm", comm_hex(c.comm_hash)},

@@ -4,12 +4,14 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <dirent.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
 
+#include "common/protocol.h"
 #include "tests/integration/supervisor_fixture.h"
 
 namespace xpu_timer::testing {
@@ -66,8 +68,13 @@ std::vector<pid_t> rank_pids(SupervisedJob& job) {
 }
 
 TEST(SignalE2E, SigtermToTheSupervisorEndsTheWholeJob) {
+  // A normal stop is no crash: no crash file, no plugin run, one "terminated" line.
+  const std::string jsonl = make_temp_dir("sigterm-plugins") + "/crashes.jsonl";
   SupervisedJob job("sigterm", {"--hang-timeout", "60", "--kill-grace", "3"},
-                    sim_job(4, true, {"--steps", "100000", "--step-ms", "20"}));
+                    sim_job(4, true, {"--steps", "100000", "--step-ms", "20"}),
+                    {"XPU_TIMER_EXIT_HOOK_PLUGIN=" + source_dir() +
+                         "/plugins/examples/jsonl_plugin.py",
+                     "XPU_TIMER_PLUGIN_JSONL=" + jsonl});
   ASSERT_TRUE(job.wait_registered(4, std::chrono::seconds(30))) << job.log();
   const auto pids = rank_pids(job);
   ASSERT_EQ(pids.size(), 4u);
@@ -75,15 +82,29 @@ TEST(SignalE2E, SigtermToTheSupervisorEndsTheWholeJob) {
   auto status = job.child().wait_for(std::chrono::seconds(20));
   ASSERT_TRUE(status.has_value()) << "supervisor did not end after SIGTERM:\n" << job.log();
   for (pid_t p : pids) EXPECT_FALSE(process_alive(p)) << "rank pid " << p << " left behind";
+  const std::string log = job.log();
+  EXPECT_EQ(log.find("crash: "), std::string::npos) << log;
+  EXPECT_EQ(::access(jsonl.c_str(), F_OK), -1) << read_file(jsonl);
+  const size_t line = log.find("terminated: ");
+  ASSERT_NE(line, std::string::npos) << log;
+  EXPECT_EQ(log.find("terminated: ", line + 1), std::string::npos) << log;
+  EXPECT_NE(log.find("terminated: ranks 0-3 stopped by SIGTERM forwarded by the supervisor"),
+            std::string::npos)
+      << log;
+  DIR* d = ::opendir(job.dump_dir().c_str());
+  while (dirent* e = d != nullptr ? ::readdir(d) : nullptr) {
+    EXPECT_NE(std::string(e->d_name).rfind("crash-rank", 0), 0u) << e->d_name;
+  }
+  if (d != nullptr) ::closedir(d);
 }
 
 TEST(NoSupervisorE2E, PreloadWithoutAListeningSupervisorRunsNormally) {
   const auto job = sim_job(4, true, {"--steps", "8", "--exit-code", "5"});
   const std::string dir = make_temp_dir("nosup");
   auto env = sim_env();
-  env.push_back("LD_PRELOAD=" + inject_lib());
-  env.push_back("XPU_TIMER_SOCKET=" + dir + "/nobody-listens.sock");
-  env.push_back("XPU_TIMER_RUN_DIR=" + dir);
+  env.push_back(std::string(proto::kEnvPreload) + "=" + inject_lib());
+  env.push_back(std::string(proto::kEnvSocket) + "=" + dir + "/nobody-listens.sock");
+  env.push_back(std::string(proto::kEnvRunDir) + "=" + dir);
   const ExitStatus with_preload = run_to_end(job, env, dir + "/console.log", std::chrono::seconds(60));
   EXPECT_TRUE(with_preload.exited && with_preload.code == 5) << describe(with_preload);
   const std::string out = read_file(dir + "/console.log");

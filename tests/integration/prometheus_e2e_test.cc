@@ -116,6 +116,20 @@ TEST(PrometheusE2E, PromtoolAcceptsTheAlertRules) {
   EXPECT_TRUE(config.exited && config.code == 0) << describe(config) << "\n" << out;
 }
 
+// The alerts on recorded series (deploy/prometheus/xpu_timer_alerts_test.yml):
+// a hang fires one job alert and one for the missing rank only, not one per
+// waiting rank; a crash alerts its rank, not the ranks the launcher
+// terminated; a finished job's supervisor exiting is no "down".
+TEST(PrometheusE2E, AlertsNameTheCulpritOncePerIncident) {
+  if (access(kPromtool, X_OK) != 0)
+    GTEST_SKIP() << "promtool not installed (apt-get install prometheus)";
+  std::string out;
+  const ExitStatus st = run_promtool(
+      {"test", "rules", source_dir() + "/deploy/prometheus/xpu_timer_alerts_test.yml"}, "", &out);
+  EXPECT_TRUE(st.exited && st.code == 0) << describe(st) << "\n" << out;
+  EXPECT_NE(out.find("SUCCESS"), std::string::npos) << out;
+}
+
 int free_loopback_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in a{};
@@ -159,7 +173,7 @@ class PrometheusServer {
         std::vector<std::string>{kPrometheus, "--config.file=" + dir_ + "/prometheus.yml",
                                  "--storage.tsdb.path=" + dir_ + "/data",
                                  "--web.listen-address=127.0.0.1:" + std::to_string(port_)},
-        std::vector<std::string>{}, dir_ + "/prometheus.log");
+        std::vector<std::string>{}, ChildOptions{dir_ + "/prometheus.log"});
   }
   bool wait_ready() {
     return wait_until(
@@ -206,12 +220,19 @@ TEST(PrometheusE2E, PromqlAnswersMatchTheSimulatedGpu) {
   PrometheusServer prom(job.port());
   ASSERT_TRUE(prom.wait_ready()) << prom.log();
 
-  const std::string tflops_q =
-      "sum by (rank) (rate(xpu_timer_gemm_flops_total[8s])) / sum by (rank) "
-      "(rate(xpu_timer_operation_latency_seconds_sum{kind=\"gemm\"}[8s])) / 1e12";
+  // The totals count every call, the latency only the timed ones (sampling):
+  // a key's GPU time is its timed time scaled by calls / timed calls
+  // (docs/metrics.md).
+  auto gpu_time = [](const std::string& sel) {
+    return "(rate(xpu_timer_operation_latency_seconds_sum{" + sel +
+           "}[8s]) * rate(xpu_timer_operations_total{" + sel +
+           "}[8s]) / (rate(xpu_timer_operation_latency_seconds_count{" + sel + "}[8s]) > 0))";
+  };
+  const std::string tflops_q = "sum by (rank) (rate(xpu_timer_gemm_flops_total[8s])) / sum by (rank) " +
+                               gpu_time("kind=\"gemm\"") + " / 1e12";
   const std::string busbw_q =
-      "sum by (rank) (rate(xpu_timer_nccl_bus_bytes_total{op=\"AllReduce\"}[8s])) / sum by (rank) "
-      "(rate(xpu_timer_operation_latency_seconds_sum{op=\"AllReduce\"}[8s]))";
+      "sum by (rank) (rate(xpu_timer_nccl_bus_bytes_total{op=\"AllReduce\"}[8s])) / sum by (rank) " +
+      gpu_time("op=\"AllReduce\"");
   const std::string p99_q =
       "histogram_quantile(0.99, sum by (le) "
       "(rate(xpu_timer_operation_latency_seconds_bucket{op=\"AllReduce\"}[8s])))";

@@ -17,26 +17,42 @@ COLLECTIVES = ["allreduce", "allgather", "reducescatter", "broadcast", "reduce"]
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--steps", type=int, default=10)
-    p.add_argument("--gemm", default="1024,1024,1024", help="M,N,K")
-    p.add_argument("--gemm-api", default="gemmex", choices=GEMM_APIS + ["all"])
-    p.add_argument("--gemm-batch", type=int, default=2)
-    p.add_argument("--gemms-per-step", type=int, default=3)
-    p.add_argument("--collective", default="allreduce", choices=COLLECTIVES)
-    p.add_argument("--bytes", type=int, default=1 << 20)
-    p.add_argument("--hang-rank", type=int, default=-1)
-    p.add_argument("--hang-step", type=int, default=-1)
-    p.add_argument("--slow-rank", type=int, default=-1)
-    p.add_argument("--slow-ms", type=float, default=0.0)
-    p.add_argument("--jitter-ms", type=float, default=0.0)
-    p.add_argument("--step-ms", type=float, default=0.0)
-    p.add_argument("--crash-rank", type=int, default=-1)
-    p.add_argument("--crash-step", type=int, default=-1)
-    p.add_argument("--crash-kind", default="segv", choices=["segv", "abort", "exception"])
-    p.add_argument("--exit-code", type=int, default=0)
-    p.add_argument("--verbose", action="store_true")
-    p.add_argument("--lib-dir", default=None)
+    # Every flag's help names its default (and --lib-dir its variable).
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--steps", type=int, default=10, help="training steps to run")
+    p.add_argument("--gemm", default="1024,1024,1024", help="M,N,K: shape of every GEMM")
+    p.add_argument("--gemm-api", default="gemmex", choices=GEMM_APIS + ["all"],
+                   help="cuBLAS/cuBLASLt entry point (all: rotate through them)")
+    p.add_argument("--gemm-batch", type=int, default=2, help="batch of the strided-batched APIs")
+    p.add_argument("--gemms-per-step", type=int, default=3,
+                   help="GEMMs before each step's collective")
+    p.add_argument("--collective", default="allreduce", choices=COLLECTIVES,
+                   help="the collective of each step")
+    p.add_argument("--bytes", type=int, default=1 << 20, help="bytes per collective")
+    p.add_argument("--hang-rank", type=int, default=-1,
+                   help="this rank stops in stuck_in_host_code at --hang-step (-1: none)")
+    p.add_argument("--hang-step", type=int, default=-1, help="step at which --hang-rank hangs")
+    p.add_argument("--slow-rank", type=int, default=-1,
+                   help="this rank sleeps --slow-ms before each collective (-1: none)")
+    p.add_argument("--slow-ms", type=float, default=0.0,
+                   help="extra milliseconds of --slow-rank per step")
+    p.add_argument("--jitter-ms", type=float, default=0.0,
+                   help="random 0..J milliseconds added to every rank's step")
+    p.add_argument("--step-ms", type=float, default=0.0,
+                   help="host milliseconds per step besides the GPU work")
+    p.add_argument("--crash-rank", type=int, default=-1,
+                   help="this rank crashes at --crash-step (-1: none)")
+    p.add_argument("--crash-step", type=int, default=-1,
+                   help="step at which --crash-rank crashes")
+    p.add_argument("--crash-kind", default="segv", choices=["segv", "abort", "exception"],
+                   help="how --crash-rank crashes")
+    p.add_argument("--exit-code", type=int, default=0,
+                   help="exit status of a run that ends normally (0-255)")
+    p.add_argument("--verbose", action="store_true", help="print every step")
+    p.add_argument("--lib-dir", default=None,
+                   help="folder of libsim_workload.so; environment XPU_TIMER_SIM_LIB_DIR, "
+                        "else the build's simgpu/lib")
     args = p.parse_args(argv)
     try:
         args.m, args.n, args.k = (int(x) for x in args.gemm.split(","))

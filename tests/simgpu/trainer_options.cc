@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/cli_help.h"
+
 namespace xpu_timer::simgpu {
 namespace {
 
@@ -35,6 +37,37 @@ bool to_double(const char* s, double* out) {
 
 }  // namespace
 
+namespace {
+
+// The flags, their meanings and defaults (those of TrainerOptions) for --help.
+constexpr FlagHelp kFlags[] = {
+    {"--steps", "N", "training steps to run", "10", nullptr},
+    {"--gemm", "M,N,K", "shape of every GEMM", "1024,1024,1024", nullptr},
+    {"--gemm-api", "NAME|all", "cuBLAS/cuBLASLt entry point (all: rotate through them)", "gemmex",
+     nullptr},
+    {"--gemm-batch", "B", "batch of the strided-batched APIs", "2", nullptr},
+    {"--gemms-per-step", "G", "GEMMs before each step's collective", "3", nullptr},
+    {"--collective", "NAME", "allreduce|allgather|reducescatter|broadcast|reduce", "allreduce",
+     nullptr},
+    {"--bytes", "B", "bytes per collective", "1048576", nullptr},
+    {"--hang-rank", "R", "this rank stops in stuck_in_host_code at --hang-step", "-1 (none)",
+     nullptr},
+    {"--hang-step", "S", "step at which --hang-rank hangs", "-1 (none)", nullptr},
+    {"--slow-rank", "R", "this rank sleeps --slow-ms before each collective", "-1 (none)", nullptr},
+    {"--slow-ms", "T", "extra milliseconds of --slow-rank per step", "0", nullptr},
+    {"--jitter-ms", "J", "random 0..J milliseconds added to every rank's step", "0", nullptr},
+    {"--step-ms", "T", "host milliseconds per step besides the GPU work", "0", nullptr},
+    {"--crash-rank", "R", "this rank crashes at --crash-step", "-1 (none)", nullptr},
+    {"--crash-step", "S", "step at which --crash-rank crashes", "-1 (none)", nullptr},
+    {"--crash-kind", "KIND", "segv|abort|exception", "segv", nullptr},
+    {"--exit-code", "C", "exit status of a run that ends normally (0-255)", "0", nullptr},
+    {"--verbose", "", "print every step", "off", nullptr},
+    {"--lib-dir", "DIR", "folder of libsim_workload.so", "the build's simgpu/lib",
+     "XPU_TIMER_SIM_LIB_DIR"},
+};
+
+}  // namespace
+
 const char* trainer_usage() {
   return "usage: sim_trainer [--steps N] [--gemm M,N,K] [--gemm-api NAME|all] [--gemm-batch B]\n"
          "  [--gemms-per-step G] [--collective "
@@ -44,63 +77,88 @@ const char* trainer_usage() {
          "  [--exit-code C] [--verbose] [--lib-dir DIR]\n";
 }
 
+std::string trainer_help() {
+  return std::string(trainer_usage()) +
+         "A training loop on the simulated GPU (tests/simgpu): per step some GEMMs, then one\n"
+         "collective across the ranks of xpu_timer_sim_launch. Steps count from 0.\n\nOptions:\n" +
+         format_flag_help(kFlags, sizeof(kFlags) / sizeof(kFlags[0])) +
+         "Also read: RANK, WORLD_SIZE, LOCAL_RANK (set by the launcher), XPU_TIMER_SIM_JOB_ID\n"
+         "(the job's shared-memory names), XPU_TIMER_SIM_CHECK_SCOPE=1 (print what a global\n"
+         "dlsym finds).\n";
+}
+
 bool parse_trainer_options(int argc, char** argv, TrainerOptions* o, std::string* error) {
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (flag == "-h" || flag == "--help") {
+      o->help = true;
+      return true;
+    }
     if (flag == "--verbose") {
       o->verbose = true;
       continue;
     }
+    const FlagHelp* known = nullptr;
+    for (const FlagHelp& f : kFlags) {
+      if (flag == f.name) known = &f;
+    }
+    if (known == nullptr) {
+      *error = "unknown flag '" + flag + "' (see --help)";
+      return false;
+    }
     if (i + 1 >= argc) {
-      *error = flag + " needs a value (or is unknown)";
+      *error = flag + " needs a value (" + known->value + ")";
       return false;
     }
     const char* v = argv[++i];
-    bool ok = true;
-    if (flag == "--steps")
-      ok = to_int(v, &o->steps) && o->steps >= 0;
-    else if (flag == "--gemm")
-      ok = sscanf(v, "%d,%d,%d", &o->gemm_m, &o->gemm_n, &o->gemm_k) == 3 && o->gemm_m > 0 &&
-           o->gemm_n > 0 && o->gemm_k > 0;
-    else if (flag == "--gemm-api")
+    const char* expected = nullptr;  // what the value should have been
+    if (flag == "--steps") {
+      if (!to_int(v, &o->steps) || o->steps < 0) expected = "a whole number >= 0";
+    } else if (flag == "--gemm") {
+      char tail = 0;
+      if (sscanf(v, "%d,%d,%d%c", &o->gemm_m, &o->gemm_n, &o->gemm_k, &tail) != 3 ||
+          o->gemm_m <= 0 || o->gemm_n <= 0 || o->gemm_k <= 0) {
+        expected = "M,N,K with three whole numbers > 0";
+      }
+    } else if (flag == "--gemm-api") {
       o->gemm_api = v;
-    else if (flag == "--gemm-batch")
-      ok = to_int(v, &o->gemm_batch) && o->gemm_batch > 0;
-    else if (flag == "--gemms-per-step")
-      ok = to_int(v, &o->gemms_per_step) && o->gemms_per_step >= 0;
-    else if (flag == "--collective")
+    } else if (flag == "--gemm-batch") {
+      if (!to_int(v, &o->gemm_batch) || o->gemm_batch <= 0) expected = "a whole number > 0";
+    } else if (flag == "--gemms-per-step") {
+      if (!to_int(v, &o->gemms_per_step) || o->gemms_per_step < 0) {
+        expected = "a whole number >= 0";
+      }
+    } else if (flag == "--collective") {
       o->collective = v;
-    else if (flag == "--bytes")
-      ok = to_long(v, &o->bytes) && o->bytes >= 0;
-    else if (flag == "--hang-rank")
-      ok = to_int(v, &o->hang_rank);
-    else if (flag == "--hang-step")
-      ok = to_int(v, &o->hang_step);
-    else if (flag == "--slow-rank")
-      ok = to_int(v, &o->slow_rank);
-    else if (flag == "--slow-ms")
-      ok = to_double(v, &o->slow_ms);
-    else if (flag == "--jitter-ms")
-      ok = to_double(v, &o->jitter_ms);
-    else if (flag == "--step-ms")
-      ok = to_double(v, &o->step_ms);
-    else if (flag == "--crash-rank")
-      ok = to_int(v, &o->crash_rank);
-    else if (flag == "--crash-step")
-      ok = to_int(v, &o->crash_step);
-    else if (flag == "--crash-kind") {
+    } else if (flag == "--bytes") {
+      if (!to_long(v, &o->bytes) || o->bytes < 0) expected = "a whole number of bytes >= 0";
+    } else if (flag == "--hang-rank" || flag == "--hang-step" || flag == "--slow-rank" ||
+               flag == "--crash-rank" || flag == "--crash-step") {
+      int* field = flag == "--hang-rank"    ? &o->hang_rank
+                   : flag == "--hang-step"  ? &o->hang_step
+                   : flag == "--slow-rank"  ? &o->slow_rank
+                   : flag == "--crash-rank" ? &o->crash_rank
+                                            : &o->crash_step;
+      if (!to_int(v, field)) expected = "a whole number (-1: none)";
+    } else if (flag == "--slow-ms" || flag == "--jitter-ms" || flag == "--step-ms") {
+      double* field = flag == "--slow-ms"     ? &o->slow_ms
+                      : flag == "--jitter-ms" ? &o->jitter_ms
+                                              : &o->step_ms;
+      if (!to_double(v, field)) expected = "a number of milliseconds >= 0";
+    } else if (flag == "--crash-kind") {
       o->crash_kind = v;
-      ok = o->crash_kind == "segv" || o->crash_kind == "abort" || o->crash_kind == "exception";
-    } else if (flag == "--exit-code")
-      ok = to_int(v, &o->exit_code) && o->exit_code >= 0 && o->exit_code <= 255;
-    else if (flag == "--lib-dir")
+      if (o->crash_kind != "segv" && o->crash_kind != "abort" && o->crash_kind != "exception") {
+        expected = "segv, abort or exception";
+      }
+    } else if (flag == "--exit-code") {
+      if (!to_int(v, &o->exit_code) || o->exit_code < 0 || o->exit_code > 255) {
+        expected = "a whole number 0-255";
+      }
+    } else if (flag == "--lib-dir") {
       o->lib_dir = v;
-    else {
-      *error = "unknown flag " + flag;
-      return false;
     }
-    if (!ok) {
-      *error = "invalid value '" + std::string(v) + "' for " + flag;
+    if (expected != nullptr) {
+      *error = flag + ": '" + v + "' is not " + expected;
       return false;
     }
   }

@@ -23,11 +23,13 @@ struct TrainerOptions {
   std::string crash_kind = "segv";  // segv | abort | exception
   int exit_code = 0;
   bool verbose = false;
+  bool help = false;    // -h/--help was given: print trainer_help() and exit 0
   std::string lib_dir;  // --lib-dir, else XPU_TIMER_SIM_LIB_DIR, else the build's lib dir
 };
 
 // Parses argv; on error writes a message to *error and returns false.
 bool parse_trainer_options(int argc, char** argv, TrainerOptions* out, std::string* error);
 const char* trainer_usage();
+std::string trainer_help();  // usage, then every flag with its default and variable
 
 }  // namespace xpu_timer::simgpu

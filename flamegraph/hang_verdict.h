@@ -1,0 +1,35 @@
+// The supervisor's hang verdict as the flame graphs show it: which ranks were
+// stuck and which missing, read from the hang.json the supervisor writes into
+// its dump folder (GET /hang's document, supervisor/hang_report_json.h). The
+// graphs name the verdict in their header and mark the frames a missing rank
+// passes through, so that `stuck_in_host_code@...@2|0-1/3` (2 being the rank
+// whose stack passes there) is not read as "rank 2 stuck". Pure apart from
+// reading files; any thread.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace xpu_timer::flamegraph {
+
+struct HangVerdict {
+  std::string summary;       // "ranks 0,1,3 stuck in AllReduce #6 ...; rank 2 missing ..."
+  std::vector<int> stuck;    // ascending
+  std::vector<int> missing;  // ascending
+  std::string source;        // the hang.json it came from
+};
+
+// The verdict of a hang.json text; nullopt with *error when it is not one,
+// and nullopt with an empty *error when it describes no hang (nothing stuck).
+std::optional<HangVerdict> parse_hang_verdict(std::string_view text, std::string* error);
+
+// The verdict for the stacks in `dir`: DIR/hang.json, else DIR/../hang.json
+// when its `stacks.dir` names a folder called like DIR (the supervisor keeps
+// hang.json in --dump-dir and the stacks in --dump-dir/stacks-<time>/; a
+// later hang rewrites hang.json, whose stacks are then another folder's).
+// nullopt when there is none; *warning says why a hang.json was not used.
+std::optional<HangVerdict> find_hang_verdict(const std::string& dir, std::string* warning);
+
+}  // namespace xpu_timer::flamegraph

@@ -1,0 +1,90 @@
+#include "flamegraph/hang_verdict.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+
+#include "flamegraph/test_folder.h"
+
+namespace xpu_timer::flamegraph {
+namespace {
+
+// The shape of supervisor/hang_report_json.cc's document, trimmed.
+std::string hang_json(const std::string& stacks_dir) {
+  return R"js({"hung":true,"summary":"ranks 0,1,3 stuck in AllReduce #6 on comm 06543c4e36ee6c61 for 5.3 s; rank 2 missing (last completed #5 on that comm)",
+    "ranks":[{"rank":0,"state":"stuck"},{"rank":1,"state":"stuck"},
+             {"rank":2,"state":"missing","reason":"behind"},{"rank":3,"state":"stuck"},
+             {"rank":4,"state":"ok"}],
+    "groups":[], "stacks":{"dir":")js" +
+         stacks_dir + R"js(","in_progress":false}})js";
+}
+
+TEST(HangVerdict, ParsesStuckAndMissingRanksAndTheSummary) {
+  std::string error;
+  const auto v = parse_hang_verdict(hang_json("/d/stacks-1"), &error);
+  ASSERT_TRUE(v) << error;
+  EXPECT_EQ(v->stuck, (std::vector<int>{0, 1, 3}));
+  EXPECT_EQ(v->missing, (std::vector<int>{2}));
+  EXPECT_EQ(v->summary,
+            "ranks 0,1,3 stuck in AllReduce #6 on comm 06543c4e36ee6c61 for 5.3 s; rank 2 missing "
+            "(last completed #5 on that comm)");
+}
+
+TEST(HangVerdict, NoHangAndBadDocuments) {
+  std::string error;
+  EXPECT_FALSE(parse_hang_verdict(R"({"hung":false,"summary":"no hang","ranks":[]})", &error));
+  EXPECT_EQ(error, "");
+  EXPECT_FALSE(parse_hang_verdict("{\"hung\":", &error));
+  EXPECT_EQ(error, "not valid JSON");
+  EXPECT_FALSE(parse_hang_verdict("[1,2]", &error));
+  EXPECT_EQ(error, "not valid JSON");
+  EXPECT_FALSE(parse_hang_verdict(R"({"ranks":7})", &error));
+  EXPECT_EQ(error, "no \"ranks\" array: not a hang report");
+  // Odd entries are skipped, not fatal.
+  const auto v = parse_hang_verdict(
+      R"({"ranks":[1,{"rank":"x","state":"stuck"},{"rank":-1,"state":"stuck"},{"rank":5,"state":"stuck"}]})",
+      &error);
+  ASSERT_TRUE(v) << error;
+  EXPECT_EQ(v->stuck, (std::vector<int>{5}));
+}
+
+TEST(HangVerdict, FoundInTheFolderOrInTheParentWhenItNamesTheFolder) {
+  TestFolder dump;
+  const std::string stacks = dump.path() + "/stacks-20261122-101010.000";
+  ASSERT_EQ(::mkdir(stacks.c_str(), 0755), 0);
+  std::string warning;
+  EXPECT_FALSE(find_hang_verdict(stacks, &warning));
+  EXPECT_EQ(warning, "");
+
+  // The supervisor's layout: hang.json in --dump-dir naming this folder.
+  dump.write("hang.json", hang_json("/elsewhere/copied/stacks-20261122-101010.000"));
+  auto v = find_hang_verdict(stacks + "/", &warning);
+  ASSERT_TRUE(v) << warning;
+  EXPECT_EQ(v->source, stacks + "/../hang.json");
+  EXPECT_EQ(v->missing, (std::vector<int>{2}));
+
+  // A later hang's hang.json names other stacks: not this folder's verdict.
+  dump.write("hang.json", hang_json(dump.path() + "/stacks-20261122-111111.000"));
+  EXPECT_FALSE(find_hang_verdict(stacks, &warning));
+  EXPECT_EQ(warning, "");
+
+  // One inside the folder wins, whatever it names.
+  const std::string own = stacks + "/hang.json";
+  FILE* f = std::fopen(own.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs(hang_json("/x/y").c_str(), f);
+  std::fclose(f);
+  v = find_hang_verdict(stacks, &warning);
+  ASSERT_TRUE(v) << warning;
+  EXPECT_EQ(v->source, own);
+
+  f = std::fopen(own.c_str(), "w");
+  std::fputs("{broken", f);
+  std::fclose(f);
+  EXPECT_FALSE(find_hang_verdict(stacks, &warning));
+  EXPECT_EQ(warning, own + ": not valid JSON; the graphs name no hang");
+}
+
+}  // namespace
+}  // namespace xpu_timer::flamegraph
