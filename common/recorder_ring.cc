@@ -130,64 +130,6 @@ uint32_t capacity_from_env() {
   return static_cast<uint32_t>(cap);
 }
 
-// Field-level copy into the shared layout; the version and op_id are the
-// caller's (they depend on the position).
-void from_data(const RecordData& d, Record* r) {
-  r->name = d.name;
-  r->kind = d.kind;
-  r->dtype = d.dtype;
-  r->state = d.state;
-  r->flags = d.flags;
-  r->red_op = d.red_op;
-  r->reserved0 = 0;
-  r->device = d.device;
-  r->peer = d.peer;
-  r->nranks = d.nranks;
-  r->group_size = d.group_size;
-  r->stream = d.stream;
-  r->comm_hash = d.comm_hash;
-  r->seq = d.seq;
-  r->count = d.count;
-  r->bytes = d.bytes;
-  r->flops = d.flops;
-  r->m = d.m;
-  r->n = d.n;
-  r->k = d.k;
-  r->batch = d.batch;
-  r->launch_ns = d.launch_ns;
-  r->ready_ns = d.ready_ns;
-  r->gpu_start_ns = d.gpu_start_ns;
-  r->gpu_end_ns = d.gpu_end_ns;
-}
-
-void to_data(const Record& r, RecordData* d) {
-  d->name = r.name;
-  d->kind = r.kind;
-  d->dtype = r.dtype;
-  d->state = r.state;
-  d->flags = r.flags;
-  d->red_op = r.red_op;
-  d->device = r.device;
-  d->peer = r.peer;
-  d->nranks = r.nranks;
-  d->group_size = r.group_size;
-  d->stream = r.stream;
-  d->comm_hash = r.comm_hash;
-  d->seq = r.seq;
-  d->count = r.count;
-  d->bytes = r.bytes;
-  d->flops = r.flops;
-  d->m = r.m;
-  d->n = r.n;
-  d->k = r.k;
-  d->batch = r.batch;
-  d->launch_ns = r.launch_ns;
-  d->ready_ns = r.ready_ns;
-  d->gpu_start_ns = r.gpu_start_ns;
-  d->gpu_end_ns = r.gpu_end_ns;
-  d->op_id = r.op_id;
-}
-
 // ---- writer ----
 
 RingWriter::~RingWriter() {
@@ -262,7 +204,7 @@ void RingWriter::write_at(uint64_t pos, const RecordData& d) {
   // Orders the odd version before the field stores that follow.
   std::atomic_thread_fence(std::memory_order_release);
   from_data(d, &r);
-  r.op_id = pos;
+  r.data.op_id = pos;
   r.version.store(v + 2, std::memory_order_release);
 }
 
@@ -407,7 +349,7 @@ bool write_ring_image(const std::string& path, const RingSnapshot& s, std::strin
     const RecordData& d = s.records[s.records.size() - n + i];
     Record& r = ring[i];
     from_data(d, &r);
-    r.op_id = d.op_id;  // the rank's own position, kept for cross-reference
+    r.data.op_id = d.op_id;  // the rank's own position, kept for cross-reference
     r.version.store(i * kVersionStride + 2, std::memory_order_relaxed);
   }
   const std::string tmp = path + ".tmp";

@@ -62,61 +62,41 @@ constexpr uint8_t kRecGroup = 4;      // an ncclGroupStart/End block of group_si
 
 // One operation. All times are CLOCK_MONOTONIC nanoseconds of the rank's host
 // (the GPU's are mapped onto it, see inject/gpu_clock.h); 0 = unknown.
+struct RecordData {
+  uint16_t name = 0;   // proto::OpName
+  uint8_t kind = 0;    // proto::OpKind
+  uint8_t dtype = 0;   // proto::DType
+  uint8_t state = 0;   // OpState
+  uint8_t flags = 0;   // kRec*
+  uint8_t red_op = 0;  // NCCL: ncclRedOp_t + 1 (0 = none or unknown)
+  int32_t device = -1;
+  int32_t peer = -1;        // NCCL: root (Broadcast/Reduce) or peer (Send/Recv); -1 otherwise
+  uint32_t nranks = 0;      // NCCL: communicator size
+  uint32_t group_size = 1;  // operations in a group, else 1
+  uint64_t stream = 0;      // cudaStream_t as a number: a track key only
+  uint64_t comm_hash = 0;   // NCCL: identical on every rank of the communicator
+  uint64_t seq = 0;         // NCCL: per-communicator sequence number (1-based)
+  uint64_t count = 0;       // NCCL: element count as passed to NCCL
+  uint64_t bytes = 0;       // NCCL: payload bytes of this rank
+  uint64_t flops = 0;       // GEMM: 2*m*n*k*batch
+  uint32_t m = 0, n = 0, k = 0, batch = 0;  // GEMM shape (0 = unknown)
+  uint64_t launch_ns = 0;     // host call
+  uint64_t ready_ns = 0;      // seen able to run (previous work on its stream done)
+  uint64_t gpu_start_ns = 0;  // kRecTimed
+  uint64_t gpu_end_ns = 0;    // kRecTimed or kRecEndOnly, once completed
+  uint64_t op_id = 0;         // ring position (== version / kVersionStride when stable)
+};
+static_assert(std::is_standard_layout_v<RecordData> && std::is_trivially_copyable_v<RecordData>);
+static_assert(sizeof(RecordData) == 128, "the record layout is part of the ring and dump formats");
+static_assert(offsetof(RecordData, launch_ns) == 88);
+
+// A record as it lies in the ring: the seqlock word above, then the fields.
 struct Record {
-  std::atomic<uint64_t> version;  // the seqlock above
-  uint16_t name;   // proto::OpName
-  uint8_t kind;    // proto::OpKind
-  uint8_t dtype;   // proto::DType
-  uint8_t state;   // OpState
-  uint8_t flags;   // kRec*
-  uint8_t red_op;  // NCCL: ncclRedOp_t + 1 (0 = none or unknown)
-  uint8_t reserved0;
-  int32_t device;
-  int32_t peer;          // NCCL: root (Broadcast/Reduce) or peer (Send/Recv); -1 otherwise
-  uint32_t nranks;       // NCCL: communicator size
-  uint32_t group_size;   // operations in a group, else 1
-  uint64_t stream;       // cudaStream_t as a number: a track key only
-  uint64_t comm_hash;    // NCCL: identical on every rank of the communicator
-  uint64_t seq;          // NCCL: per-communicator sequence number (1-based)
-  uint64_t count;        // NCCL: element count as passed to NCCL
-  uint64_t bytes;        // NCCL: payload bytes of this rank
-  uint64_t flops;        // GEMM: 2*m*n*k*batch
-  uint32_t m, n, k, batch;  // GEMM shape (0 = unknown)
-  uint64_t launch_ns;     // host call
-  uint64_t ready_ns;      // seen able to run (previous work on its stream done)
-  uint64_t gpu_start_ns;  // kRecTimed
-  uint64_t gpu_end_ns;    // kRecTimed or kRecEndOnly, once completed
-  uint64_t op_id;         // ring position (== (version - 2) / 2 when stable)
+  std::atomic<uint64_t> version;
+  RecordData data;
 };
 static_assert(std::is_standard_layout_v<Record>);
-static_assert(sizeof(Record) == 136, "the record layout is part of the ring and dump formats");
-static_assert(offsetof(Record, launch_ns) == 96);
-
-// The record fields without the seqlock word: what a reader hands out.
-struct RecordData {
-  uint16_t name = 0;
-  uint8_t kind = 0;
-  uint8_t dtype = 0;
-  uint8_t state = 0;
-  uint8_t flags = 0;
-  uint8_t red_op = 0;
-  int32_t device = -1;
-  int32_t peer = -1;
-  uint32_t nranks = 0;
-  uint32_t group_size = 1;
-  uint64_t stream = 0;
-  uint64_t comm_hash = 0;
-  uint64_t seq = 0;
-  uint64_t count = 0;
-  uint64_t bytes = 0;
-  uint64_t flops = 0;
-  uint32_t m = 0, n = 0, k = 0, batch = 0;
-  uint64_t launch_ns = 0;
-  uint64_t ready_ns = 0;
-  uint64_t gpu_start_ns = 0;
-  uint64_t gpu_end_ns = 0;
-  uint64_t op_id = 0;
-};
+static_assert(sizeof(Record) == 136 && offsetof(Record, data) == 8);
 
 struct RingHeader {
   uint64_t magic;  // kRingMagic, stored last at creation
@@ -229,8 +209,9 @@ class RingReader {
 bool write_ring_image(const std::string& path, const RingSnapshot& s, std::string* error);
 std::string dump_file_name(int rank, int world_size);
 
-// Field-level copy between the shared layout and the plain one.
-void to_data(const Record& r, RecordData* out);
-void from_data(const RecordData& d, Record* out);
+// Copies between a record in the ring and a plain one; the version word is
+// the caller's (the seqlock above).
+inline void to_data(const Record& r, RecordData* out) { *out = r.data; }
+inline void from_data(const RecordData& d, Record* out) { out->data = d; }
 
 }  // namespace xpu_timer::recorder
