@@ -73,6 +73,23 @@ double nccl_bus_factor(OpName op, uint32_t nranks) {
   }
 }
 
+const char* red_op_str(uint8_t red_op) {
+  switch (red_op) {
+    case 1:
+      return "sum";
+    case 2:
+      return "prod";
+    case 3:
+      return "max";
+    case 4:
+      return "min";
+    case 5:
+      return "avg";
+    default:
+      return "";
+  }
+}
+
 const char* dtype_str(DType t) {
   switch (t) {
     case DType::kUnknown: return "unknown";

@@ -92,6 +92,9 @@ enum class DType : uint8_t {
   kUnknown = 0, kF32, kF16, kBF16, kF64, kF8E4M3, kF8E5M2, kI8, kI32, kI64, kU8, kTF32,
 };
 const char* dtype_str(DType t);
+// A recorded NCCL reduction (ncclRedOp_t + 1): "sum", "prod", "max", "min",
+// "avg"; "" for none or unknown.
+const char* red_op_str(uint8_t red_op);
 
 // One operation as the page describes it. POD.
 struct OpRef {

@@ -76,7 +76,7 @@ std::string check_header(const HeaderCopy& c, size_t bytes) {
 // Walks the window [head - capacity, head) of an image. `live`: the image
 // may change while we read it (per-record seqlock check); the caller guards
 // against SIGBUS.
-void collect(const HeaderCopy& h, const Record* ring, RingSnapshot* out) {
+void collect(const HeaderCopy& h, const Record* ring, RingSnapshot* out, uint64_t from = 0) {
   out->pid = h.pid;
   out->rank = h.rank;
   out->local_rank = h.local_rank;
@@ -86,7 +86,9 @@ void collect(const HeaderCopy& h, const Record* ring, RingSnapshot* out) {
   out->created_realtime_ns = h.created_realtime_ns;
   out->head = h.head;
   out->skipped = 0;
-  const uint64_t first = h.head > h.capacity ? h.head - h.capacity : 0;
+  out->first_skipped = UINT64_MAX;
+  uint64_t first = h.head > h.capacity ? h.head - h.capacity : 0;
+  if (from > first) first = from;
   const uint64_t mask = h.capacity - 1;
   for (uint64_t pos = first; pos < h.head; ++pos) {
     const Record& r = ring[pos & mask];
@@ -97,7 +99,7 @@ void collect(const HeaderCopy& h, const Record* ring, RingSnapshot* out) {
     const uint64_t v2 = r.version.load(std::memory_order_relaxed);
     const uint64_t w = v1 % kVersionStride;
     if (v1 != v2 || v1 / kVersionStride != pos || w == 0 || (w & 1) != 0) {
-      ++out->skipped;
+      if (out->skipped++ == 0) out->first_skipped = pos;
       continue;
     }
     d.op_id = pos;  // the version vouches for it; the field may be stale
@@ -273,7 +275,7 @@ std::unique_ptr<RingReader> RingReader::attach(const std::string& path, int expe
 
 RingReader::~RingReader() { ::munmap(const_cast<void*>(map_), bytes_); }
 
-bool RingReader::read(RingSnapshot* out, std::string* error) const {
+bool RingReader::read(RingSnapshot* out, std::string* error, uint64_t from) const {
   *out = RingSnapshot{};
   // Sized before the guarded walk: nothing allocates while a fault may jump.
   out->records.reserve(kMaxCapacity < bytes_ / sizeof(Record) ? kMaxCapacity
@@ -284,7 +286,7 @@ bool RingReader::read(RingSnapshot* out, std::string* error) const {
     if (h.magic != kRingMagic || !check_header(h, bytes_).empty()) return false;
     if (out->records.capacity() < h.capacity) return false;
     collect(h, reinterpret_cast<const Record*>(static_cast<const char*>(map_) + sizeof(RingHeader)),
-            out);
+            out, from);
     return true;
   });
   if (!ok) {

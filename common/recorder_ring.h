@@ -170,6 +170,7 @@ struct RingSnapshot {
   uint64_t created_realtime_ns = 0;
   uint64_t head = 0;     // records ever appended
   uint64_t skipped = 0;  // positions in the window that were torn or overwritten
+  uint64_t first_skipped = UINT64_MAX;  // the lowest of them (UINT64_MAX: none)
   std::vector<RecordData> records;
 };
 
@@ -184,9 +185,10 @@ class RingReader {
   RingReader(const RingReader&) = delete;
   RingReader& operator=(const RingReader&) = delete;
 
-  // Copies every stable record of the current window. False (with `error`)
-  // when the mapping faulted (file truncated) or the header changed.
-  bool read(RingSnapshot* out, std::string* error) const;
+  // Copies every stable record of the current window at positions >= `from`
+  // (0: the whole window). False (with `error`) when the mapping faulted
+  // (file truncated) or the header changed.
+  bool read(RingSnapshot* out, std::string* error, uint64_t from = 0) const;
   const std::string& path() const { return path_; }
 
   // The same, on a ring image already in this process's memory (a dump

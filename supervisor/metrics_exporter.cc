@@ -19,15 +19,16 @@ struct FamilyInfo {
   const char* help;
 };
 
-const char* const kRankStates[] = {"ok",     "stuck",   "missing",   "unresponsive",
-                                  "exited", "crashed", "terminated"};
+const char* const kRankStates[] = {"ok",      "stuck",      "missing", "unresponsive",
+                                  "exited",  "crashed",    "terminated", "mismatch"};
 
 // Order and text of the families; index = MetricsWriter::Family.
 constexpr FamilyInfo kFamilies[] = {
     {"xpu_timer_rank_up", "gauge", "1 while the rank's process is alive."},
     {"xpu_timer_rank_state", "gauge",
      "1 for the rank's current state, 0 for the others (ok, stuck, missing, unresponsive, "
-     "exited, crashed, terminated)."},
+     "exited, crashed, terminated, mismatch: issued a collective that disagrees with the other "
+     "ranks')."},
     {"xpu_timer_hang", "gauge", "1 while the rank is stuck in an operation past the hang timeout."},
     {"xpu_timer_inflight_operations", "gauge", "Operations launched and not yet completed."},
     {"xpu_timer_heartbeat_age_seconds", "gauge",
@@ -336,7 +337,7 @@ void MetricsWriter::add_slot(const RankMetricsInput& in, uint32_t index,
   }
 }
 
-std::string MetricsWriter::finish(bool job_hung, bool job_running) {
+std::string MetricsWriter::finish(bool job_hung, bool job_running, uint64_t mismatches) {
   size_t total = 256;
   for (const std::string& b : body_) total += b.size() + 200;
   std::string out;
@@ -365,6 +366,14 @@ std::string MetricsWriter::finish(bool job_hung, bool job_running) {
   out.append("xpu_timer_job_running{job_name=\"");
   append_escaped_label_value(&out, config_.job_name);
   out.append(job_running ? "\"} 1\n" : "\"} 0\n");
+  out.append("# HELP xpu_timer_collective_mismatches_total Collectives whose ranks disagreed on "
+             "the operation, dtype, element count, root or reduction.\n");
+  out.append("# TYPE xpu_timer_collective_mismatches_total counter\n");
+  out.append("xpu_timer_collective_mismatches_total{job_name=\"");
+  append_escaped_label_value(&out, config_.job_name);
+  out.append("\"} ");
+  out.append(std::to_string(mismatches));
+  out.push_back('\n');
   return out;
 }
 
@@ -373,7 +382,8 @@ MetricsExporter::MetricsExporter(MetricsConfig config)
 
 std::string MetricsExporter::render(const std::vector<RankRecord>& records,
                                     const HangReport& report,
-                                    const std::map<pid_t, std::string>* ended, bool job_running) {
+                                    const std::map<pid_t, std::string>* ended, bool job_running,
+                                    const std::set<int>* mismatched, uint64_t mismatches) {
   std::map<int, RankState> states;
   for (const RankVerdict& v : report.ranks) states[v.rank] = v.state;
 
@@ -390,6 +400,10 @@ std::string MetricsExporter::render(const std::vector<RankRecord>& records,
     auto it = states.find(rec.reg.rank);
     in.stuck = it != states.end() && it->second == RankState::kStuck;
     if (it != states.end()) in.state = rank_state_name(it->second);
+    if (in.state == std::string("ok") && mismatched != nullptr &&
+        mismatched->count(rec.reg.rank) != 0) {
+      in.state = "mismatch";
+    }
     if (!in.up) in.state = rank_state_name(RankState::kExited);  // fresher than the last poll
     if (ended != nullptr) {
       auto e = ended->find(rec.reg.pid);
@@ -406,7 +420,7 @@ std::string MetricsExporter::render(const std::vector<RankRecord>& records,
   // Ranks that re-registered or went away: their window state goes after a
   // while (kept a window longer than the expiry so a brief gap keeps it).
   rates_.sweep(now, static_cast<uint64_t>((config_.expiry_s + config_.window_s) * 1e9));
-  return writer.finish(report.hung, job_running);
+  return writer.finish(report.hung, job_running, mismatches);
 }
 
 }  // namespace xpu_timer::supervisor

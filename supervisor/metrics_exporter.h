@@ -22,6 +22,7 @@
 
 #include <array>
 #include <map>
+#include <set>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -97,7 +98,7 @@ class MetricsWriter {
   // Appends the job-level families and returns the whole exposition.
   // `job_running`: xpu_timer_job_running, 0 once the job's main process ended
   // (what tells a finished job from a dead supervisor in the alerts).
-  std::string finish(bool job_hung, bool job_running = true);
+  std::string finish(bool job_hung, bool job_running = true, uint64_t mismatches = 0);
 
  private:
   void add_slot(const RankMetricsInput& in, uint32_t index, const proto::MetricSlot& m);
@@ -117,10 +118,13 @@ class MetricsExporter {
   explicit MetricsExporter(MetricsConfig config);
   // The exposition for these ranks (registry snapshot) and hang report;
   // `ended`: pid -> "crashed" / "terminated" of the ranks the crash tracker
-  // concluded on (may be null).
+  // concluded on (may be null); `mismatched`: ranks blamed for a collective
+  // mismatch (state "mismatch" while otherwise ok), `mismatches`: how many
+  // mismatches the supervisor found so far.
   std::string render(const std::vector<RankRecord>& records, const HangReport& report,
                      const std::map<pid_t, std::string>* ended = nullptr,
-                     bool job_running = true);
+                     bool job_running = true, const std::set<int>* mismatched = nullptr,
+                     uint64_t mismatches = 0);
   const MetricsConfig& config() const { return config_; }
 
  private:

@@ -304,6 +304,7 @@ void Supervisor::poll() {
     crashes_->flush_terminated(/*force=*/false);
     dump_timelines_for_crashes();
     if (records.empty() && !detector_.report().hung) return;
+    check_collectives(records);
     const Snapshot snap = take_snapshot(records, poll_scratch_.get());
     const HangEvent event = detector_.update(snap);
     {
@@ -313,6 +314,72 @@ void Supervisor::poll() {
     if (event != HangEvent::kNone) on_hang_event(event, detector_.report());
   } catch (const std::exception& e) {
     SUP_LOG_ERROR("poll failed: %s", e.what());
+  }
+}
+
+void Supervisor::check_collectives(const std::vector<RankRecord>& records) {
+  recorder::RingSnapshot snap;
+  for (const RankRecord& r : records) {
+    if (!r.ring) continue;
+    RingCursor& cur = ring_cursors_[r.reg.rank];
+    if (cur.pid != r.reg.pid) cur = RingCursor{r.reg.pid, 0, 0};  // a new process: its own ring
+    std::string error;
+    if (!r.ring->read(&snap, &error, cur.next)) continue;  // truncated: the rank is going away
+    for (const recorder::RecordData& d : snap.records) checker_.add(r.reg.rank, d);
+    // A position being rewritten as we read it is retried on the next poll
+    // (a few times: a record is rewritten only when its state changes).
+    if (snap.first_skipped != UINT64_MAX && snap.first_skipped >= cur.next && cur.retries < 3) {
+      cur.retries = snap.first_skipped == cur.next ? cur.retries + 1 : 0;
+      cur.next = snap.first_skipped;
+    } else {
+      cur.retries = 0;
+      cur.next = snap.head;
+    }
+  }
+  std::vector<Mismatch> found = checker_.check(monotonic_now_ns(), unix_now_s());
+  collectives_checked_.store(checker_.compared(), std::memory_order_relaxed);
+  for (Mismatch& m : found) on_mismatch(std::move(m));
+}
+
+void Supervisor::on_mismatch(Mismatch m) {
+  SUP_LOG_WARN("collective mismatch: %s", m.summary.c_str());
+  nlohmann::json j = mismatch_json(m);
+  // The same evidence as a hang: every rank's recent operations and stacks,
+  // once per mismatch (the checker reports each collective once).
+  const TimelineDumpResult t = dump_timelines_now("mismatch", "");
+  j["timeline"] = t.ok ? nlohmann::json{{"dir", t.dir}} : nlohmann::json(nullptr);
+  j["stacks"] = nullptr;
+  if (stacks_) {
+    const StackDumper::Started started = stacks_->start(
+        stack_targets(registry_.snapshot()), "mismatch",
+        [](std::shared_ptr<const StackDumpReport>) {});
+    if (started.status == StackDumper::StartStatus::kStarted) {
+      j["stacks"] = nlohmann::json{{"dir", started.dir}};
+      SUP_LOG_INFO("collecting the stacks of the ranks into %s", started.dir.c_str());
+    } else {
+      SUP_LOG_WARN("no stacks for this mismatch: %s",
+                   started.status == StackDumper::StartStatus::kBusy
+                       ? ("a stack collection is running (" + started.dir + ")").c_str()
+                       : started.error.c_str());
+    }
+  }
+  nlohmann::json all = nlohmann::json::array();
+  {
+    std::lock_guard<std::mutex> lock(report_mutex_);
+    ++mismatch_total_;
+    const std::vector<int>& blamed = m.odd_ranks.empty() ? m.ranks : m.odd_ranks;
+    mismatched_ranks_.insert(blamed.begin(), blamed.end());
+    mismatches_.push_back(std::move(m));
+    if (mismatches_.size() > kMaxMismatchesKept) mismatches_.erase(mismatches_.begin());
+    mismatch_files_.push_back(std::move(j));
+    if (mismatch_files_.size() > kMaxMismatchesKept) mismatch_files_.erase(mismatch_files_.begin());
+    for (const nlohmann::json& x : mismatch_files_) all.push_back(x);
+  }
+  if (dump_dir_.empty()) return;
+  std::string error;
+  if (!write_file_atomically(dump_dir_ + "/mismatch.json",
+                             json_text(nlohmann::json{{"mismatches", all}}, 2) + "\n", &error)) {
+    SUP_LOG_WARN("%s", error.c_str());
   }
 }
 
@@ -534,6 +601,14 @@ std::string Supervisor::hang_json() const {
   nlohmann::json j = hang_report_json(shown);
   std::shared_ptr<const StackDumpReport> stacks = stacks_ ? stacks_->latest() : nullptr;
   j["stacks"] = stacks ? stack_dump_json(*stacks) : nlohmann::json(nullptr);
+  nlohmann::json mismatches = nlohmann::json::array();
+  {
+    std::lock_guard<std::mutex> lock(report_mutex_);
+    for (const nlohmann::json& m : mismatch_files_) mismatches.push_back(m);
+    j["mismatch_total"] = mismatch_total_;
+    j["collectives_checked"] = collectives_checked_.load(std::memory_order_relaxed);
+  }
+  j["mismatches"] = std::move(mismatches);
   return json_text(j, 2);
 }
 
@@ -556,7 +631,15 @@ std::string Supervisor::metrics_text() const {
     report = published_report_;
   }
   const std::map<pid_t, std::string> ended = crashes_->outcomes_by_pid();
-  return metrics_->render(registry_.snapshot(), *report, &ended, job_running_.load());
+  std::set<int> mismatched;
+  uint64_t mismatch_total = 0;
+  {
+    std::lock_guard<std::mutex> lock(report_mutex_);
+    mismatched = mismatched_ranks_;
+    mismatch_total = mismatch_total_;
+  }
+  return metrics_->render(registry_.snapshot(), *report, &ended, job_running_.load(), &mismatched,
+                          mismatch_total);
 }
 
 }  // namespace xpu_timer::supervisor

@@ -13,10 +13,13 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "supervisor/collective_check.h"
 #include "supervisor/exit_status.h"
 #include "supervisor/hang_detector.h"
 #include "supervisor/options.h"
@@ -65,6 +68,10 @@ class Supervisor {
   // Asio thread: dumps the rings once per new hang and per new crash.
   void dump_timelines_for_hang();
   void dump_timelines_for_crashes();
+  // Asio thread: feeds the ranks' new flight-recorder records to the
+  // collective checker and reports what it finds (collective_check.h).
+  void check_collectives(const std::vector<RankRecord>& records);
+  void on_mismatch(Mismatch m);
 
   Options options_;
   std::string dump_dir_;  // empty when it could not be created
@@ -99,6 +106,22 @@ class Supervisor {
   std::vector<std::string> hang_timelines_dumped_;
   uint64_t crash_incidents_dumped_ = 0;
   std::string hang_timeline_dir_;
+  // Collective consistency. Asio thread: the checker and, per rank, the
+  // next ring position to read. Published (report_mutex_): what GET /hang,
+  // /metrics and mismatch.json show.
+  struct RingCursor {
+    pid_t pid = 0;
+    uint64_t next = 0;
+    int retries = 0;  // times the same torn position was retried
+  };
+  CollectiveChecker checker_;
+  std::map<int, RingCursor> ring_cursors_;
+  std::vector<Mismatch> mismatches_;  // the most recent kMaxMismatchesKept
+  std::vector<nlohmann::json> mismatch_files_;  // the same with their dump folders
+  uint64_t mismatch_total_ = 0;
+  std::atomic<uint64_t> collectives_checked_{0};
+  std::set<int> mismatched_ranks_;
+  static constexpr size_t kMaxMismatchesKept = 64;
   // Last member: destroyed first, so its threads end before what they use.
   std::unique_ptr<StackDumper> stacks_;
 };

@@ -74,21 +74,6 @@ double bus_factor(const RecordData& r) {
   return proto::nccl_bus_factor(static_cast<proto::OpName>(r.name), r.nranks);
 }
 
-const char* red_op_name(uint8_t red_op) {
-  switch (red_op) {
-    case 1:
-      return "sum";
-    case 2:
-      return "prod";
-    case 3:
-      return "max";
-    case 4:
-      return "min";
-    case 5:
-      return "avg";
-    default:
-      return "";
-  }
-}
+const char* red_op_name(uint8_t red_op) { return proto::red_op_str(red_op); }
 
 }  // namespace xpu_timer::timeline

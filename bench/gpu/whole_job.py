@@ -69,16 +69,24 @@ def run_job(args, arm, env_add, rnd, port):
         rc = subprocess.call(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, timeout=args.job_timeout)
     wall = time.time() - t0
     steps = None
+    extra = {}
     watched = False
     with open(log) as f:
         for line in f:
             if line.startswith("XPU_BENCH_STEPS "):
-                steps = json.loads(line[len("XPU_BENCH_STEPS "):])["step_s"]
+                doc = json.loads(line[len("XPU_BENCH_STEPS "):])
+                steps = doc["step_s"]
+                # Further series (the host's share of a step, per-phase costs):
+                # each job contributes the median of each.
+                if doc.get("host_s"):
+                    extra["host"] = statistics.median(doc["host_s"])
+                for name, xs in (doc.get("phases") or {}).items():
+                    extra[name] = statistics.median(xs)
             if "registered" in line and "rank" in line:
                 watched = True
     if rc != 0 or steps is None:
         raise SystemExit("job failed (exit %d, steps %s): see %s" % (rc, steps is not None, log))
-    return statistics.median(steps), wall, watched
+    return statistics.median(steps), wall, watched, extra
 
 
 def main():
@@ -101,19 +109,23 @@ def main():
     os.makedirs(os.path.join(args.out, "dumps"), exist_ok=True)
     per_arm = {name: [] for name, _ in arms}
     rows = []
+    extra_rows = []
     for rnd in range(args.rounds):
         k = rnd % len(arms)
         order = arms[k:] + arms[:k]
         if rnd % 2:
             order = order[::-1]
         medians = {}
+        extras = {}
         for name, env in order:
-            med, wall, watched = run_job(args, name, env, rnd, args.port + rnd)
+            med, wall, watched, extra = run_job(args, name, env, rnd, args.port + rnd)
             medians[name] = med
+            extras[name] = extra
             per_arm[name].append(med)
             print("round %d %-12s median step %.3f ms (job %.1f s%s)" %
                   (rnd, name, med * 1e3, wall, ", watched" if watched else ""), flush=True)
         rows.append(medians)
+        extra_rows.append(extras)
     summary = {"workload": args.workload, "rounds": args.rounds, "nproc": args.nproc,
                "workload_args": args.workload_args, "arms": {}}
     print("\nworkload %s, %d rounds, %d ranks" % (args.workload, args.rounds, args.nproc))
@@ -130,6 +142,26 @@ def main():
             name + ("" if not env else " (" + ",".join("%s=%s" % kv for kv in env.items()) + ")"),
             s["median_step_ms"], s["median_ratio"], s["min"], s["p25"], s["p75"], s["max"],
             " ".join("%.4f" % r for r in ratios)))
+    series = sorted({k for r in extra_rows for e in r.values() for k in e})
+    if series:
+        print("\nper series: median over jobs (us), ratio to bare (median of per-round ratios), "
+              "difference to bare (us, median of per-round differences)")
+        print("| series | " + " | ".join(name for name, _ in arms) + " |")
+        print("| --- |" + " --- |" * len(arms))
+    for key in series:
+        cells = []
+        summary.setdefault("series", {})[key] = {}
+        for name, _ in arms:
+            vals = [r[name][key] for r in extra_rows if key in r.get(name, {})]
+            pairs = [(r[name][key], r["bare"][key]) for r in extra_rows
+                     if key in r.get(name, {}) and key in r.get("bare", {})]
+            ratio = statistics.median([a / b for a, b in pairs]) if pairs else float("nan")
+            diff = statistics.median([a - b for a, b in pairs]) if pairs else float("nan")
+            med = statistics.median(vals) if vals else float("nan")
+            summary["series"][key][name] = {"median_s": med, "ratio": ratio, "diff_s": diff,
+                                           "job_medians_s": vals}
+            cells.append("%.2f (%.4f, %+.3f)" % (med * 1e6, ratio, diff * 1e6))
+        print("| %s | %s |" % (key, " | ".join(cells)))
     with open(os.path.join(args.out, "summary-%s.json" % args.workload), "w") as f:
         json.dump(summary, f, indent=1)
 

@@ -3,6 +3,8 @@
 # packs every job's log into one archive.
 # usage: bench/gpu/whole_job_plan.sh DIST_DIR OUT_DIR PLAN
 #   PLAN diag:  where the time goes (arms that switch parts of xpu-timer off)
+#   PLAN diag1: the same attribution on a machine with one GPU (one rank)
+#   PLAN percall: per-call costs (bench/gpu/workloads/percall.py) and host share, one GPU
 #   PLAN final: the figures (bare vs supervised defaults, 8 rounds, 3 workloads)
 set -uo pipefail
 dist=$(cd "$1" && pwd); out=$2; plan=$3
@@ -22,6 +24,18 @@ diag)
      -- --steps 60
   wj --workload launch_bound --rounds 2 --arm bare --arm sup --arm poll10:XPU_TIMER_POLL_INTERVAL_MS=10 \
      -- --steps 400
+  ;;
+diag1)
+  arms="--arm bare --arm sup --arm disable:XPU_TIMER_DISABLE=1 --arm poll10:XPU_TIMER_POLL_INTERVAL_MS=10 --arm notime:XPU_TIMER_SAMPLE_PER_SEC=0.001"
+  wj --workload gpt2_ddp --nproc 1 --rounds 2 $arms -- --steps 60
+  wj --workload launch_bound --nproc 1 --rounds 2 $arms -- --steps 400
+  ;;
+percall)
+  wj --workload percall --nproc 1 --rounds 2 --arm bare --arm disable:XPU_TIMER_DISABLE=1 \
+     --arm notime:XPU_TIMER_SAMPLE_PER_SEC=0.001 --arm sup --arm alltimed:XPU_TIMER_SAMPLE_PER_SEC=0 \
+     --arm poll10:XPU_TIMER_POLL_INTERVAL_MS=10 --arm norec:XPU_TIMER_RECORDER_SIZE=0
+  wj --workload gpt2_ddp --nproc 1 --rounds 1 --arm bare --arm sup --arm notime:XPU_TIMER_SAMPLE_PER_SEC=0.001 \
+     --arm alltimed:XPU_TIMER_SAMPLE_PER_SEC=0 -- --steps 50
   ;;
 final)
   wj --workload gpt2_ddp --rounds 8 -- --steps 80

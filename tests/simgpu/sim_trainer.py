@@ -27,8 +27,8 @@ def parse_args(argv):
     p.add_argument("--gemm-batch", type=int, default=2, help="batch of the strided-batched APIs")
     p.add_argument("--gemms-per-step", type=int, default=3,
                    help="GEMMs before each step's collective")
-    p.add_argument("--collective", default="allreduce", choices=COLLECTIVES,
-                   help="the collective of each step")
+    p.add_argument("--collective", default="allreduce", choices=COLLECTIVES + ["mixed"],
+                   help="the collective of each step (mixed: all five in turn)")
     p.add_argument("--bytes", type=int, default=1 << 20, help="bytes per collective")
     p.add_argument("--hang-rank", type=int, default=-1,
                    help="this rank stops in stuck_in_host_code at --hang-step (-1: none)")
@@ -47,6 +47,16 @@ def parse_args(argv):
                    help="step at which --crash-rank crashes")
     p.add_argument("--crash-kind", default="segv", choices=["segv", "abort", "exception"],
                    help="how --crash-rank crashes")
+    p.add_argument("--mismatch-rank", type=int, default=-1,
+                   help="this rank's collective disagrees with the others' at --mismatch-step")
+    p.add_argument("--mismatch-step", type=int, default=-1,
+                   help="step of the disagreeing collective")
+    p.add_argument("--mismatch-kind", default="op", choices=["op", "count", "dtype", "root"],
+                   help="op: another collective, count: twice the elements, dtype: float32, "
+                        "root: root 1 (needs --collective broadcast|reduce)")
+    p.add_argument("--second-comm-bytes", type=int, default=0,
+                   help="each step also all-reduces B bytes on a second communicator of the "
+                        "same ranks (0: none)")
     p.add_argument("--exit-code", type=int, default=0,
                    help="exit status of a run that ends normally (0-255)")
     p.add_argument("--verbose", action="store_true", help="print every step")
@@ -54,6 +64,9 @@ def parse_args(argv):
                    help="folder of libsim_workload.so; environment XPU_TIMER_SIM_LIB_DIR, "
                         "else the build's simgpu/lib")
     args = p.parse_args(argv)
+    if (args.mismatch_rank >= 0 and args.mismatch_kind == "root"
+            and args.collective not in ("broadcast", "reduce")):
+        p.error("--mismatch-kind root needs --collective broadcast or reduce (a collective with a root)")
     try:
         args.m, args.n, args.k = (int(x) for x in args.gemm.split(","))
     except ValueError:
@@ -76,6 +89,8 @@ def load_workload(directory):
     lib.sim_init.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
     lib.sim_gemm.argtypes = [ctypes.c_int] * 5
     lib.sim_collective.argtypes = [ctypes.c_int, ctypes.c_long]
+    lib.sim_collective_ex.argtypes = [ctypes.c_int, ctypes.c_long, ctypes.c_int, ctypes.c_int]
+    lib.sim_split_allreduce.argtypes = [ctypes.c_int, ctypes.c_long]
     lib.sim_last_error.restype = ctypes.c_char_p
     return lib
 
@@ -118,8 +133,21 @@ def train_step(lib, args, rank, step, apis, rng):
         time.sleep(host_ms / 1000.0)
     if rank == args.hang_rank and step == args.hang_step:
         stuck_in_host_code(rank, step)
-    check(lib, lib.sim_collective(COLLECTIVES.index(args.collective), args.bytes),
-          "sim_collective")
+    kind = step % 5 if args.collective == "mixed" else COLLECTIVES.index(args.collective)
+    if rank == args.mismatch_rank and step == args.mismatch_step:
+        print("rank %d issues a mismatching collective (%s) at step %d"
+              % (rank, args.mismatch_kind, step), flush=True)
+        k = args.mismatch_kind
+        world = int(os.environ.get("WORLD_SIZE", "1"))
+        other = COLLECTIVES.index("allreduce" if kind == COLLECTIVES.index("allgather") else "allgather")
+        check(lib, lib.sim_collective_ex(other if k == "op" else kind,
+                                         args.bytes * 2 if k == "count" else args.bytes,
+                                         1 if k == "dtype" else 0, 1 % world if k == "root" else 0),
+              "sim_collective")
+    else:
+        check(lib, lib.sim_collective(kind, args.bytes), "sim_collective")
+    if args.second_comm_bytes > 0:
+        check(lib, lib.sim_split_allreduce(1, args.second_comm_bytes), "sim_split_allreduce")
     check(lib, lib.sim_sync(), "sim_sync")
 
 

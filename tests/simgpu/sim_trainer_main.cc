@@ -16,6 +16,7 @@
 
 #include "common/env_config.h"
 #include "tests/simgpu/sim_config.h"
+#include "tests/simgpu/sim_workload.h"
 #include "tests/simgpu/trainer_options.h"
 
 namespace sim = xpu_timer::simgpu;
@@ -34,6 +35,8 @@ struct WorkloadApi {
   int (*init)(int, int, int);
   int (*gemm)(int, int, int, int, int);
   int (*collective)(int, long);
+  int (*collective_ex)(int, long, int, int);
+  int (*split_allreduce)(int, long);
   int (*sync)();
   int (*finalize)();
   void (*crash_segv)();
@@ -63,6 +66,8 @@ WorkloadApi load(const std::string& dir) {
   bind(lib, "sim_init", &api.init);
   bind(lib, "sim_gemm", &api.gemm);
   bind(lib, "sim_collective", &api.collective);
+  bind(lib, "sim_collective_ex", &api.collective_ex);
+  bind(lib, "sim_split_allreduce", &api.split_allreduce);
   bind(lib, "sim_sync", &api.sync);
   bind(lib, "sim_finalize", &api.finalize);
   bind(lib, "sim_crash_segv", &api.crash_segv);
@@ -121,7 +126,8 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
     if (a < 0) die("unknown --gemm-api " + opt.gemm_api);
     apis.push_back(a);
   }
-  const int coll = api.collective_from_name(opt.collective.c_str());
+  const bool mixed = opt.collective == "mixed";
+  const int coll = mixed ? SIM_ALLREDUCE : api.collective_from_name(opt.collective.c_str());
   if (coll < 0) die("unknown --collective " + opt.collective);
 
   check(api, api.init(id.rank, id.world_size, id.local_rank), "sim_init");
@@ -145,7 +151,23 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
     if (opt.jitter_ms > 0) sleep_ms(jitter(rng));
     if (id.rank == opt.slow_rank) sleep_ms(opt.slow_ms);
     if (id.rank == opt.hang_rank && step == opt.hang_step) stuck_in_host_code(id.rank, step);
-    check(api, api.collective(coll, opt.bytes), "sim_collective");
+    const int kind = mixed ? step % 5 : coll;
+    if (id.rank == opt.mismatch_rank && step == opt.mismatch_step) {
+      printf("rank %d issues a mismatching collective (%s) at step %d\n", id.rank,
+             opt.mismatch_kind.c_str(), step);
+      fflush(stdout);
+      const std::string& k = opt.mismatch_kind;
+      check(api,
+            api.collective_ex(k == "op" ? (kind == SIM_ALLGATHER ? SIM_ALLREDUCE : SIM_ALLGATHER) : kind,
+                              k == "count" ? opt.bytes * 2 : opt.bytes,
+                              k == "dtype" ? SIM_F32 : SIM_BF16, k == "root" ? 1 % id.world_size : 0),
+            "sim_collective");
+    } else {
+      check(api, api.collective(kind, opt.bytes), "sim_collective");
+    }
+    if (opt.second_comm_bytes > 0) {
+      check(api, api.split_allreduce(1, opt.second_comm_bytes), "sim_split_allreduce");
+    }
     check(api, api.sync(), "sim_sync");
     if (opt.verbose) {
       printf("rank %d step %d done\n", id.rank, step);

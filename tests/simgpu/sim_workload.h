@@ -33,6 +33,9 @@ enum SimCollective {
   SIM_REDUCE = 4
 };
 
+/* Element type of sim_collective_ex. */
+enum SimDType { SIM_BF16 = 0, SIM_F32 = 1 };
+
 /* Memcpy direction of sim_memcpy. */
 enum SimMemcpyKind { SIM_H2D = 0, SIM_D2H = 1, SIM_D2D = 2 };
 
@@ -46,6 +49,9 @@ int sim_gemm(int m, int n, int k, int batch, int api);
 /* One collective on the communication stream, ordered after the compute
  * stream's work and before its later work (as PyTorch's ProcessGroupNCCL). */
 int sim_collective(int kind, long bytes);
+/* The same with another element type (the element count stays bytes / 2,
+ * so SIM_F32 moves twice the bytes) and the root of Broadcast / Reduce. */
+int sim_collective_ex(int kind, long bytes, int dtype, int root);
 /* Waits until both streams are idle. */
 int sim_sync(void);
 /* cudaMemcpyAsync of `bytes` on the compute stream (kind: SimMemcpyKind). */

@@ -47,8 +47,8 @@ constexpr FlagHelp kFlags[] = {
      nullptr},
     {"--gemm-batch", "B", "batch of the strided-batched APIs", "2", nullptr},
     {"--gemms-per-step", "G", "GEMMs before each step's collective", "3", nullptr},
-    {"--collective", "NAME", "allreduce|allgather|reducescatter|broadcast|reduce", "allreduce",
-     nullptr},
+    {"--collective", "NAME", "allreduce|allgather|reducescatter|broadcast|reduce, or mixed (all five in turn)",
+     "allreduce", nullptr},
     {"--bytes", "B", "bytes per collective", "1048576", nullptr},
     {"--hang-rank", "R", "this rank stops in stuck_in_host_code at --hang-step", "-1 (none)",
      nullptr},
@@ -60,6 +60,16 @@ constexpr FlagHelp kFlags[] = {
     {"--crash-rank", "R", "this rank crashes at --crash-step", "-1 (none)", nullptr},
     {"--crash-step", "S", "step at which --crash-rank crashes", "-1 (none)", nullptr},
     {"--crash-kind", "KIND", "segv|abort|exception", "segv", nullptr},
+    {"--mismatch-rank", "R", "this rank's collective disagrees with the others' at --mismatch-step",
+     "-1 (none)", nullptr},
+    {"--mismatch-step", "S", "step of the disagreeing collective", "-1 (none)", nullptr},
+    {"--mismatch-kind", "KIND",
+     "op (another collective), count (twice the elements), dtype (float32), root (root 1; needs "
+     "--collective broadcast|reduce)",
+     "op", nullptr},
+    {"--second-comm-bytes", "B",
+     "each step also all-reduces B bytes on a second communicator of the same ranks", "0 (none)",
+     nullptr},
     {"--exit-code", "C", "exit status of a run that ends normally (0-255)", "0", nullptr},
     {"--verbose", "", "print every step", "off", nullptr},
     {"--lib-dir", "DIR", "folder of libsim_workload.so", "the build's simgpu/lib",
@@ -71,10 +81,11 @@ constexpr FlagHelp kFlags[] = {
 const char* trainer_usage() {
   return "usage: sim_trainer [--steps N] [--gemm M,N,K] [--gemm-api NAME|all] [--gemm-batch B]\n"
          "  [--gemms-per-step G] [--collective "
-         "allreduce|allgather|reducescatter|broadcast|reduce]\n"
+         "allreduce|allgather|reducescatter|broadcast|reduce|mixed]\n"
          "  [--bytes B] [--hang-rank R --hang-step S] [--slow-rank R --slow-ms T] [--jitter-ms J]\n"
          "  [--step-ms T] [--crash-rank R --crash-step S --crash-kind segv|abort|exception]\n"
-         "  [--exit-code C] [--verbose] [--lib-dir DIR]\n";
+         "  [--mismatch-rank R --mismatch-step S --mismatch-kind op|count|dtype|root]\n"
+         "  [--second-comm-bytes B] [--exit-code C] [--verbose] [--lib-dir DIR]\n";
 }
 
 std::string trainer_help() {
@@ -133,12 +144,15 @@ bool parse_trainer_options(int argc, char** argv, TrainerOptions* o, std::string
     } else if (flag == "--bytes") {
       if (!to_long(v, &o->bytes) || o->bytes < 0) expected = "a whole number of bytes >= 0";
     } else if (flag == "--hang-rank" || flag == "--hang-step" || flag == "--slow-rank" ||
-               flag == "--crash-rank" || flag == "--crash-step") {
-      int* field = flag == "--hang-rank"    ? &o->hang_rank
-                   : flag == "--hang-step"  ? &o->hang_step
-                   : flag == "--slow-rank"  ? &o->slow_rank
-                   : flag == "--crash-rank" ? &o->crash_rank
-                                            : &o->crash_step;
+               flag == "--crash-rank" || flag == "--crash-step" || flag == "--mismatch-rank" ||
+               flag == "--mismatch-step") {
+      int* field = flag == "--hang-rank"       ? &o->hang_rank
+                   : flag == "--hang-step"     ? &o->hang_step
+                   : flag == "--slow-rank"     ? &o->slow_rank
+                   : flag == "--crash-rank"    ? &o->crash_rank
+                   : flag == "--mismatch-rank" ? &o->mismatch_rank
+                   : flag == "--mismatch-step" ? &o->mismatch_step
+                                               : &o->crash_step;
       if (!to_int(v, field)) expected = "a whole number (-1: none)";
     } else if (flag == "--slow-ms" || flag == "--jitter-ms" || flag == "--step-ms") {
       double* field = flag == "--slow-ms"     ? &o->slow_ms
@@ -149,6 +163,16 @@ bool parse_trainer_options(int argc, char** argv, TrainerOptions* o, std::string
       o->crash_kind = v;
       if (o->crash_kind != "segv" && o->crash_kind != "abort" && o->crash_kind != "exception") {
         expected = "segv, abort or exception";
+      }
+    } else if (flag == "--mismatch-kind") {
+      o->mismatch_kind = v;
+      if (o->mismatch_kind != "op" && o->mismatch_kind != "count" && o->mismatch_kind != "dtype" &&
+          o->mismatch_kind != "root") {
+        expected = "op, count, dtype or root";
+      }
+    } else if (flag == "--second-comm-bytes") {
+      if (!to_long(v, &o->second_comm_bytes) || o->second_comm_bytes < 0) {
+        expected = "a whole number of bytes >= 0";
       }
     } else if (flag == "--exit-code") {
       if (!to_int(v, &o->exit_code) || o->exit_code < 0 || o->exit_code > 255) {
@@ -161,6 +185,11 @@ bool parse_trainer_options(int argc, char** argv, TrainerOptions* o, std::string
       *error = flag + ": '" + v + "' is not " + expected;
       return false;
     }
+  }
+  if (o->mismatch_rank >= 0 && o->mismatch_kind == "root" && o->collective != "broadcast" &&
+      o->collective != "reduce") {
+    *error = "--mismatch-kind root needs --collective broadcast or reduce (a collective with a root)";
+    return false;
   }
   return true;
 }

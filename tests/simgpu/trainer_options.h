@@ -20,6 +20,12 @@ struct TrainerOptions {
   double jitter_ms = 0;
   double step_ms = 0;
   int crash_rank = -1, crash_step = -1;
+  // At --mismatch-step, --mismatch-rank issues a collective that disagrees
+  // with the other ranks' (op: another collective, count: twice the
+  // elements, dtype: float32 instead of bf16, root: root 1 instead of 0).
+  int mismatch_rank = -1, mismatch_step = -1;
+  std::string mismatch_kind = "op";  // op | count | dtype | root
+  long second_comm_bytes = 0;  // > 0: each step also all-reduces this on a 2nd communicator
   std::string crash_kind = "segv";  // segv | abort | exception
   int exit_code = 0;
   bool verbose = false;

@@ -233,35 +233,39 @@ int sim_gemm(int m, int n, int k, int batch, int api) {
   }
 }
 
-int sim_collective(int kind, long bytes) {
+int sim_collective_ex(int kind, long bytes, int dtype, int root) {
   if (int rc = require_init(); rc != 0) return rc;
   if (bytes < 0) return fail("sim_collective", "negative size");
-  const size_t elems = static_cast<size_t>(bytes) / 2;  // bf16
+  if (dtype != SIM_BF16 && dtype != SIM_F32) return fail("sim_collective", "unknown dtype");
+  if (root < 0 || root >= g.world) return fail("sim_collective", "root out of range");
+  const size_t elems = static_cast<size_t>(bytes) / 2;  // as many elements as bf16 would have
   const size_t per_rank = elems / static_cast<size_t>(g.world);
+  const ncclDataType_t type = dtype == SIM_F32 ? ncclFloat32 : ncclBfloat16;
   void* buf = g.operands;  // never read or written by the sim
   return on_comm_stream([&]() -> int {
     switch (kind) {
       case SIM_ALLREDUCE:
-        SIM_NCCL(ncclAllReduce(buf, buf, elems, ncclBfloat16, ncclSum, g.comm, g.comm_stream));
+        SIM_NCCL(ncclAllReduce(buf, buf, elems, type, ncclSum, g.comm, g.comm_stream));
         return 0;
       case SIM_ALLGATHER:
-        SIM_NCCL(ncclAllGather(buf, buf, per_rank, ncclBfloat16, g.comm, g.comm_stream));
+        SIM_NCCL(ncclAllGather(buf, buf, per_rank, type, g.comm, g.comm_stream));
         return 0;
       case SIM_REDUCESCATTER:
-        SIM_NCCL(
-            ncclReduceScatter(buf, buf, per_rank, ncclBfloat16, ncclSum, g.comm, g.comm_stream));
+        SIM_NCCL(ncclReduceScatter(buf, buf, per_rank, type, ncclSum, g.comm, g.comm_stream));
         return 0;
       case SIM_BROADCAST:
-        SIM_NCCL(ncclBroadcast(buf, buf, elems, ncclBfloat16, 0, g.comm, g.comm_stream));
+        SIM_NCCL(ncclBroadcast(buf, buf, elems, type, root, g.comm, g.comm_stream));
         return 0;
       case SIM_REDUCE:
-        SIM_NCCL(ncclReduce(buf, buf, elems, ncclBfloat16, ncclSum, 0, g.comm, g.comm_stream));
+        SIM_NCCL(ncclReduce(buf, buf, elems, type, ncclSum, root, g.comm, g.comm_stream));
         return 0;
       default:
         return fail("sim_collective", "unknown collective");
     }
   });
 }
+
+int sim_collective(int kind, long bytes) { return sim_collective_ex(kind, bytes, SIM_BF16, 0); }
 
 int sim_sync(void) {
   if (int rc = require_init(); rc != 0) return rc;

@@ -1,0 +1,142 @@
+// End to end: simulated jobs in which one rank issues a collective that
+// disagrees with the others' (another operation, element count, dtype or
+// root), as NCCL would run it: nothing hangs, the job trains on. The
+// supervisor must name the collective, the ranks and their fingerprints
+// within 2 s of the last rank's call, dump stacks and timelines once, and
+// leave the job's exit status alone. A long healthy job with mixed
+// collectives on two communicators over the same ranks gets no mismatch.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "tests/integration/supervisor_fixture.h"
+
+namespace xpu_timer::testing {
+namespace {
+
+struct MismatchCase {
+  const char* kind;
+  int nranks;
+  bool python;
+};
+
+std::string case_name(const ::testing::TestParamInfo<MismatchCase>& info) {
+  return std::string(info.param.kind) + "_" + std::to_string(info.param.nranks) + "ranks" +
+         (info.param.python ? "_python" : "_cpp");
+}
+
+class MismatchE2E : public ::testing::TestWithParam<MismatchCase> {};
+
+constexpr int kMismatchStep = 5;  // the 6th collective on the job's communicator
+
+TEST_P(MismatchE2E, NamesTheCollectiveTheRanksAndTheirFingerprintsOnce) {
+  const MismatchCase& c = GetParam();
+  const int odd = c.nranks - 1;
+  const std::string collective = std::string(c.kind) == "root" ? "broadcast" : "allreduce";
+  const std::string expected_op = collective == "broadcast" ? "Broadcast" : "AllReduce";
+  SupervisedJob job("mismatch-" + std::string(c.kind),
+                    // A hang is not what this test is about: a long timeout.
+                    {"--hang-timeout", "120", "--poll-ms", "100"},
+                    sim_job(c.nranks, c.python,
+                            {"--steps", "20", "--step-ms", "20", "--collective", collective,
+                             "--bytes", "65536", "--mismatch-rank", std::to_string(odd),
+                             "--mismatch-step", std::to_string(kMismatchStep), "--mismatch-kind",
+                             c.kind}));
+  auto status = job.child().wait_for(std::chrono::seconds(120));
+  ASSERT_TRUE(status.has_value()) << job.log();
+  // The job is not ours to end or fail: a mismatch is reported, not acted on.
+  EXPECT_TRUE(status->exited && status->code == 0) << describe(*status) << "\n" << job.log();
+
+  const std::string path = job.dump_dir() + "/mismatch.json";
+  ASSERT_TRUE(file_exists(path)) << job.log();
+  const auto doc = nlohmann::json::parse(read_file(path));
+  ASSERT_EQ(doc.at("mismatches").size(), 1u) << doc.dump(2);
+  const auto& m = doc.at("mismatches")[0];
+  EXPECT_EQ(m.at("kind").get<std::string>(), c.kind) << m.dump(2);
+  EXPECT_EQ(m.at("seq").get<uint64_t>(), static_cast<uint64_t>(kMismatchStep + 1)) << m.dump(2);
+  EXPECT_EQ(m.at("nranks").get<int>(), c.nranks);
+  EXPECT_LT(m.at("detected_after_s").get<double>(), 2.0) << m.dump(2);
+  if (c.nranks > 2) {
+    EXPECT_EQ(m.at("odd_ranks"), nlohmann::json::array({odd})) << m.dump(2);
+  } else {
+    EXPECT_TRUE(m.at("odd_ranks").empty()) << "two ranks: either may be the wrong one";
+  }
+  // Two fingerprints: the others' and the odd rank's, with what differs.
+  const auto& fps = m.at("fingerprints");
+  ASSERT_EQ(fps.size(), 2u) << m.dump(2);
+  std::set<int> seen;
+  for (const auto& g : fps) {
+    const std::vector<int> ranks = g.at("ranks").get<std::vector<int>>();
+    seen.insert(ranks.begin(), ranks.end());
+    const bool is_odd = ranks == std::vector<int>{odd};
+    const std::string op = g.at("op").get<std::string>();
+    const uint64_t count = g.at("count").get<uint64_t>();
+    if (!is_odd) {
+      EXPECT_EQ(ranks.size(), static_cast<size_t>(c.nranks - 1)) << m.dump(2);
+      EXPECT_EQ(op, expected_op);
+      EXPECT_EQ(g.at("dtype").get<std::string>(), "bf16");
+      EXPECT_EQ(count, 65536u / 2);
+      continue;
+    }
+    const std::string kind = c.kind;
+    if (kind == "op") {
+      EXPECT_EQ(op, "AllGather");
+    } else if (kind == "count") {
+      EXPECT_EQ(count, 65536u);
+    } else if (kind == "dtype") {
+      EXPECT_EQ(g.at("dtype").get<std::string>(), "fp32") << m.dump(2);
+    } else {
+      EXPECT_EQ(g.at("root").get<int>(), 1);
+    }
+  }
+  EXPECT_EQ(seen.size(), static_cast<size_t>(c.nranks)) << m.dump(2);
+  // The same evidence as a hang, once.
+  ASSERT_TRUE(m.at("timeline").is_object()) << m.dump(2);
+  EXPECT_TRUE(file_exists(m.at("timeline").at("dir").get<std::string>() + "/timeline.json"));
+  ASSERT_TRUE(m.at("stacks").is_object()) << m.dump(2);
+  EXPECT_TRUE(file_exists(m.at("stacks").at("dir").get<std::string>()));
+  const std::string log = job.log();
+  const size_t first = log.find("collective mismatch:");
+  ASSERT_NE(first, std::string::npos) << log;
+  EXPECT_EQ(log.find("collective mismatch:", first + 1), std::string::npos) << "reported twice";
+  EXPECT_EQ(log.find("hang:"), std::string::npos) << log;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EachKindAndSize, MismatchE2E,
+    ::testing::Values(MismatchCase{"op", 2, false}, MismatchCase{"op", 4, true},
+                      MismatchCase{"op", 8, false}, MismatchCase{"count", 2, true},
+                      MismatchCase{"count", 4, false}, MismatchCase{"count", 8, false},
+                      MismatchCase{"dtype", 2, false}, MismatchCase{"dtype", 4, false},
+                      MismatchCase{"dtype", 8, true}, MismatchCase{"root", 2, false},
+                      MismatchCase{"root", 4, false}, MismatchCase{"root", 8, false}),
+    case_name);
+
+TEST(MismatchE2EHealthy, ThreeMinutesOfMixedCollectivesOnTwoCommunicatorsGiveNone) {
+  // All five collectives in turn on the job's communicator, plus an
+  // all-reduce on a second communicator of the same ranks every step: the
+  // same sequence numbers on two communicators must never be compared.
+  SupervisedJob job("mismatch-healthy", {"--hang-timeout", "120", "--poll-ms", "100"},
+                    sim_job(4, false,
+                            {"--steps", "1000000", "--step-ms", "20", "--collective", "mixed",
+                             "--bytes", "65536", "--second-comm-bytes", "32768"}));
+  ASSERT_TRUE(job.wait_registered(4, std::chrono::seconds(60))) << job.log();
+  const auto start = std::chrono::steady_clock::now();
+  uint64_t checked = 0;
+  // Event-free by nature: this test is about a span of healthy running.
+  // It still ends early, with the reason, on the first mismatch reported.
+  while (std::chrono::steady_clock::now() - start < std::chrono::minutes(3)) {
+    const auto hang = job.get_json("/hang");
+    ASSERT_TRUE(hang.is_object()) << job.log();
+    ASSERT_EQ(hang.at("mismatch_total").get<uint64_t>(), 0u) << hang.at("mismatches").dump(2);
+    checked = hang.at("collectives_checked").get<uint64_t>();
+    ASSERT_FALSE(job.child().wait_for(std::chrono::seconds(5)).has_value()) << job.log();
+  }
+  // The check ran: collectives of both communicators were compared.
+  EXPECT_GT(checked, 1000u);
+  EXPECT_FALSE(file_exists(job.dump_dir() + "/mismatch.json"));
+  EXPECT_EQ(job.log().find("collective mismatch:"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace xpu_timer::testing
