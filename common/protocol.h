@@ -105,7 +105,11 @@ struct OpRef {
   uint64_t comm_hash;   // NCCL: identical on every rank of the communicator; 0 otherwise
   uint64_t seq;         // NCCL: per-communicator sequence number of this rank (1-based)
   uint64_t launch_ns;   // CLOCK_MONOTONIC when the host call was made
-  uint64_t started_ns;  // CLOCK_MONOTONIC when it became the oldest pending op on its stream
+  // CLOCK_MONOTONIC when its start marker (an event recorded just before it)
+  // was seen complete: the work before it on its stream had finished and it
+  // could run. 0: not yet (queued), or never known (a sampled-out GEMM). The
+  // origin of its hang clock (docs/architecture.md "Hang detection").
+  uint64_t started_ns;
   uint64_t bytes;       // NCCL: payload bytes of this rank; GEMM: 0
   uint64_t flops;       // GEMM: 2*b*m*n*k; NCCL: 0
 };
@@ -217,7 +221,10 @@ struct StatusPage {
   uint64_t completed_total;  // operations whose end event completed
   uint32_t inflight_count;   // ops launched and not completed (all streams)
   uint32_t ncomms;
-  OpRef oldest_inflight;     // valid when inflight_count > 0
+  // Valid when inflight_count > 0: the operation in flight the hang clock
+  // follows: of those that started (started_ns != 0) the one that started
+  // first, else the one launched first.
+  OpRef oldest_inflight;
   OpRef last_completed;      // valid when completed_total > 0
   uint64_t dropped_queue_full;  // records lost because the hot-path queue was full
   uint64_t skipped_capture;     // calls not timed because the stream was capturing a graph

@@ -284,6 +284,53 @@ TEST_F(InjectSimTest, HungCollectiveIsTheOldestInflightOpWithItsCommAndSeq) {
   // The job is killed by ~Child (SIGKILL to its process group).
 }
 
+// The hang clock's origin (docs/architecture.md "Hang detection"): a
+// sampled-out collective records a start marker too, so started_ns is known
+// for every collective; while its stream waits for queued GEMMs (the comm
+// stream waits for the compute stream) it stays 0, and the page shows the
+// collective launched long ago and not started.
+TEST_F(InjectSimTest, SampledOutCollectiveStartsItsClockWhenTheWorkBeforeItFinishes) {
+  sample_rate_ = "0.01";       // each shape timed once per 100 s: the first call only
+  constexpr int kGemms = 100;  // 8192^3 bf16 at 100 TFLOP/s: 11 ms each, 1.1 s per step
+  std::vector<std::string> e = env(/*rank_env=*/false);
+  e.push_back("XPU_TIMER_SIM_TFLOPS=100");
+  auto job = Child::start(
+      {SIM_LAUNCH, "--nproc", "2", "--", SIM_TRAINER, "--steps", "5", "--gemms-per-step",
+       std::to_string(kGemms), "--gemm", "8192,8192,8192", "--collective", "allreduce", "--bytes",
+       "4096", "--hang-rank", "1", "--hang-step", "2"},
+      e);
+  ASSERT_NE(job, nullptr);
+  auto ranks = accept_ranks(2);
+  ASSERT_EQ(ranks.size(), 2u) << job->output();
+
+  // Step 2's AllReduce (#3) of rank 0, queued behind 1.1 s of GEMMs.
+  auto queued = wait_page(*ranks[0], [](const proto::StatusPage& s) {
+    return s.inflight_count >= 1 && s.oldest_inflight.seq == 3 &&
+           s.oldest_inflight.name == static_cast<uint16_t>(OpName::kAllReduce);
+  });
+  ASSERT_NE(queued, nullptr);
+  ASSERT_EQ(queued->oldest_inflight.seq, 3u) << job->output();
+  EXPECT_EQ(queued->oldest_inflight.started_ns, 0u) << "started before its GEMMs finished";
+
+  // Then it runs (and waits for rank 1 for ever): its clock starts ~1.1 s
+  // after its launch, not at it (half of that allows for a slow host).
+  auto running = wait_page(*ranks[0], [](const proto::StatusPage& s) {
+    return s.oldest_inflight.seq == 3 && s.oldest_inflight.started_ns != 0;
+  });
+  ASSERT_NE(running, nullptr);
+  ASSERT_NE(running->oldest_inflight.started_ns, 0u) << "a sampled-out collective never started";
+  EXPECT_GE(running->oldest_inflight.started_ns - running->oldest_inflight.launch_ns,
+            static_cast<uint64_t>(kGemms * 5'000'000ull))
+      << "started before the GEMMs before it could have finished";
+  // #1 was timed, #2 completed sampled out, #3 is sampled out too.
+  const proto::MetricSlot* ar = find_metric(*running, OpName::kAllReduce, DType::kBF16);
+  ASSERT_NE(ar, nullptr);
+  EXPECT_EQ(ar->count, 1u);
+  EXPECT_EQ(ar->untimed_count, 1u);
+  EXPECT_EQ(running->hook_errors, 0u);
+  // The job is killed by ~Child (SIGKILL to its process group).
+}
+
 TEST_F(InjectSimTest, GroupsSendRecvAndSplitAdvanceEachCommunicatorsSeq) {
   auto job = Child::start({SIM_LAUNCH, "--nproc", "2", "--", SIM_DRIVER, "init",
                                   "gemm:gemmex:64:64:64:1", "coll:allreduce:4096", "group:3:4096",

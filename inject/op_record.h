@@ -20,8 +20,9 @@ constexpr int kMaxCommMarks = 8;
 struct OpRecord {
   static constexpr uint8_t kHasPair = 1;
   // Sampled out (inject/sample_gate.h): kUntimed: no events at all, complete
-  // when drained (GEMMs); kEndOnly: only the end event was recorded, a
-  // completion marker for hang detection (collectives).
+  // when drained (GEMMs); kEndOnly: not timed, its start and end events are
+  // only markers for hang detection (collectives): when it could start and
+  // that it completed. The name keeps the recorder's kRecEndOnly: no GPU time.
   static constexpr uint8_t kUntimed = 2;
   static constexpr uint8_t kEndOnly = 4;
 

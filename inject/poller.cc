@@ -152,9 +152,8 @@ bool Poller::process_head(Pending& p, uint64_t now_ns, bool* done) {
   }
   EventPair& pair = pool->pair(p.rec.pair_index);
   const auto state = static_cast<PairState>(pair.state.load(std::memory_order_acquire));
-  if (state == PairState::kRecording) return true;  // still inside the host call
-  if (state != PairState::kEnded) {                 // nothing ran, nothing to time
-    record(p, static_cast<uint8_t>(recorder::OpState::kFailed));
+  if (state != PairState::kRecording && state != PairState::kEnded) {
+    record(p, static_cast<uint8_t>(recorder::OpState::kFailed));  // nothing ran, nothing to time
     finish(p, 0, Outcome::kNotRun, now_ns);
     *done = true;
     return true;
@@ -162,8 +161,12 @@ bool Poller::process_head(Pending& p, uint64_t now_ns, bool* done) {
   if (!use_device(p.rec.device)) return false;
   const CudaRuntimeCalls& cuda = cuda_calls();
   cudaError_t err;
-  const bool end_only = p.rec.flags & OpRecord::kEndOnly;  // start never recorded
-  if (p.started_ns == 0 && !end_only) {
+  // Every record in a FIFO has its start event recorded before it was
+  // published (timed call or collective marker, inject/timed_call.cc), so it
+  // may be queried even while the host call is still running: a collective
+  // that blocks in its host call but could start is on the hang clock too.
+  // started_ns is that clock's origin (docs/architecture.md "Hang detection").
+  if (p.started_ns == 0) {
     err = cuda.event_query(pair.start);
     if (err == cudaSuccess) {
       p.started_ns = now_ns;
@@ -174,6 +177,8 @@ bool Poller::process_head(Pending& p, uint64_t now_ns, bool* done) {
       return false;
     }
   }
+  if (state == PairState::kRecording) return true;         // end event not recorded yet
+  const bool end_only = p.rec.flags & OpRecord::kEndOnly;  // markers only: not timed
   err = cuda.event_query(pair.end);
   if (err == cudaErrorNotReady || (err != cudaSuccess && capture_related(err))) return true;
   if (err != cudaSuccess) {
@@ -358,15 +363,25 @@ void Poller::fill_comms(proto::StatusPage* page) {
   page->ncomms = out;
 }
 
-void Poller::publish(uint64_t now_ns) {
-  proto::StatusPage* page = state_->page->page();
+const Poller::Pending* Poller::hang_clock_op() const {
+  // Only a FIFO head can have started (stream order), and a head launched
+  // before the others of its FIFO: the heads are enough.
+  const Pending* started = nullptr;
   const Pending* oldest = nullptr;
   for (const auto& [key, fifo] : fifos_) {
-    if (!fifo.empty() &&
-        (oldest == nullptr || fifo.front().rec.launch_ns < oldest->rec.launch_ns)) {
-      oldest = &fifo.front();
+    if (fifo.empty()) continue;
+    const Pending& head = fifo.front();
+    if (head.started_ns != 0 && (started == nullptr || head.started_ns < started->started_ns)) {
+      started = &head;
     }
+    if (oldest == nullptr || head.rec.launch_ns < oldest->rec.launch_ns) oldest = &head;
   }
+  return started != nullptr ? started : oldest;
+}
+
+void Poller::publish(uint64_t now_ns) {
+  proto::StatusPage* page = state_->page->page();
+  const Pending* oldest = hang_clock_op();
   const HookCounters& c = state_->counters;
   state_->page->begin_write();
   page->issued_total = issued_total_;

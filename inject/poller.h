@@ -2,10 +2,13 @@
 // while work is pending, 5 ms when idle) it:
 //   1. drains the hooks' record queue into one FIFO per (device, stream),
 //   2. queries the head record of each FIFO in launch order (cudaEventQuery),
-//      notes when its start event completed and, once its end event did,
+//      notes when its start event completed (started_ns: the origin of its
+//      hang clock, docs/architecture.md "Hang detection") and, once its end
+//      event did,
 //      turns the pair into a duration, gives the events back to their pool
 //      and folds the operation into the metrics and per-communicator progress,
-//   3. publishes issued/completed totals, the oldest in-flight operation,
+//   3. publishes issued/completed totals, the in-flight operation the hang
+//      clock follows (hang_clock_op()),
 //      comms[], metrics[] and counters into the status page under its
 //      seqlock, and refreshes the heartbeat,
 //   4. checks whether the supervisor is still connected.
@@ -49,7 +52,7 @@ class Poller {
  private:
   struct Pending {
     OpRecord rec;
-    uint64_t started_ns = 0;
+    uint64_t started_ns = 0;         // when its start event was seen complete; 0: not yet
     uint64_t ring_pos = kNoRingPos;  // its flight-recorder record
     uint64_t gpu_start_ns = 0;       // host-clock GPU times, once known
     uint64_t gpu_end_ns = 0;
@@ -73,6 +76,10 @@ class Poller {
   bool use_device(int device);
   void cuda_failed(const char* call, int err);
   void publish(uint64_t now_ns);
+  // The page's oldest_inflight: of the operations in flight that started on
+  // the GPU, the one that started first; if none did, the one launched first.
+  // Null when nothing is in flight.
+  const Pending* hang_clock_op() const;
   void fill_comms(proto::StatusPage* page);
   static proto::OpRef op_ref_of(const Pending& p);
 

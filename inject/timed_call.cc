@@ -61,8 +61,10 @@ bool TimedCall::begin(RuntimeState* st, const OpDesc& d, cudaStream_t stream) {
   const uint64_t now_ns = monotonic_ns();
   // Sampling (docs/architecture.md "The hot path", 4): a (operation, shape) seen again
   // within the sampling interval is not timed. A GEMM is then only counted:
-  // no CUDA call at all. A collective still records its end event: the
-  // completion marker that hang detection needs.
+  // no CUDA call at all. A collective still records both events, as markers
+  // for hang detection (docs/architecture.md "Hang detection"): the start
+  // marker says when it could start (the work before it on its stream had
+  // finished), the end marker that it completed. Nothing is measured from them.
   const bool timed = st->gate->should_time(
       sample_key(static_cast<uint64_t>(d.name), static_cast<uint64_t>(d.dtype), d.flops, d.bytes,
                  d.group_size),
@@ -138,7 +140,11 @@ bool TimedCall::begin(RuntimeState* st, const OpDesc& d, cudaStream_t stream) {
   pair->state.store(static_cast<uint32_t>(PairState::kRecording), std::memory_order_relaxed);
   rec.pair_index = index;
   rec.launch_ns = now_ns;
-  if (timed && cuda.event_record(pair->start, stream) != cudaSuccess) {
+  // Every operation that reaches here (timed, or a collective) records its
+  // start: the hang clock of an operation starts when this event completes,
+  // never at launch, so work queued behind a long stream of kernels is not
+  // taken for a hang. One cudaEventRecord per sampled-out collective.
+  if (cuda.event_record(pair->start, stream) != cudaSuccess) {
     pair->state.store(static_cast<uint32_t>(PairState::kAbandoned), std::memory_order_relaxed);
     rec.valid = 0;  // the Poller only gives the pair back
     rec.flags = OpRecord::kHasPair;

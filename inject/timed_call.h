@@ -6,6 +6,9 @@
 //   begin(): capture check -> comm seq numbers -> reserve a queue cell (full:
 //   count, untimed) -> take an event pair -> record start -> publish the
 //   record with the pair in state kRecording.
+// A sampled-out GEMM stops after reserving its cell (no CUDA call); a
+// sampled-out collective still records start and end, as markers for the
+// hang clock (docs/architecture.md "Hang detection"), and is not timed.
 //   end():   record end -> pair state kEnded (or kCallFailed when the real
 //   call failed, kAbandoned when our record failed).
 // Publishing before the real call lets the Poller see an operation whose

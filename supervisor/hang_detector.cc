@@ -52,6 +52,8 @@ const char* missing_reason_name(MissingReason r) {
       return "";
     case MissingReason::kBehind:
       return "behind";
+    case MissingReason::kNotStarted:
+      return "not_started";
     case MissingReason::kIdle:
       return "no_operation_in_flight";
     case MissingReason::kNeverRegistered:
@@ -75,6 +77,7 @@ HangReport classify_snapshot(const Snapshot& snap, double timeout_s) {
   HangReport r;
   r.timeout_s = timeout_s;
   const auto timeout_ns = static_cast<uint64_t>(timeout_s * 1e9);
+  const auto not_started_ns = static_cast<uint64_t>(kNotStartedFactor * timeout_s * 1e9);
   const auto unresponsive_ns = static_cast<uint64_t>(std::max(kMinUnresponsiveS, timeout_s) * 1e9);
 
   // Pass 1: what each rank is on its own.
@@ -96,34 +99,37 @@ HangReport classify_snapshot(const Snapshot& snap, double timeout_s) {
       v.state = RankState::kExited;
     } else if (beat_age_ns > unresponsive_ns) {
       v.state = RankState::kUnresponsive;
-    } else if (s.page_ok && s.inflight_count > 0 &&
-               age_ns(snap.now_ns, s.oldest_inflight.launch_ns) > timeout_ns) {
-      v.state = RankState::kStuck;
-      v.has_op = true;
-      v.op = s.oldest_inflight;
-      v.pending_s = ns_to_s(age_ns(snap.now_ns, s.oldest_inflight.launch_ns));
-    }
-    if (v.has_op && s.oldest_inflight.started_ns != 0) {
-      v.running_s = ns_to_s(age_ns(snap.now_ns, s.oldest_inflight.started_ns));
-    }
-    if (s.registered && s.inflight_count > 0 && v.state != RankState::kStuck) {
-      v.op = s.oldest_inflight;  // shown in reports, not a verdict
-      v.has_op = s.page_ok;
-      v.pending_s = ns_to_s(age_ns(snap.now_ns, s.oldest_inflight.launch_ns));
-      if (v.has_op && s.oldest_inflight.started_ns != 0) {
-        v.running_s = ns_to_s(age_ns(snap.now_ns, s.oldest_inflight.started_ns));
+    } else if (s.page_ok && s.inflight_count > 0) {
+      // The hang clock (docs/architecture.md "Hang detection"): the page's
+      // oldest_inflight is the operation that started first on the GPU; it
+      // runs from its start, not its launch, so that its wait behind earlier
+      // work on its stream (kernels we do not time, other streams it waits
+      // for) does not count. With nothing started, only the fallback applies.
+      const proto::OpRef& op = s.oldest_inflight;
+      if (op.started_ns != 0 ? age_ns(snap.now_ns, op.started_ns) > timeout_ns
+                             : age_ns(snap.now_ns, op.launch_ns) > not_started_ns) {
+        v.state = RankState::kStuck;
+        v.not_started = op.started_ns == 0;
       }
+    }
+    if (s.registered && s.page_ok && s.inflight_count > 0) {
+      v.has_op = true;  // a verdict when stuck, else shown in reports
+      v.op = s.oldest_inflight;
+      v.pending_s = ns_to_s(age_ns(snap.now_ns, v.op.launch_ns));
+      if (v.op.started_ns != 0) v.running_s = ns_to_s(age_ns(snap.now_ns, v.op.started_ns));
     }
     r.ranks.push_back(v);
   }
 
   // Pass 2: group the stuck ranks by the operation they wait in.
-  using Key = std::tuple<uint64_t, uint64_t, uint16_t, uint8_t>;  // comm, seq, name, kind
+  // comm, seq, name, kind, not started
+  using Key = std::tuple<uint64_t, uint64_t, uint16_t, uint8_t, bool>;
   std::map<Key, size_t> index;
   for (const RankVerdict& v : r.ranks) {
     if (v.state != RankState::kStuck) continue;
     const bool nccl = is_nccl(v.op);
-    const Key key{nccl ? v.op.comm_hash : 0, nccl ? v.op.seq : 0, v.op.name, v.op.kind};
+    const Key key{nccl ? v.op.comm_hash : 0, nccl ? v.op.seq : 0, v.op.name, v.op.kind,
+                  v.not_started};
     auto [it, inserted] = index.emplace(key, r.groups.size());
     if (inserted) {
       StuckGroup g;
@@ -131,11 +137,13 @@ HangReport classify_snapshot(const Snapshot& snap, double timeout_s) {
       g.name = v.op.name;
       g.comm_hash = std::get<0>(key);
       g.seq = std::get<1>(key);
+      g.not_started = v.not_started;
       r.groups.push_back(g);
     }
     StuckGroup& g = r.groups[it->second];
     g.ranks.push_back(v.rank);
     g.pending_s = std::max(g.pending_s, v.pending_s);
+    g.waiting_s = std::max(g.waiting_s, v.not_started ? v.pending_s : v.running_s);
   }
   std::sort(r.groups.begin(), r.groups.end(), [](const StuckGroup& a, const StuckGroup& b) {
     return a.ranks.front() < b.ranks.front();
@@ -159,9 +167,19 @@ HangReport classify_snapshot(const Snapshot& snap, double timeout_s) {
         v.issued_seq = slot->issued_seq;
         v.last_completed_seq = slot->completed_seq;
       }
-      if (slot->issued_seq < g.seq) {
+      // Issued and not completed, yet not stuck: either it runs the
+      // collective and has not waited for the timeout (then it is in it,
+      // like the stuck ranks), or its GPU never got to it: the work before
+      // it on its stream has not finished (a stopped GPU, queued work that
+      // does not drain). The second keeps the stuck ranks waiting.
+      const bool running_it = s.oldest_inflight.started_ns != 0 && is_nccl(s.oldest_inflight) &&
+                              s.oldest_inflight.comm_hash == g.comm_hash &&
+                              s.oldest_inflight.seq == g.seq;
+      const bool not_started =
+          slot->issued_seq >= g.seq && slot->completed_seq < g.seq && !running_it;
+      if (slot->issued_seq < g.seq || not_started) {
         v.state = RankState::kMissing;
-        v.reason = MissingReason::kBehind;
+        v.reason = not_started ? MissingReason::kNotStarted : MissingReason::kBehind;
         v.comm_hash = g.comm_hash;
         v.waited_seq = g.seq;
         v.issued_seq = slot->issued_seq;
@@ -189,26 +207,42 @@ std::string hang_sentence(const HangReport& report, bool with_durations) {
   std::vector<std::string> parts;
   char buf[64];
   for (const StuckGroup& g : report.groups) {
-    std::string p = ranks_phrase(g.ranks) + " stuck in " +
+    std::string p = ranks_phrase(g.ranks) + (g.not_started ? " stuck before " : " stuck in ") +
                     proto::op_name_str(static_cast<proto::OpName>(g.name));
     if (g.kind == static_cast<uint8_t>(proto::OpKind::kNccl)) {
       p += " #" + std::to_string(g.seq) + " on comm " + comm_hex(g.comm_hash);
     }
-    if (with_durations) {
-      std::snprintf(buf, sizeof(buf), " for %.1f s", g.pending_s);
+    if (g.not_started && !with_durations) {
+      p += " (nothing started on the GPU)";
+    } else if (g.not_started) {
+      std::snprintf(buf, sizeof(buf), " (nothing started on the GPU for %.1f s)", g.waiting_s);
+      p += buf;
+    } else if (with_durations) {
+      std::snprintf(buf, sizeof(buf), " for %.1f s", g.waiting_s);
       p += buf;
     }
     parts.push_back(std::move(p));
-    // Behind ranks of this group, grouped by how far they got.
+    // Behind ranks of this group, grouped by how far they got, then the
+    // ranks that issued it and never started it.
     std::map<uint64_t, std::vector<int>> by_last;
+    std::vector<int> not_started;
     for (int rank : g.missing) {
       for (const RankVerdict& v : report.ranks) {
-        if (v.rank == rank) by_last[v.last_completed_seq].push_back(rank);
+        if (v.rank != rank) continue;
+        if (v.reason == MissingReason::kNotStarted) {
+          not_started.push_back(rank);
+        } else {
+          by_last[v.last_completed_seq].push_back(rank);
+        }
       }
     }
     for (const auto& [last, ranks] : by_last) {
       parts.push_back(ranks_phrase(ranks) + " missing (last completed #" + std::to_string(last) +
                       " on that comm)");
+    }
+    if (!not_started.empty()) {
+      parts.push_back(ranks_phrase(not_started) + " missing (issued #" + std::to_string(g.seq) +
+                      ", not started on the GPU)");
     }
   }
   std::vector<int> idle, never, exited;

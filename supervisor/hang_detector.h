@@ -3,12 +3,20 @@
 // poll loop (asio thread); its report is copied out for HTTP.
 //
 // Semantics (docs/architecture.md "Hang detection"):
-//  - stuck: an operation in flight launched longer than the timeout ago;
+//  - stuck: an operation in flight started on the GPU (its start marker
+//    completed: the work before it on its stream had finished) longer than
+//    the timeout ago. Its wait in the queue behind earlier work does not
+//    count: a healthy stream may hold more queued work than the timeout.
+//    Fallback for a GPU that stopped where we cannot see it (in a kernel we
+//    do not time, with no peer waiting): nothing in flight has started and
+//    the oldest operation was launched more than kNotStartedFactor x the
+//    timeout ago ("not started");
 //  - unresponsive: the page's heartbeat has not moved for max(10 s, timeout)
 //    while the process lives (its page is then not trusted);
 //  - missing (only while some rank is stuck): behind on a communicator that a
-//    stuck rank waits on (issued_seq < the stuck seq), or no operation in
-//    flight, or never registered;
+//    stuck rank waits on (issued_seq < the stuck seq), or issued that
+//    collective but has not started it on its GPU (the earlier work on its
+//    stream never finished), or no operation in flight, or never registered;
 //  - exited: the process is gone.
 // A hang is at least one stuck rank. It clears when a rank that was stuck
 // completes more operations (or is replaced by a new process); if the stuck
@@ -29,7 +37,12 @@ namespace xpu_timer::supervisor {
 enum class RankState { kOk, kStuck, kMissing, kUnresponsive, kExited };
 const char* rank_state_name(RankState s);
 
-enum class MissingReason { kNone, kBehind, kIdle, kNeverRegistered };
+enum class MissingReason { kNone, kBehind, kNotStarted, kIdle, kNeverRegistered };
+
+// A rank with nothing in flight started on its GPU is stuck only once its
+// oldest operation was launched this many timeouts ago (see above): queued
+// work longer than that would be taken for a hang.
+constexpr double kNotStartedFactor = 3.0;
 const char* missing_reason_name(MissingReason r);
 
 struct RankVerdict {
@@ -39,11 +52,14 @@ struct RankVerdict {
   pid_t pid = 0;
   int local_rank = -1;
   std::string host;
-  // kStuck: the oldest operation in flight.
+  // kStuck: the operation the hang clock follows (the page's oldest_inflight).
   bool has_op = false;
   proto::OpRef op{};
   double pending_s = 0;   // now - op.launch_ns
   double running_s = -1;  // now - op.started_ns; -1 when not started on the GPU
+  // kStuck with nothing started on the GPU (the fallback above): its clock
+  // is pending_s, else running_s.
+  bool not_started = false;
   // kMissing
   MissingReason reason = MissingReason::kNone;
   bool has_comm = false;  // the fields below describe the stuck communicator
@@ -65,9 +81,16 @@ struct StuckGroup {
   uint16_t name = 0;  // proto::OpName
   uint64_t comm_hash = 0;
   uint64_t seq = 0;
+  // The ranks are stuck with nothing started on the GPU (RankVerdict::not_started).
+  bool not_started = false;
   std::vector<int> ranks;
-  std::vector<int> missing;  // ranks behind on this communicator
-  double pending_s = 0;      // the longest wait among `ranks`
+  // Ranks this communicator waits for: behind on it, or not started in the
+  // collective (MissingReason::kNotStarted).
+  std::vector<int> missing;
+  double pending_s = 0;  // the longest time since launch among `ranks`
+  // The longest hang clock among `ranks`: since the operation started on the
+  // GPU (or, not_started, since launch).
+  double waiting_s = 0;
 };
 
 struct HangReport {
@@ -83,7 +106,8 @@ struct HangReport {
 HangReport classify_snapshot(const Snapshot& snap, double timeout_s);
 
 // "ranks 0,1,3 stuck in AllReduce #6 on comm 1a2b3c4d5e6f7a8b for 5.2 s; rank 2
-// missing (last completed #5 on that comm)". Durations omitted when
+// missing (last completed #5 on that comm)", the duration being the hang
+// clock (StuckGroup::waiting_s). Durations omitted when
 // `with_durations` is false (used to tell a changed hang from an older one).
 std::string hang_sentence(const HangReport& report, bool with_durations = true);
 

@@ -26,7 +26,9 @@ RankSample healthy(int rank) {
   return s;
 }
 
-proto::OpRef allreduce(uint64_t seq, uint64_t launched_ago_ns) {
+// AllReduce #seq that started on the GPU `running_ns` ago (0: not started),
+// launched `queued_ns` before it could start (or before now when it did not).
+proto::OpRef allreduce(uint64_t seq, uint64_t running_ns, uint64_t queued_ns = kSec / 10) {
   proto::OpRef op{};
   op.name = static_cast<uint16_t>(proto::OpName::kAllReduce);
   op.kind = static_cast<uint8_t>(proto::OpKind::kNccl);
@@ -34,19 +36,27 @@ proto::OpRef allreduce(uint64_t seq, uint64_t launched_ago_ns) {
   op.group_size = 1;
   op.comm_hash = kComm;
   op.seq = seq;
-  op.launch_ns = kNow - launched_ago_ns;
-  op.started_ns = kNow - launched_ago_ns + kSec / 10;
+  op.started_ns = running_ns != 0 ? kNow - running_ns : 0;
+  op.launch_ns = kNow - running_ns - queued_ns;
   op.bytes = 1 << 20;
   return op;
 }
 
-// A rank waiting in AllReduce #seq on kComm since `ago`.
+// A rank waiting in AllReduce #seq on kComm, running on its GPU since `ago`.
 RankSample in_collective(int rank, uint64_t seq, uint64_t ago) {
   RankSample s = healthy(rank);
   s.issued_total = 51;
   s.inflight_count = 1;
   s.oldest_inflight = allreduce(seq, ago);
   s.comms.push_back(proto::CommSlot{kComm, 4, rank, seq, seq - 1, 0, 0});
+  return s;
+}
+
+// A rank that issued AllReduce #seq `queued` ago; its GPU has not started it
+// (the work before it on its stream has not finished).
+RankSample queued_in_collective(int rank, uint64_t seq, uint64_t queued) {
+  RankSample s = in_collective(rank, seq, 0);
+  s.oldest_inflight = allreduce(seq, 0, queued);
   return s;
 }
 
@@ -90,8 +100,11 @@ TEST(HangDetector, StuckRanksAndTheMissingOneMakeOneSentence) {
   EXPECT_EQ(r.ranks[2].reason, MissingReason::kBehind);
   EXPECT_EQ(r.ranks[2].last_completed_seq, 5u);
   EXPECT_EQ(r.ranks[2].waited_seq, 6u);
-  EXPECT_NEAR(r.ranks[0].pending_s, 5.2, 1e-9);
-  EXPECT_NEAR(r.ranks[0].running_s, 5.1, 1e-9);
+  EXPECT_NEAR(r.ranks[0].pending_s, 5.3, 1e-9);
+  EXPECT_NEAR(r.ranks[0].running_s, 5.2, 1e-9);
+  EXPECT_FALSE(r.ranks[0].not_started);
+  EXPECT_NEAR(r.groups[0].waiting_s, 5.2, 1e-9);
+  EXPECT_NEAR(r.groups[0].pending_s, 5.3, 1e-9);
 }
 
 TEST(HangDetector, StragglerBelowTheTimeoutIsNoHang) {
@@ -153,9 +166,99 @@ TEST(HangDetector, StuckGemmHasNoCommunicator) {
   s.inflight_count = 1;
   s.oldest_inflight.name = static_cast<uint16_t>(proto::OpName::kGemmEx);
   s.oldest_inflight.kind = static_cast<uint8_t>(proto::OpKind::kGemm);
-  s.oldest_inflight.launch_ns = kNow - 6 * kSec;
+  s.oldest_inflight.launch_ns = kNow - 7 * kSec;
+  s.oldest_inflight.started_ns = kNow - 6 * kSec;
   const HangReport r = classify_snapshot(snapshot({s}), 5.0);
   EXPECT_EQ(r.summary, "rank 0 stuck in GemmEx for 6.0 s");
+}
+
+// The hang clock (docs/architecture.md "Hang detection") starts when the
+// operation could start, not at launch: a collective queued behind 12 s of
+// GPU work is no hang under a 5 s timeout, nor once it runs for 4 s; it is
+// stuck once it runs for more than the timeout.
+TEST(HangDetector, QueuedWorkLongerThanTheTimeoutIsNoHang) {
+  const HangReport queued = classify_snapshot(
+      snapshot({queued_in_collective(0, 6, 12 * kSec), queued_in_collective(1, 6, 12 * kSec)}),
+      5.0);
+  EXPECT_FALSE(queued.hung) << queued.summary;
+  EXPECT_EQ(ranks_in(queued, RankState::kOk), (std::vector<int>{0, 1}));
+  EXPECT_NEAR(queued.ranks[0].pending_s, 12.0, 1e-9);
+  EXPECT_EQ(queued.ranks[0].running_s, -1);
+
+  RankSample running = in_collective(0, 6, 4 * kSec);
+  running.oldest_inflight = allreduce(6, 4 * kSec, 12 * kSec);  // launched 16 s ago
+  const HangReport young = classify_snapshot(snapshot({running, behind(1, 6)}), 5.0);
+  EXPECT_FALSE(young.hung) << young.summary;
+
+  running.oldest_inflight = allreduce(6, k5_2s, 12 * kSec);
+  const HangReport stuck = classify_snapshot(snapshot({running, behind(1, 6)}), 5.0);
+  ASSERT_TRUE(stuck.hung);
+  EXPECT_EQ(stuck.summary,
+            "rank 0 stuck in AllReduce #6 on comm 1a2b3c4d5e6f7a8b for 5.2 s; rank 1 missing (last "
+            "completed #5 on that comm)");
+  EXPECT_NEAR(stuck.ranks[0].pending_s, 17.2, 1e-9);
+}
+
+// Nothing started for kNotStartedFactor timeouts since launch: a GPU that
+// stopped in work we do not see, with no peer waiting to show it.
+TEST(HangDetector, NothingStartedForThreeTimeoutsIsStuckBeforeTheOperation) {
+  const uint64_t just_below = static_cast<uint64_t>(kNotStartedFactor * 5.0 * 1e9) - kSec / 10;
+  EXPECT_FALSE(classify_snapshot(snapshot({queued_in_collective(0, 6, just_below)}), 5.0).hung);
+
+  const HangReport r =
+      classify_snapshot(snapshot({queued_in_collective(0, 6, 15 * kSec + kSec / 2)}), 5.0);
+  ASSERT_TRUE(r.hung);
+  EXPECT_EQ(ranks_in(r, RankState::kStuck), (std::vector<int>{0}));
+  EXPECT_TRUE(r.ranks[0].not_started);
+  ASSERT_EQ(r.groups.size(), 1u);
+  EXPECT_TRUE(r.groups[0].not_started);
+  EXPECT_NEAR(r.groups[0].waiting_s, 15.5, 1e-9);
+  EXPECT_EQ(r.summary,
+            "rank 0 stuck before AllReduce #6 on comm 1a2b3c4d5e6f7a8b (nothing started on the GPU "
+            "for 15.5 s)");
+  EXPECT_EQ(hang_sentence(r, false),
+            "rank 0 stuck before AllReduce #6 on comm 1a2b3c4d5e6f7a8b (nothing started on the "
+            "GPU)");
+}
+
+// A stopped GPU on one rank of many: its peers start the collective and wait
+// in it; the rank that issued it and never started it is the missing one.
+TEST(HangDetector, RankThatIssuedTheCollectiveButNeverStartedItIsMissing) {
+  RankSample gemm_first = healthy(2);  // its GEMM before #6 never finished
+  gemm_first.inflight_count = 2;
+  gemm_first.oldest_inflight.name = static_cast<uint16_t>(proto::OpName::kGemmEx);
+  gemm_first.oldest_inflight.kind = static_cast<uint8_t>(proto::OpKind::kGemm);
+  gemm_first.oldest_inflight.launch_ns = kNow - 6 * kSec;
+  gemm_first.comms.push_back(proto::CommSlot{kComm, 4, 2, 6, 5, 0, 0});
+  const Snapshot snap = snapshot({in_collective(0, 6, k5_2s), queued_in_collective(1, 6, 6 * kSec),
+                                  gemm_first, in_collective(3, 6, k5_2s)});
+  const HangReport r = classify_snapshot(snap, 5.0);
+  ASSERT_TRUE(r.hung);
+  EXPECT_EQ(ranks_in(r, RankState::kStuck), (std::vector<int>{0, 3}));
+  EXPECT_EQ(ranks_in(r, RankState::kMissing), (std::vector<int>{1, 2}));
+  EXPECT_EQ(r.ranks[1].reason, MissingReason::kNotStarted);
+  EXPECT_EQ(r.ranks[2].reason, MissingReason::kNotStarted);
+  EXPECT_EQ(r.ranks[1].issued_seq, 6u);
+  EXPECT_EQ(r.ranks[1].last_completed_seq, 5u);
+  EXPECT_EQ(r.groups[0].missing, (std::vector<int>{1, 2}));
+  EXPECT_EQ(r.summary,
+            "ranks 0,3 stuck in AllReduce #6 on comm 1a2b3c4d5e6f7a8b for 5.2 s; ranks 1,2 missing "
+            "(issued #6, not started on the GPU)");
+}
+
+// A healthy job with more queued work per step than the timeout, step after
+// step: queued 3.3 s, runs 1 ms, completes; never a hang event.
+TEST(HangDetector, RepeatedQueuedStepsNeverRaiseAHang) {
+  HangDetector d(2.0);
+  for (uint64_t ms = 0; ms < 3400; ms += 100) {
+    std::vector<RankSample> ranks;
+    for (int rank = 0; rank < 2; ++rank) {
+      ranks.push_back(ms < 3300 ? queued_in_collective(rank, 6, ms * 1000000ull)
+                                : in_collective(rank, 6, (ms - 3300 + 1) * 1000000ull));
+    }
+    EXPECT_EQ(d.update(snapshot(ranks)), HangEvent::kNone) << ms;
+  }
+  EXPECT_FALSE(d.report().hung);
 }
 
 TEST(HangDetector, SeveralCommunicatorsMakeSeveralGroups) {

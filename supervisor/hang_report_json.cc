@@ -29,6 +29,7 @@ nlohmann::json hang_report_json(const HangReport& report) {
       r["pending_s"] = v.pending_s;
       r["running_s"] = v.running_s >= 0 ? json(v.running_s) : json(nullptr);
     }
+    if (v.state == RankState::kStuck) r["not_started"] = v.not_started;
     if (v.state == RankState::kMissing) r["reason"] = missing_reason_name(v.reason);
     if (v.has_comm) {
       r["comm"] = comm_hex(v.comm_hash);
@@ -58,6 +59,8 @@ nlohmann::json hang_report_json(const HangReport& report) {
     o["ranks_folded"] = fold_ranks(g.ranks);
     o["missing"] = g.missing;
     o["pending_s"] = g.pending_s;
+    o["waiting_s"] = g.waiting_s;  // the hang clock: since it started on the GPU
+    o["not_started"] = g.not_started;
     groups.push_back(std::move(o));
   }
   j["groups"] = std::move(groups);

@@ -40,6 +40,7 @@ Snapshot hung_snapshot() {
       s.oldest_inflight.bytes = 4096;
       s.oldest_inflight.group_size = 1;
       s.oldest_inflight.launch_ns = kNow - 3 * kSec;
+      s.oldest_inflight.started_ns = kNow - 2 * kSec - kSec / 2;  // queued 0.5 s
       s.comms.push_back(proto::CommSlot{0xabc, 2, 0, 4, 3, 0, 0});
     } else {
       s.comms.push_back(proto::CommSlot{0xabc, 2, 1, 3, 3, 0, 0});
@@ -57,7 +58,7 @@ TEST(HangReportJson, Shape) {
   EXPECT_DOUBLE_EQ(j["detected_at"].get<double>(), 1700000000.5);
   EXPECT_DOUBLE_EQ(j["timeout_s"].get<double>(), 2.0);
   EXPECT_EQ(j["summary"],
-            "rank 0 stuck in AllGather #4 on comm 0000000000000abc for 3.0 s; rank 1 missing "
+            "rank 0 stuck in AllGather #4 on comm 0000000000000abc for 2.5 s; rank 1 missing "
             "(last completed #3 on that comm); rank 2 missing (never registered)");
   ASSERT_EQ(j["ranks"].size(), 3u);
   const auto& r0 = j["ranks"][0];
@@ -71,7 +72,8 @@ TEST(HangReportJson, Shape) {
   EXPECT_EQ(r0["operation"]["dtype"], "fp32");
   EXPECT_EQ(r0["operation"]["bytes"], 4096);
   EXPECT_DOUBLE_EQ(r0["pending_s"].get<double>(), 3.0);
-  EXPECT_TRUE(r0["running_s"].is_null());
+  EXPECT_DOUBLE_EQ(r0["running_s"].get<double>(), 2.5);
+  EXPECT_EQ(r0["not_started"], false);
   const auto& r1 = j["ranks"][1];
   EXPECT_EQ(r1["state"], "missing");
   EXPECT_EQ(r1["reason"], "behind");
@@ -88,6 +90,9 @@ TEST(HangReportJson, Shape) {
   EXPECT_EQ(j["groups"][0]["ranks"], nlohmann::json({0}));
   EXPECT_EQ(j["groups"][0]["missing"], nlohmann::json({1}));
   EXPECT_EQ(j["groups"][0]["ranks_folded"], "0");
+  EXPECT_DOUBLE_EQ(j["groups"][0]["pending_s"].get<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(j["groups"][0]["waiting_s"].get<double>(), 2.5);
+  EXPECT_EQ(j["groups"][0]["not_started"], false);
 }
 
 TEST(HangReportJson, NoHang) {

@@ -221,6 +221,7 @@ class SupervisorProcessTest : public ::testing::Test {
       p->oldest_inflight.comm_hash = kComm;
       p->oldest_inflight.seq = seq;
       p->oldest_inflight.launch_ns = mono_ns() - 3'000'000'000ull;
+      p->oldest_inflight.started_ns = p->oldest_inflight.launch_ns;  // running on the GPU
       p->oldest_inflight.bytes = 1 << 20;
       p->comms[0].issued_seq = seq;
     });
