@@ -45,6 +45,10 @@ ParseResult error(std::string message) {
   return r;
 }
 
+// The linger delays the supervisor's exit: keep it a matter of scrape
+// intervals, never minutes.
+constexpr double kMaxLingerS = 300;
+
 // One row per option: the parser's list of known names and the help text
 // come from here, so --help cannot forget a flag.
 constexpr FlagHelp kFlags[] = {
@@ -59,6 +63,10 @@ constexpr FlagHelp kFlags[] = {
      "XPU_TIMER_HANG_KILL=1 means kill"},
     {"--poll-ms", "MS", "how often the ranks' status pages are read", "500", nullptr},
     {"--kill-grace", "S", "seconds from SIGTERM to SIGKILL when the job is ended", "10", nullptr},
+    {"--metrics-linger", "S",
+     "after the job ended, seconds /metrics still answers (job_running 0) if it was scraped "
+     "during the job; a signal ends the wait; 0: none",
+     "30", "XPU_TIMER_METRICS_LINGER_S"},
 };
 
 // Variables that set no option, listed after the options.
@@ -79,7 +87,8 @@ constexpr const char* kOtherEnv[][2] = {
 
 std::string usage_line() {
   return "usage: xpu_timer_supervisor [--port P] [--host H] [--hang-timeout S] [--dump-dir D] "
-         "[--on-hang keep|kill] [--poll-ms MS] [--kill-grace S] -- COMMAND [ARGS...]";
+         "[--on-hang keep|kill] [--poll-ms MS] [--kill-grace S] [--metrics-linger S] "
+         "-- COMMAND [ARGS...]";
 }
 
 std::string help_text() {
@@ -115,6 +124,12 @@ ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup&
   }
   if (const char* v = env("XPU_TIMER_HANG_KILL"); v != nullptr && *v != '\0') {
     if (is_true(v)) o.on_hang = OnHang::kKill;
+  }
+  if (const char* v = env("XPU_TIMER_METRICS_LINGER_S"); v != nullptr && *v != '\0') {
+    if (!parse_seconds(v, 0.0, &o.metrics_linger_s) || o.metrics_linger_s > kMaxLingerS) {
+      return error(std::string("XPU_TIMER_METRICS_LINGER_S must be a number of seconds 0-") +
+                   std::to_string(static_cast<int>(kMaxLingerS)) + ", got '" + v + "'");
+    }
   }
 
   size_t i = 0;
@@ -179,6 +194,11 @@ ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup&
     } else if (name == "--kill-grace") {
       if (!parse_seconds(value, 0.0, &o.kill_grace_s)) {
         return error("--kill-grace must be a number of seconds >= 0, got '" + value + "'");
+      }
+    } else if (name == "--metrics-linger") {
+      if (!parse_seconds(value, 0.0, &o.metrics_linger_s) || o.metrics_linger_s > kMaxLingerS) {
+        return error("--metrics-linger must be a number of seconds 0-" +
+                     std::to_string(static_cast<int>(kMaxLingerS)) + ", got '" + value + "'");
       }
     }
   }

@@ -18,6 +18,11 @@ struct Options {
   OnHang on_hang = OnHang::kKeep;
   int poll_ms = 500;
   double kill_grace_s = 10.0;
+  // After the job ended, /metrics keeps answering (xpu_timer_job_running 0)
+  // this long, so that Prometheus sees the end before the target goes down
+  // (docs/metrics.md "Alerts"). Only when /metrics was scraped during the job
+  // and no signal asked the supervisor to stop; 0: exit at once.
+  double metrics_linger_s = 30.0;
   std::vector<std::string> command;  // the job: argv[0] and its arguments
 };
 
@@ -32,8 +37,8 @@ struct ParseResult {
 // touch the process environment.
 using EnvLookup = std::function<const char*(const char*)>;
 
-// Defaults come from XPU_TIMER_BASEPORT, XPU_TIMER_HANG_TIMEOUT and
-// XPU_TIMER_HANG_KILL, then the command line overrides them. Accepts
+// Defaults come from XPU_TIMER_BASEPORT, XPU_TIMER_HANG_TIMEOUT,
+// XPU_TIMER_HANG_KILL and XPU_TIMER_METRICS_LINGER_S, then the command line overrides them. Accepts
 // "--opt value" and "--opt=value"; the command follows "--" (or starts at the
 // first argument that is not an option).
 ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup& env);

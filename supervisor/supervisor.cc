@@ -201,6 +201,7 @@ JobExit Supervisor::run() {
   job_->set_spared([this](pid_t pid) { return plugins_->owns(pid); });
   job_->set_on_reaped([this](pid_t pid, int status) { crashes_->on_reaped(pid, status); });
   job_->set_on_terminate([this](int sig) {
+    stopped_by_signal_ = !killed_for_hang_;
     crashes_->on_job_stop(killed_for_hang_
                               ? "killed by the supervisor after a hang (--on-hang kill)"
                               : "stopped by " + signal_name(sig) + " forwarded by the supervisor");
@@ -283,8 +284,60 @@ void Supervisor::finish_after_job(const JobExit& exit, JobExit* result) {
   } catch (const std::exception& e) {
     SUP_LOG_ERROR("crash bookkeeping at exit failed: %s", e.what());
   }
+  start_metrics_linger();
   // Plugins end by themselves or by their timeout; the job's status is kept.
-  plugins_->when_idle([this] { io_.stop(); });
+  plugins_->when_idle([this] {
+    plugins_idle_ = true;
+    stop_when_done();
+  });
+}
+
+// XpuTimerSupervisorDown fires when the target goes down while its last
+// scrape said xpu_timer_job_running 1. So that a job's end raises nothing,
+// /metrics keeps answering (job_running 0) for --metrics-linger, long enough
+// for one more scrape; a signal ends that wait. Nobody scraped during the
+// job, or somebody asked us to stop: no wait (docs/metrics.md "Alerts").
+void Supervisor::start_metrics_linger() {
+  const double linger_s = options_.metrics_linger_s;
+  if (linger_s <= 0 || !scraped_while_running_.load() || stopped_by_signal_) {
+    linger_over_ = true;
+    return;
+  }
+  SUP_LOG_INFO("/metrics answers xpu_timer_job_running 0 for %.3g s more, so that Prometheus sees "
+               "the job's end (--metrics-linger; a signal ends the wait)",
+               linger_s);
+  linger_timer_ = std::make_unique<boost::asio::steady_timer>(io_);
+  linger_timer_->expires_after(std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double>(linger_s)));
+  linger_timer_->async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) end_metrics_linger();
+  });
+  linger_signals_ = std::make_unique<boost::asio::signal_set>(io_);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
+    boost::system::error_code ec;
+    linger_signals_->add(sig, ec);
+    if (ec) SUP_LOG_WARN("cannot watch signal %d: %s", sig, ec.message().c_str());
+  }
+  linger_signals_->async_wait([this](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    SUP_LOG_INFO("%s received: exiting without waiting for the last scrape",
+                 signal_name(sig).c_str());
+    end_metrics_linger();
+  });
+}
+
+void Supervisor::end_metrics_linger() {
+  linger_over_ = true;
+  if (linger_timer_) linger_timer_->cancel();
+  if (linger_signals_) {
+    boost::system::error_code ignored;
+    linger_signals_->cancel(ignored);
+  }
+  stop_when_done();
+}
+
+void Supervisor::stop_when_done() {
+  if (plugins_idle_ && linger_over_) io_.stop();
 }
 
 void Supervisor::schedule_poll() {
@@ -638,7 +691,9 @@ std::string Supervisor::metrics_text() const {
     mismatched = mismatched_ranks_;
     mismatch_total = mismatch_total_;
   }
-  return metrics_->render(registry_.snapshot(), *report, &ended, job_running_.load(), &mismatched,
+  const bool running = job_running_.load();
+  if (running) scraped_while_running_ = true;  // somebody will want to see the end
+  return metrics_->render(registry_.snapshot(), *report, &ended, running, &mismatched,
                           mismatch_total);
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <atomic>
 #include <memory>
@@ -52,8 +53,12 @@ class Supervisor {
   void schedule_poll();
   void on_hang_event(HangEvent event, const HangReport& report);
   // The job ended: take the last crash reports, conclude the ranks that died
-  // without one, let the plugins finish (bounded by their timeout), stop.
+  // without one, let the plugins finish (bounded by their timeout) and
+  // /metrics linger (--metrics-linger), stop.
   void finish_after_job(const JobExit& exit, JobExit* result);
+  void start_metrics_linger();
+  void end_metrics_linger();
+  void stop_when_done();
   std::string hang_json() const;
   std::string ranks_json_text() const;
   std::string metrics_text() const;
@@ -87,6 +92,7 @@ class Supervisor {
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<MetricsExporter> metrics_;  // thread-safe; used by HTTP threads
   std::atomic<bool> job_running_{true};       // xpu_timer_job_running (HTTP threads read it)
+  mutable std::atomic<bool> scraped_while_running_{false};  // set by /metrics (HTTP threads)
 
   mutable std::mutex report_mutex_;
   std::shared_ptr<const HangReport> published_report_;
@@ -122,6 +128,13 @@ class Supervisor {
   std::atomic<uint64_t> collectives_checked_{0};
   std::set<int> mismatched_ranks_;
   static constexpr size_t kMaxMismatchesKept = 64;
+  // Asio thread only, at the job's end: a signal asked us to stop (no
+  // linger), and what the exit still waits for.
+  bool stopped_by_signal_ = false;
+  bool plugins_idle_ = false;
+  bool linger_over_ = false;
+  std::unique_ptr<boost::asio::steady_timer> linger_timer_;
+  std::unique_ptr<boost::asio::signal_set> linger_signals_;
   // Last member: destroyed first, so its threads end before what they use.
   std::unique_ptr<StackDumper> stacks_;
 };

@@ -6,18 +6,27 @@
 //    XPU_TIMER_SIM_LAT_US + bytes / XPU_TIMER_SIM_BUS_GBPS once all ranks
 //    arrived (arrival skew between ranks only adds: kept small by a long
 //    collective), and histogram_quantile interpolates inside the one
-//    histogram bucket that holds every AllReduce.
+//    histogram bucket that holds every AllReduce;
+//  - the same server, loaded with the shipped alert rules, alerts a hang for
+//    the missing rank only, and raises nothing when a job simply ends.
 // Tests skip (visibly) where promtool/prometheus are not installed.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
+#include <regex>
+#include <set>
+#include <thread>
 
 #include "tests/integration/supervisor_fixture.h"
 
@@ -159,16 +168,60 @@ std::string url_encode(const std::string& s) {
   return out;
 }
 
-// A Prometheus server scraping one supervisor every second.
+// Seconds since the epoch of an RFC 3339 time as Prometheus writes it
+// ("2026-11-25T10:11:12.123456789Z" or "...+01:00"); 0 when it is not one.
+double parse_rfc3339(const std::string& text) {
+  std::tm tm{};
+  const char* p = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (p == nullptr) return 0;
+  double t = static_cast<double>(timegm(&tm));
+  if (*p == '.') {
+    char* end = nullptr;
+    t += std::strtod(p, &end);  // ".123456789"
+    p = end;
+  }
+  if (*p == '+' || *p == '-') {
+    int h = 0, m = 0;
+    if (std::sscanf(p + 1, "%d:%d", &h, &m) != 2) return 0;
+    t -= (*p == '-' ? -1 : 1) * (h * 3600.0 + m * 60.0);
+  } else if (*p != 'Z') {
+    return 0;
+  }
+  return t;
+}
+
+// One entry of Prometheus' GET /api/v1/alerts.
+struct Alert {
+  std::string name;
+  std::string state;  // "pending" or "firing"
+  std::map<std::string, std::string> labels;
+  std::string active_at;
+  std::string value;
+};
+
+std::string alerts_text(const std::vector<Alert>& alerts) {
+  std::string out;
+  for (const Alert& a : alerts) {
+    out += a.name + " " + a.state + " {";
+    for (const auto& [k, v] : a.labels) out += k + "=" + v + ",";
+    out += "} value " + a.value + " since " + a.active_at + "\n";
+  }
+  return out.empty() ? "(no alert)\n" : out;
+}
+
+// A Prometheus server scraping one supervisor every second and, given a rule
+// file, evaluating it every second.
 class PrometheusServer {
  public:
-  PrometheusServer(int target_port) {
+  explicit PrometheusServer(int target_port, const std::string& rule_file = "") {
     dir_ = make_temp_dir("prometheus");
     port_ = free_loopback_port();
-    std::ofstream(dir_ + "/prometheus.yml")
-        << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-        << "scrape_configs:\n  - job_name: xpu_timer\n    static_configs:\n"
-        << "      - targets: ['127.0.0.1:" << target_port << "']\n";
+    std::ofstream config(dir_ + "/prometheus.yml");
+    config << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n";
+    if (!rule_file.empty()) config << "rule_files: ['" << rule_file << "']\n";
+    config << "scrape_configs:\n  - job_name: xpu_timer\n    static_configs:\n"
+           << "      - targets: ['127.0.0.1:" << target_port << "']\n";
+    config.close();
     child_ = std::make_unique<Child>(
         std::vector<std::string>{kPrometheus, "--config.file=" + dir_ + "/prometheus.yml",
                                  "--storage.tsdb.path=" + dir_ + "/data",
@@ -204,6 +257,61 @@ class PrometheusServer {
     const auto j = nlohmann::json::parse(r->body, nullptr, false);
     if (j.is_discarded() || j.value("status", "") != "success") return -1;
     return static_cast<int>(j["data"]["result"].size());
+  }
+  // The `data` of a GET /api/v1/... answer; null when there is none.
+  nlohmann::json api(const std::string& path) {
+    auto r = http_get(port_, "/api/v1/" + path);
+    if (!r.has_value() || r->status != 200) return nullptr;
+    const auto j = nlohmann::json::parse(r->body, nullptr, false);
+    if (j.is_discarded() || j.value("status", "") != "success") return nullptr;
+    return j["data"];
+  }
+  // Every pending and firing alert.
+  std::vector<Alert> alerts() {
+    std::vector<Alert> out;
+    const auto data = api("alerts");
+    if (!data.is_object()) return out;
+    for (const auto& a : data["alerts"]) {
+      Alert alert;
+      alert.labels = a["labels"].get<std::map<std::string, std::string>>();
+      alert.name = alert.labels["alertname"];
+      alert.state = a.value("state", "");
+      alert.active_at = a.value("activeAt", "");
+      alert.value = a.value("value", "");
+      out.push_back(std::move(alert));
+    }
+    return out;
+  }
+  // When Prometheus last evaluated the rule group `group` (seconds since the
+  // epoch; 0 before its first evaluation), and whether every rule of the
+  // group evaluated without error (a rule in error never fires).
+  double last_evaluation(const std::string& group, bool* healthy = nullptr) {
+    const auto data = api("rules");
+    if (!data.is_object()) return 0;
+    for (const auto& g : data["groups"]) {
+      if (g.value("name", "") != group) continue;
+      if (healthy != nullptr) {
+        *healthy = true;
+        for (const auto& r : g["rules"]) {
+          if (r.value("health", "") != "ok") {
+            *healthy = false;
+            ADD_FAILURE() << "rule " << r.value("name", "") << ": " << r.dump();
+          }
+        }
+      }
+      return parse_rfc3339(g.value("lastEvaluation", ""));
+    }
+    return 0;
+  }
+  // Waits until Prometheus evaluated `group` at `t` (epoch seconds) or later.
+  bool wait_evaluated_after(const std::string& group, double t) {
+    return wait_until(
+        [&] {
+          if (last_evaluation(group) >= t) return true;
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));  // poll politely
+          return false;
+        },
+        std::chrono::seconds(60));
   }
 
  private:
@@ -307,6 +415,241 @@ TEST(PrometheusE2E, PromqlAnswersMatchTheSimulatedGpu) {
     }
   }
   EXPECT_GE(queries, 8);
+}
+
+// The alert tests load the shipped rules with every `for:` shortened to
+// kForS seconds, so that an alert fires within seconds instead of minutes.
+// ONLY the `for:` values differ from deploy/prometheus/xpu_timer_alerts.yml:
+// shortened_rules() checks that every other byte is the same.
+constexpr int kForS = 3;
+constexpr const char* kAlertGroup = "xpu_timer_alerts";
+
+// Lines of `text` split at '\n'; joining them with '\n' gives `text` back.
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines(1);
+  for (char c : text) {
+    if (c == '\n') {
+      lines.emplace_back();
+    } else {
+      lines.back().push_back(c);
+    }
+  }
+  return lines;
+}
+
+std::string shortened_rules() {
+  const std::string original = read_file(source_dir() + "/deploy/prometheus/xpu_timer_alerts.yml");
+  const std::regex for_line(R"(^(\s*)for: (\S+)$)");
+  const std::vector<std::string> lines = split_lines(original);
+  std::string copy;
+  int shortened = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::smatch m;
+    if (std::regex_match(lines[i], m, for_line)) {
+      copy += m[1].str() + "for: " + std::to_string(kForS) + "s";
+      ++shortened;
+    } else {
+      copy += lines[i];
+    }
+    if (i + 1 < lines.size()) copy += '\n';
+  }
+  // The check: line for line, the copy is the original but for `for:` values.
+  const std::vector<std::string> copied = split_lines(copy);
+  EXPECT_EQ(copied.size(), lines.size());
+  for (size_t i = 0; i < std::min(lines.size(), copied.size()); ++i) {
+    if (copied[i] == lines[i]) continue;
+    std::smatch a, b;
+    EXPECT_TRUE(std::regex_match(lines[i], a, for_line) && std::regex_match(copied[i], b, for_line) &&
+                a[1] == b[1])
+        << "line " << i + 1 << " differs in more than its for: value:\n"
+        << lines[i] << "\n"
+        << copied[i];
+  }
+  EXPECT_GE(shortened, 4) << "the rules have fewer for: clauses than the test expects";
+  const std::string path = make_temp_dir("rules") + "/xpu_timer_alerts.yml";
+  std::ofstream(path) << copy;
+  return path;
+}
+
+std::set<std::string> ranks_of(const std::map<std::string, double>& series) {
+  std::set<std::string> out;
+  for (const auto& [rank, value] : series) out.insert(rank);
+  return out;
+}
+
+const Alert* find_alert(const std::vector<Alert>& alerts, const std::string& name) {
+  for (const Alert& a : alerts) {
+    if (a.name == name) return &a;
+  }
+  return nullptr;
+}
+
+bool is_firing(const std::vector<Alert>& alerts, const std::string& name) {
+  const Alert* a = find_alert(alerts, name);
+  return a != nullptr && a->state == "firing";
+}
+
+// Polls Prometheus' alerts until `pred` holds on them.
+bool wait_alerts(PrometheusServer& prom, std::vector<Alert>* alerts,
+                 const std::function<bool(const std::vector<Alert>&)>& pred) {
+  return wait_until(
+      [&] {
+        *alerts = prom.alerts();
+        if (pred(*alerts)) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));  // poll politely
+        return false;
+      },
+      std::chrono::seconds(60));
+}
+
+// A real Prometheus with the shipped rules watching a 4-rank job in which
+// rank 2 stops in host code before a collective: one alert for the job, one
+// naming rank 2, none naming the ranks that wait for it, and each fires once.
+TEST(PrometheusE2E, AHangAlertsTheMissingRankOnly) {
+  if (access(kPrometheus, X_OK) != 0)
+    GTEST_SKIP() << "prometheus not installed (apt-get install prometheus)";
+  const std::string rules = shortened_rules();
+  SupervisedJob job("prom-hang", {"--hang-timeout", "2"},
+                    sim_job(kRanks, false,
+                            {"--steps", "100000", "--step-ms", "20", "--bytes", "65536",
+                             "--hang-rank", "2", "--hang-step", "5"}),
+                    {"XPU_TIMER_JOB_NAME=prom-hang"});
+  ASSERT_GT(job.port(), 0) << job.log();
+  PrometheusServer prom(job.port(), rules);
+  ASSERT_TRUE(prom.wait_ready()) << prom.log();
+
+  std::vector<Alert> alerts;
+  ASSERT_TRUE(wait_alerts(prom, &alerts, [](const std::vector<Alert>& a) {
+    return is_firing(a, "XpuTimerRankMissing") && is_firing(a, "XpuTimerJobHang");
+  })) << alerts_text(alerts) << job.log() << prom.log();
+  const std::vector<Alert> first = alerts;
+  // Long enough for any other rule to go from pending to firing: kForS, a
+  // scrape and an evaluation after the hang alerts fired.
+  const double fired_at = prom.last_evaluation(kAlertGroup);
+  ASSERT_TRUE(prom.wait_evaluated_after(kAlertGroup, fired_at + kForS + 2)) << prom.log();
+  bool healthy = false;
+  prom.last_evaluation(kAlertGroup, &healthy);
+  EXPECT_TRUE(healthy);
+  alerts = prom.alerts();
+
+  // What Prometheus scraped has ranks to blame wrongly: 0, 1 and 3 wait.
+  EXPECT_EQ(ranks_of(prom.query("xpu_timer_rank_state{state=\"stuck\"} == 1")),
+            (std::set<std::string>{"0", "1", "3"}));
+  EXPECT_EQ(ranks_of(prom.query("xpu_timer_rank_state{state=\"missing\"} == 1")),
+            (std::set<std::string>{"2"}));
+
+  // Exactly two alerts, both firing since they were first seen (once per
+  // incident), none naming a waiting rank.
+  std::map<std::string, int> count;
+  for (const Alert& a : alerts) {
+    ++count[a.name];
+    EXPECT_EQ(a.state, "firing") << a.name;
+    if (a.labels.count("rank") != 0) {
+      EXPECT_EQ(a.labels.at("rank"), "2") << a.name << " names a rank that waits";
+    }
+    const Alert* before = find_alert(first, a.name);
+    if (before != nullptr) {
+      EXPECT_EQ(a.active_at, before->active_at) << a.name << " fired again";
+    }
+  }
+  EXPECT_EQ(count, (std::map<std::string, int>{{"XpuTimerJobHang", 1}, {"XpuTimerRankMissing", 1}}))
+      << alerts_text(alerts);
+  for (const char* must_not : {"XpuTimerRankCrashed", "XpuTimerSupervisorDown", "XpuTimerRankDown"}) {
+    EXPECT_EQ(count.count(must_not), 0u) << must_not << "\n" << alerts_text(alerts);
+  }
+  if (const Alert* hang = find_alert(alerts, "XpuTimerJobHang")) {
+    EXPECT_EQ(hang->labels, (std::map<std::string, std::string>{{"alertname", "XpuTimerJobHang"},
+                                                                 {"job_name", "prom-hang"},
+                                                                 {"severity", "critical"}}));
+    EXPECT_EQ(std::strtod(hang->value.c_str(), nullptr), 3.0) << "ranks that wait";
+  }
+  if (const Alert* missing = find_alert(alerts, "XpuTimerRankMissing")) {
+    EXPECT_EQ(missing->labels.at("job_name"), "prom-hang");
+    EXPECT_EQ(missing->labels.at("state"), "missing");
+  }
+
+  // The control: the same rules do alert a supervisor that stops answering
+  // while its job runs (SIGSTOP: its scrapes time out).
+  ASSERT_TRUE(job.child().signal(SIGSTOP));
+  const bool down_fired = wait_alerts(prom, &alerts, [](const std::vector<Alert>& a) {
+    return is_firing(a, "XpuTimerSupervisorDown");
+  });
+  job.child().signal(SIGCONT);
+  ASSERT_TRUE(down_fired) << alerts_text(alerts) << prom.log();
+  EXPECT_EQ(find_alert(alerts, "XpuTimerSupervisorDown")->labels.at("instance"),
+            "127.0.0.1:" + std::to_string(job.port()));
+}
+
+// A job that ends by itself: its supervisor answers /metrics with
+// xpu_timer_job_running 0 for --metrics-linger, then exits with the job's
+// status; Prometheus, having evaluated the rules past their for: with the
+// target down, has no alert at all, pending or firing.
+TEST(PrometheusE2E, AJobThatEndsRaisesNoDownAlert) {
+  if (access(kPrometheus, X_OK) != 0)
+    GTEST_SKIP() << "prometheus not installed (apt-get install prometheus)";
+  const std::string rules = shortened_rules();
+  // The job waits for the file `go` (so that Prometheus scrapes it while it
+  // runs), then runs a short sim job that ends normally. Its GEMMs last 11 ms
+  // each, so that every rank reaches the same FLOP/s (XpuTimerSlowRank, whose
+  // for: is shortened too, has no reason to fire).
+  const std::string go = make_temp_dir("prom-end-go") + "/go";
+  std::string script = "until [ -e '" + go + "' ]; do sleep 0.05; done; exec";
+  for (const std::string& arg :
+       sim_job(kRanks, false,
+               {"--steps", "60", "--gemm", "8192,8192,8192", "--gemms-per-step", "4", "--bytes",
+                "65536"})) {
+    script += " '" + arg + "'";
+  }
+  SupervisedJob job("prom-end", {"--metrics-linger", "10"}, {"/bin/sh", "-c", script},
+                    {"XPU_TIMER_SIM_TFLOPS=100", "XPU_TIMER_JOB_NAME=prom-end"});
+  ASSERT_GT(job.port(), 0) << job.log();
+  PrometheusServer prom(job.port(), rules);
+  ASSERT_TRUE(prom.wait_ready()) << prom.log();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const auto running = prom.query("xpu_timer_job_running");
+        if (running.count("") == 1 && running.at("") == 1) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));  // poll politely
+        return false;
+      },
+      std::chrono::seconds(60)))
+      << prom.log();
+
+  std::ofstream(go).close();
+  const auto status = job.child().wait_for(std::chrono::seconds(90));
+  ASSERT_TRUE(status.has_value()) << job.log();
+  EXPECT_TRUE(status->exited && status->code == 0) << describe(*status) << "\n" << job.log();
+  EXPECT_NE(job.log().find("/metrics answers xpu_timer_job_running 0 for 10 s more"),
+            std::string::npos)
+      << job.log();
+  // Prometheus saw the end before the target went down.
+  const auto last = prom.query("last_over_time(xpu_timer_job_running[1h])");
+  ASSERT_EQ(last.count(""), 1u) << prom.log();
+  EXPECT_EQ(last.at(""), 0);
+
+  // The target is down; the rules are then evaluated past their for:.
+  double down_at = 0;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const auto up = prom.query("up{job=\"xpu_timer\"}");
+        if (up.count("") == 1 && up.at("") == 0) {
+          down_at = prom.query("timestamp(up{job=\"xpu_timer\"})")[""];
+          return down_at > 0;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));  // poll politely
+        return false;
+      },
+      std::chrono::seconds(60)))
+      << prom.log();
+  ASSERT_TRUE(prom.wait_evaluated_after(kAlertGroup, down_at + kForS + 2)) << prom.log();
+  bool healthy = false;
+  prom.last_evaluation(kAlertGroup, &healthy);
+  EXPECT_TRUE(healthy);
+  // Down over the whole for: window: the rule had every chance to fire.
+  EXPECT_EQ(prom.query("max_over_time(up{job=\"xpu_timer\"}[" + std::to_string(kForS + 1) + "s])"),
+            (std::map<std::string, double>{{"", 0}}));
+  const std::vector<Alert> alerts = prom.alerts();
+  EXPECT_TRUE(alerts.empty()) << alerts_text(alerts);
 }
 
 }  // namespace
