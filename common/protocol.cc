@@ -40,6 +40,7 @@ const char* op_name_str(OpName name) {
     case OpName::kMemcpyD2H: return "MemcpyD2H";
     case OpName::kMemcpyD2D: return "MemcpyD2D";
     case OpName::kMemcpyOther: return "MemcpyOther";
+    case OpName::kMemcpyPeer: return "MemcpyPeer";
   }
   return "Unknown";
 }

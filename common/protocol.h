@@ -25,7 +25,7 @@
 
 namespace xpu_timer::proto {
 
-constexpr uint32_t kProtocolVersion = 3;
+constexpr uint32_t kProtocolVersion = 4;
 constexpr uint64_t kStatusPageMagic = 0x52454d4954555058ull;  // "XPUTIMER" little endian
 constexpr uint32_t kMessageMagic = 0x54555058u;               // "XPUT"
 
@@ -73,7 +73,8 @@ enum class OpName : uint16_t {
   kMemcpyH2D = 64,
   kMemcpyD2H = 65,
   kMemcpyD2D = 66,
-  kMemcpyOther = 67,
+  kMemcpyOther = 67,  // host to host, or a direction the runtime could not tell us
+  kMemcpyPeer = 68,   // cudaMemcpyPeer / cudaMemcpyPeerAsync: between two devices
 };
 
 // Name as shown to users ("AllReduce", "GemmEx", ...). Never null.
@@ -121,6 +122,9 @@ constexpr int kMaxComms = 64;
 // other members, so it must not be matched across ranks.
 constexpr uint32_t kCommFlagUnknownIdentity = 1;
 
+// CommSlot::name bytes, the NUL included.
+constexpr size_t kCommNameBytes = 32;
+
 // A communicator this rank is a member of, with its progress. The supervisor
 // uses it to tell stuck ranks (issued seq s, not completed) from missing ones
 // (never issued seq s on that communicator).
@@ -132,6 +136,10 @@ struct CommSlot {
   uint64_t completed_seq;
   uint32_t flags;  // kCommFlag*
   uint32_t reserved;
+  // The name the program gave the communicator (NCCL >= 2.27 commName, e.g.
+  // a framework's group name), printable ASCII, NUL-terminated; "" =
+  // unknown. The reader treats a name without a NUL as "" (status_page.cc).
+  char name[kCommNameBytes];
 };
 
 // Latency histogram: upper bounds in seconds, log-spaced; the last bucket is +Inf.
@@ -190,6 +198,19 @@ struct MetricSlot {
   uint64_t untimed_flops;
 };
 
+// CUDA runtime calls of a rank that are counted, not timed (inject/hooks_cudart.cc):
+// every call through the application's libcudart. Work that a library launches
+// through its own statically linked runtime (cuBLAS, NCCL) or through the
+// driver API (Triton, PyTorch's expandable segments) is not seen.
+struct RuntimeCounters {
+  uint64_t kernel_launches;  // cudaLaunchKernel, cudaLaunchKernelExC, cudaLaunchCooperativeKernel
+  uint64_t mallocs;          // successful cudaMalloc, cudaMallocAsync, cudaMallocFromPoolAsync
+  uint64_t malloc_bytes;
+  uint64_t frees;            // successful cudaFree, cudaFreeAsync of a pointer not null
+  uint64_t free_bytes;       // of the frees whose allocation we saw
+  uint64_t reserved;
+};
+
 // StatusPage::flags
 // Timing is off for the rest of the process (a CUDA error of the background
 // thread): inflight_count stays 0 while the rank may well be inside a
@@ -234,6 +255,8 @@ struct StatusPage {
   uint32_t nmetrics;
   uint32_t flags;  // kPageFlag*
   MetricSlot metrics[kMaxMetrics];
+  // Counted on every call, never sampled (guarded by seq like the rest).
+  RuntimeCounters runtime;
 };
 static_assert(std::is_standard_layout_v<StatusPage>);
 static_assert(std::atomic<uint64_t>::is_always_lock_free);

@@ -25,11 +25,11 @@ static_assert(offsetof(OpRef, name) == 0 && offsetof(OpRef, kind) == 2 &&
               offsetof(OpRef, comm_hash) == 8 && offsetof(OpRef, seq) == 16 &&
               offsetof(OpRef, launch_ns) == 24 && offsetof(OpRef, started_ns) == 32 &&
               offsetof(OpRef, bytes) == 40 && offsetof(OpRef, flops) == 48);
-static_assert(sizeof(CommSlot) == 40 && alignof(CommSlot) == 8);
+static_assert(sizeof(CommSlot) == 72 && alignof(CommSlot) == 8 && kCommNameBytes == 32);
 static_assert(offsetof(CommSlot, comm_hash) == 0 && offsetof(CommSlot, nranks) == 8 &&
               offsetof(CommSlot, rank) == 12 && offsetof(CommSlot, issued_seq) == 16 &&
               offsetof(CommSlot, completed_seq) == 24 && offsetof(CommSlot, flags) == 32 &&
-              offsetof(CommSlot, reserved) == 36);
+              offsetof(CommSlot, reserved) == 36 && offsetof(CommSlot, name) == 40);
 static_assert(sizeof(MetricSlot) == 272 && alignof(MetricSlot) == 8);
 static_assert(offsetof(MetricSlot, name) == 0 && offsetof(MetricSlot, dtype) == 2 &&
               offsetof(MetricSlot, size_bucket) == 3 && offsetof(MetricSlot, algo) == 4 &&
@@ -41,7 +41,10 @@ static_assert(offsetof(MetricSlot, name) == 0 && offsetof(MetricSlot, dtype) == 
               offsetof(MetricSlot, hist) == 56 && offsetof(MetricSlot, untimed_count) == 248 &&
               offsetof(MetricSlot, untimed_bytes) == 256 &&
               offsetof(MetricSlot, untimed_flops) == 264);
-static_assert(sizeof(StatusPage) == 72440 && alignof(StatusPage) == 8);
+static_assert(sizeof(StatusPage) == 74536 && alignof(StatusPage) == 8);
+static_assert(sizeof(RuntimeCounters) == 48 &&
+              offsetof(StatusPage, runtime) ==
+                  offsetof(StatusPage, metrics) + kMaxMetrics * sizeof(MetricSlot));
 static_assert(offsetof(StatusPage, magic) == 0 && offsetof(StatusPage, version) == 8 &&
               offsetof(StatusPage, page_bytes) == 12 && offsetof(StatusPage, pid) == 16 &&
               offsetof(StatusPage, rank) == 20 && offsetof(StatusPage, local_rank) == 24 &&
@@ -61,8 +64,8 @@ static_assert(offsetof(StatusPage, issued_total) == 72 &&
               offsetof(StatusPage, skipped_capture) == 216 &&
               offsetof(StatusPage, hook_errors) == 224 &&
               offsetof(StatusPage, queue_depth) == 232 && offsetof(StatusPage, comms) == 240 &&
-              offsetof(StatusPage, nmetrics) == 2800 && offsetof(StatusPage, flags) == 2804 &&
-              offsetof(StatusPage, metrics) == 2808);
+              offsetof(StatusPage, nmetrics) == 4848 && offsetof(StatusPage, flags) == 4852 &&
+              offsetof(StatusPage, metrics) == 4856);
 static_assert(kMaxComms == 64 && kMaxMetrics == 256 && kHistBuckets == 24);
 
 namespace {
@@ -127,6 +130,7 @@ bool known(OpName v) {
     case OpName::kMemcpyD2H:
     case OpName::kMemcpyD2D:
     case OpName::kMemcpyOther:
+    case OpName::kMemcpyPeer:
       return true;
   }
   return false;
@@ -273,6 +277,22 @@ bool validate(const StatusPage& p, int32_t pid, int32_t rank, std::string* why) 
     if (!metric_ok(p.metrics[i], i, why)) return false;
   }
   return true;
+}
+
+// Communicator names of the private copy, made safe to print: a name with
+// no NUL in its bytes is "" (unknown), bytes a writer should not have put
+// there become '?', and the bytes after the NUL are zeroed.
+void clean_comm_names(StatusPage* p) {
+  for (uint32_t i = 0; i < p->ncomms; ++i) {
+    char* name = p->comms[i].name;
+    const void* nul = std::memchr(name, '\0', kCommNameBytes);
+    const size_t n = nul != nullptr ? static_cast<size_t>(static_cast<const char*>(nul) - name) : 0;
+    for (size_t j = 0; j < n; ++j) {
+      const auto c = static_cast<unsigned char>(name[j]);
+      if (c < 0x20 || c >= 0x7f) name[j] = '?';
+    }
+    std::memset(name + n, 0, kCommNameBytes - n);
+  }
 }
 
 // Seqlock reader: copy, then check that seq was even and did not move.
@@ -472,6 +492,7 @@ bool StatusPageFile::read(StatusSnapshot* out) const {
     return false;
   }
   if (!validate(*copy, pid_, rank_, &out->error_)) return false;
+  clean_comm_names(copy);
   out->page_ok_ = true;
   return true;
 }

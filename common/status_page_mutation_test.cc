@@ -45,7 +45,9 @@ void fill_valid_page(StatusPage* p) {
   p->last_completed.name = static_cast<uint16_t>(OpName::kGemmEx);
   p->last_completed.kind = static_cast<uint8_t>(OpKind::kGemm);
   p->ncomms = 3;
-  for (uint32_t i = 0; i < p->ncomms; ++i) p->comms[i] = CommSlot{i + 1, 8, kRank, 50, 49, 0, 0};
+  for (uint32_t i = 0; i < p->ncomms; ++i) {
+    p->comms[i] = CommSlot{i + 1, 8, kRank, 50, 49, 0, 0, {}};
+  }
   p->nmetrics = 6;
   for (uint32_t i = 0; i < p->nmetrics; ++i) {
     MetricSlot& m = p->metrics[i];

@@ -115,7 +115,7 @@ TEST_F(StatusPageFileTest, CreateAttachReadRoundTrip) {
   p->oldest_inflight.kind = static_cast<uint8_t>(OpKind::kNccl);
   p->oldest_inflight.seq = 11;
   p->ncomms = 1;
-  p->comms[0] = CommSlot{0xabc, 8, 3, 11, 10, 0, 0};
+  p->comms[0] = CommSlot{0xabc, 8, 3, 11, 10, 0, 0, {}};
   p->nmetrics = 1;
   p->metrics[0].name = static_cast<uint16_t>(OpName::kAllReduce);
   p->metrics[0].algo = static_cast<uint8_t>(NcclAlgo::kRing);
@@ -150,6 +150,33 @@ TEST_F(StatusPageFileTest, CreateAttachReadRoundTrip) {
   writer->unlink();  // idempotent
   ASSERT_TRUE(reader->read(&snap)) << snap.error();
   EXPECT_EQ(snap.page().issued_total, 11u);
+}
+
+TEST_F(StatusPageFileTest, CommNamesAreReadNulTerminatedAndPrintableOrAsUnknown) {
+  auto writer = create();
+  ASSERT_NE(writer, nullptr);
+  writer->begin_write();
+  StatusPage* p = writer->page();
+  p->ncomms = 4;
+  for (uint32_t i = 0; i < 4; ++i) p->comms[i] = CommSlot{i + 1, 8, 3, 1, 1, 0, 0, {}};
+  std::memcpy(p->comms[0].name, "tp_group\0junk", 13);
+  std::memset(p->comms[1].name, 'x', kCommNameBytes);  // no NUL: a hostile or torn writer
+  std::memcpy(p->comms[2].name, "a\x01\xff", 4);      // bytes our writer never puts there
+  std::memset(p->comms[3].name, 'y', kCommNameBytes - 1);
+  // Past ncomms: not read at all.
+  std::memset(p->comms[4].name, 'z', kCommNameBytes);
+  writer->end_write();
+
+  auto reader = attach();
+  ASSERT_NE(reader, nullptr);
+  StatusSnapshot snap;
+  ASSERT_TRUE(reader->read(&snap)) << "a bad name is not a bad page: " << snap.error();
+  const StatusPage& s = snap.page();
+  EXPECT_STREQ(s.comms[0].name, "tp_group");
+  EXPECT_EQ(s.comms[0].name[9], '\0') << "the bytes after the NUL are cleared";
+  EXPECT_STREQ(s.comms[1].name, "");
+  EXPECT_STREQ(s.comms[2].name, "a??");
+  EXPECT_EQ(std::string(s.comms[3].name), std::string(kCommNameBytes - 1, 'y'));
 }
 
 TEST_F(StatusPageFileTest, DestroyingTheWriterRemovesItsFile) {

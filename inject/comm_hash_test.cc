@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 #include <nccl.h>
 
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <set>
+#include <string>
+#include <thread>
 
 #include "inject/comm_registry.h"
 
@@ -87,6 +90,87 @@ TEST(CommRegistry, FullRegistryReturnsNone) {
   }
   EXPECT_EQ(reg->add(&comms[CommRegistry::kCapacity], 1, 2, 0, 0, 0, true), CommRegistry::kNone);
   for (uint32_t i = 0; i < CommRegistry::kCapacity; ++i) ASSERT_EQ(reg->find(&comms[i]), i);
+}
+
+TEST(CommName, CopiesAtMost31PrintableBytes) {
+  char out[kCommNameBytes];
+  EXPECT_TRUE(copy_comm_name("tp_group", out));
+  EXPECT_STREQ(out, "tp_group");
+  const std::string long_name(100, 'x');
+  EXPECT_TRUE(copy_comm_name(long_name.c_str(), out));
+  EXPECT_EQ(std::string(out), std::string(kCommNameBytes - 1, 'x'));  // truncated, terminated
+  EXPECT_TRUE(copy_comm_name("a\tb\x7f\xc3\xa9z", out));
+  EXPECT_STREQ(out, "a?b???z");  // control bytes, DEL and UTF-8 bytes alike
+  EXPECT_FALSE(copy_comm_name(nullptr, out));
+  EXPECT_STREQ(out, "");
+  EXPECT_FALSE(copy_comm_name("", out));
+}
+
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 27, 0)
+TEST(CommName, ReadFromAConfigOnlyWhereTheCallersStructHasTheField) {
+  char out[kCommNameBytes];
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  EXPECT_FALSE(comm_name_from_config(&config, out));  // commName left undefined (NULL)
+  EXPECT_FALSE(comm_name_from_config(nullptr, out));
+  std::string name = "pp_group";
+  config.commName = name.c_str();
+  ASSERT_TRUE(comm_name_from_config(&config, out));
+  EXPECT_STREQ(out, "pp_group");
+  name[0] = 'X';  // a copy, not the caller's pointer
+  EXPECT_STREQ(out, "pp_group");
+
+  // A program built against an older nccl.h passes a shorter struct: the
+  // bytes where commName would be are not its (here: garbage, never read).
+  ncclConfig_t old = config;
+  old.size = offsetof(ncclConfig_t, commName);
+  old.commName = reinterpret_cast<const char*>(0x1);
+  EXPECT_FALSE(comm_name_from_config(&old, out));
+  EXPECT_STREQ(out, "");
+  old = config;
+  old.version = NCCL_VERSION(2, 26, 5);
+  old.commName = reinterpret_cast<const char*>(0x1);
+  EXPECT_FALSE(comm_name_from_config(&old, out));
+  old = config;
+  old.magic = 0;  // not initialised with NCCL_CONFIG_INITIALIZER
+  EXPECT_FALSE(comm_name_from_config(&old, out));
+
+  const std::string weird = std::string("\x01name\n") + std::string(40, 'y');
+  config.commName = weird.c_str();
+  ASSERT_TRUE(comm_name_from_config(&config, out));
+  EXPECT_EQ(std::string(out), "?name?" + std::string(kCommNameBytes - 7, 'y'));
+}
+#endif
+
+TEST(CommName, PluginNameReachesOnlyAnOpenWindowOnTheSameThread) {
+  char out[kCommNameBytes];
+  plugin_name_note("early");  // no constructor running on this thread
+  plugin_name_window_open();
+  EXPECT_FALSE(plugin_name_window_take(out));
+  plugin_name_window_open();
+  plugin_name_note("dp\x02");
+  std::thread([] { plugin_name_note("other thread"); }).join();
+  ASSERT_TRUE(plugin_name_window_take(out));
+  EXPECT_STREQ(out, "dp?");
+  EXPECT_FALSE(plugin_name_window_take(out));  // closed
+  plugin_name_window_open();
+  plugin_name_note(nullptr);  // NCCL had no name
+  EXPECT_FALSE(plugin_name_window_take(out));
+}
+
+TEST(CommRegistry, KeepsTheNameGivenAtCreation) {
+  auto reg = std::make_unique<CommRegistry>();
+  int comm_a = 0, comm_b = 0;
+  char name[kCommNameBytes];
+  copy_comm_name("tp_group", name);
+  const uint32_t a = reg->add(&comm_a, 111, 4, 1, 0, 0, true, name);
+  const uint32_t b = reg->add(&comm_b, 222, 4, 1, 0, 0, true);
+  EXPECT_STREQ(reg->entry(a).name, "tp_group");
+  EXPECT_STREQ(reg->entry(b).name, "");
+  // A new communicator at a destroyed one's address does not inherit its name.
+  reg->mark_destroyed(&comm_a);
+  const uint32_t a2 = reg->add(&comm_a, 333, 4, 1, 0, 0, true);
+  EXPECT_STREQ(reg->entry(a2).name, "");
+  EXPECT_STREQ(reg->entry(a).name, "tp_group");
 }
 
 }  // namespace

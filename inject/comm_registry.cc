@@ -1,6 +1,71 @@
 #include "inject/comm_registry.h"
 
+#include <cstddef>
+#include <cstring>
+
 namespace xpu_timer::inject {
+
+bool copy_comm_name(const char* name, char (&out)[kCommNameBytes]) {
+  size_t n = 0;
+  if (name != nullptr) {
+    // Byte by byte up to the NUL: never reads past the caller's string.
+    for (; n + 1 < kCommNameBytes && name[n] != '\0'; ++n) {
+      const auto c = static_cast<unsigned char>(name[n]);
+      out[n] = c >= 0x20 && c < 0x7f ? static_cast<char>(c) : '?';
+    }
+  }
+  std::memset(out + n, 0, kCommNameBytes - n);
+  return n > 0;
+}
+
+bool comm_name_from_config(const ncclConfig_t* config, char (&out)[kCommNameBytes]) {
+  std::memset(out, 0, kCommNameBytes);
+#if defined(NCCL_VERSION_CODE) && NCCL_VERSION_CODE >= NCCL_VERSION(2, 27, 0)
+  constexpr size_t kEnd = offsetof(ncclConfig_t, commName) + sizeof(config->commName);
+  constexpr unsigned int kConfigMagic = 0xcafebeef;  // NCCL_CONFIG_INITIALIZER's
+  if (config == nullptr || config->size < kEnd || config->magic != kConfigMagic ||
+      config->version < static_cast<unsigned int>(NCCL_VERSION(2, 27, 0))) {
+    return false;
+  }
+  return copy_comm_name(config->commName, out);
+#else
+  (void)config;
+  return false;
+#endif
+}
+
+namespace {
+
+struct PluginNameWindow {
+  bool open;
+  bool named;
+  char name[kCommNameBytes];
+};
+__attribute__((tls_model("initial-exec"))) thread_local PluginNameWindow t_plugin_name = {};
+
+}  // namespace
+
+void plugin_name_window_open() {
+  t_plugin_name.open = true;
+  t_plugin_name.named = false;
+}
+
+void plugin_name_note(const char* name) {
+  if (!t_plugin_name.open) return;
+  t_plugin_name.named = copy_comm_name(name, t_plugin_name.name);
+}
+
+bool plugin_name_window_take(char (&out)[kCommNameBytes]) {
+  const bool named = t_plugin_name.open && t_plugin_name.named;
+  t_plugin_name.open = false;
+  t_plugin_name.named = false;
+  if (named) {
+    std::memcpy(out, t_plugin_name.name, kCommNameBytes);
+  } else {
+    std::memset(out, 0, kCommNameBytes);
+  }
+  return named;
+}
 
 uint32_t CommRegistry::slot_for(const void* comm) {
   uint64_t x = reinterpret_cast<uintptr_t>(comm);
@@ -11,7 +76,7 @@ uint32_t CommRegistry::slot_for(const void* comm) {
 }
 
 uint32_t CommRegistry::add(const void* comm, uint64_t hash, int nranks, int rank, int device,
-                           uint32_t flags, bool replace) {
+                           uint32_t flags, bool replace, const char* name) {
   if (comm == nullptr) return kNone;
   std::lock_guard<std::mutex> lock(add_mu_);
   if (!replace) {
@@ -28,6 +93,7 @@ uint32_t CommRegistry::add(const void* comm, uint64_t hash, int nranks, int rank
   e.flags.store(flags, std::memory_order_relaxed);
   e.issued_seq.store(0, std::memory_order_relaxed);
   e.split_count.store(0, std::memory_order_relaxed);
+  copy_comm_name(name, e.name);  // published with the entry by count_ below
   count_.store(index + 1, std::memory_order_release);
 
   const auto key = reinterpret_cast<uintptr_t>(comm);

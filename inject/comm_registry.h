@@ -9,13 +9,47 @@
 // life; a pointer that NCCL reuses for a new communicator gets a new entry.
 // Lives in static storage with constant initialisation (no constructor or
 // destructor runs), so hooks may use it at any time, even during exit.
+//
+// Names: the group name the program gave the communicator (NCCL >= 2.27
+// ncclConfig_t::commName, or what NCCL hands the profiler plugin's init) is
+// copied into the entry before it is published, so the Poller reads it
+// without a lock and the collective hooks never touch it.
 #pragma once
+
+#include <nccl.h>
 
 #include <atomic>
 #include <cstdint>
 #include <mutex>
 
+#include "common/protocol.h"
+
 namespace xpu_timer::inject {
+
+// Bytes of a kept communicator name, NUL included.
+constexpr size_t kCommNameBytes = proto::kCommNameBytes;
+
+// Copies `name` into `out`: at most kCommNameBytes - 1 bytes, bytes outside
+// printable ASCII replaced by '?', always NUL-terminated; "" for nullptr.
+// Returns whether the result is non-empty.
+bool copy_comm_name(const char* name, char (&out)[kCommNameBytes]);
+
+// The commName of a config the program passed to an NCCL constructor, read
+// only where that program's struct has the field (NCCL >= 2.27: size and
+// version say so; a program built against an older nccl.h passes a shorter
+// struct). Returns false, `out` empty, when there is none.
+bool comm_name_from_config(const ncclConfig_t* config, char (&out)[kCommNameBytes]);
+
+// Profiler-plugin handoff. NCCL calls the plugin's init inside the
+// constructor, on the calling thread for a blocking communicator created
+// outside a group: the constructor hook opens a window, the plugin's init
+// drops the name NCCL gives it there, the hook takes it after the call.
+// Elsewhere (NCCL's own threads) the note finds no window and is dropped.
+// Thread-local, no allocation, no lock.
+void plugin_name_window_open();
+void plugin_name_note(const char* name);
+// Closes the window; true with the name when init named the communicator.
+bool plugin_name_window_take(char (&out)[kCommNameBytes]);
 
 struct CommEntry {
   static constexpr uint32_t kDestroyed = 1;  // ncclCommDestroy/Abort was called
@@ -28,6 +62,8 @@ struct CommEntry {
   std::atomic<uint32_t> flags{0};
   std::atomic<uint64_t> issued_seq{0};   // incremented by the hooks, 1-based seq
   std::atomic<uint64_t> split_count{0};  // ncclCommSplit calls with this as parent
+  // Written before the entry is published (count_), never after: "" = unknown.
+  char name[kCommNameBytes] = {};
 };
 
 class CommRegistry {
@@ -40,8 +76,9 @@ class CommRegistry {
   // Adds a new entry for `comm`. With `replace`, a newer communicator at the
   // address of a destroyed one gets its own entry; without, an existing
   // entry is returned instead. Returns the index, or kNone when full.
+  // `name`: the communicator's name as copy_comm_name made it, or nullptr.
   uint32_t add(const void* comm, uint64_t hash, int nranks, int rank, int device, uint32_t flags,
-               bool replace);
+               bool replace, const char* name = nullptr);
   // Lock-free; kNone when unknown.
   uint32_t find(const void* comm) const;
   CommEntry& entry(uint32_t index) { return entries_[index]; }

@@ -3,6 +3,8 @@
 // comm_hash.h) before any collective uses it. They do not time anything.
 #include <nccl.h>
 
+#include <cstring>
+
 #include "common/log.h"
 #include "inject/comm_hash.h"
 #include "inject/comm_registry.h"
@@ -49,15 +51,30 @@ void comm_shape(ncclComm_t comm, int* nranks, int* rank) {
   if (user_rank == nullptr || user_rank(comm, rank) != ncclSuccess) *rank = -1;
 }
 
-uint32_t register_comm(ncclComm_t comm, uint64_t hash, int nranks, int rank, uint32_t flags) {
-  const uint32_t index =
-      comm_registry().add(comm, hash, nranks, rank, comm_device(comm), flags, /*replace=*/true);
+// The communicator's name: the config's commName, else what NCCL told the
+// profiler plugin's init during the call (the window opened by create_comm).
+struct CommName {
+  char text[kCommNameBytes];
+  explicit CommName(const ncclConfig_t* config) {
+    const bool from_plugin = plugin_name_window_take(text);
+    char from_config[kCommNameBytes];
+    if (comm_name_from_config(config, from_config) || !from_plugin) {
+      std::memcpy(text, from_config, kCommNameBytes);
+    }
+  }
+};
+
+uint32_t register_comm(ncclComm_t comm, uint64_t hash, int nranks, int rank, uint32_t flags,
+                       const CommName& name) {
+  const uint32_t index = comm_registry().add(comm, hash, nranks, rank, comm_device(comm), flags,
+                                             /*replace=*/true, name.text);
   if (index == CommRegistry::kNone && !g_full_logged.exchange(true)) {
     XPU_TIMER_LOG_WARN("more than %u NCCL communicators: new ones are not tracked",
                        CommRegistry::kCapacity);
   }
-  XPU_TIMER_LOG_DEBUG("communicator %p: hash %016llx nranks %d rank %d", static_cast<void*>(comm),
-                      static_cast<unsigned long long>(hash), nranks, rank);
+  XPU_TIMER_LOG_DEBUG("communicator %p: hash %016llx nranks %d rank %d name \"%s\"",
+                      static_cast<void*>(comm), static_cast<unsigned long long>(hash), nranks, rank,
+                      name.text);
   return index;
 }
 
@@ -70,8 +87,11 @@ ncclResult_t create_comm(RealFunction<Fn>& real, Register&& on_created, Args... 
   HookScope scope;
   if (scope.nested()) return fn(args...);
   active_runtime();
+  plugin_name_window_open();
   const ncclResult_t r = fn(args...);
-  if (launched(r)) on_created();
+  if (launched(r)) on_created();  // takes the plugin's name when it registers a communicator
+  char unused[kCommNameBytes];
+  plugin_name_window_take(unused);  // closed in every case
   return r;
 }
 
@@ -103,7 +123,7 @@ XPU_TIMER_HOOK ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclU
       [&] {
         if (comm != nullptr && *comm != nullptr) {
           register_comm(*comm, comm_hash_from_unique_ids(&commId, 1, sizeof(commId)), nranks, rank,
-                        0);
+                        0, CommName(nullptr));
         }
       },
       comm, nranks, commId, rank);
@@ -117,7 +137,7 @@ XPU_TIMER_HOOK ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks,
       [&] {
         if (comm != nullptr && *comm != nullptr) {
           register_comm(*comm, comm_hash_from_unique_ids(&commId, 1, sizeof(commId)), nranks, rank,
-                        0);
+                        0, CommName(config));
         }
       },
       comm, nranks, commId, rank, config);
@@ -131,7 +151,7 @@ XPU_TIMER_HOOK ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nr
       [&] {
         if (newcomm != nullptr && *newcomm != nullptr) {
           register_comm(*newcomm, comm_hash_from_unique_ids(commIds, nId, sizeof(ncclUniqueId)),
-                        nranks, myrank, 0);
+                        nranks, myrank, 0, CommName(config));
         }
       },
       newcomm, nranks, myrank, nId, commIds, config);
@@ -153,11 +173,13 @@ XPU_TIMER_HOOK ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, n
     parent_hash = e.hash.load(std::memory_order_relaxed);
     nth = e.split_count.fetch_add(1, std::memory_order_relaxed);
   }
+  plugin_name_window_open();
   const ncclResult_t r = fn(comm, color, key, newcomm, config);
+  const CommName name(config);  // closes the window in every case
   if (launched(r) && newcomm != nullptr && *newcomm != nullptr) {
     int nranks, rank;
     comm_shape(*newcomm, &nranks, &rank);
-    register_comm(*newcomm, comm_hash_for_split(parent_hash, color, nth), nranks, rank, 0);
+    register_comm(*newcomm, comm_hash_for_split(parent_hash, color, nth), nranks, rank, 0, name);
   }
   return r;
 }

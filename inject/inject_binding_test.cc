@@ -57,6 +57,19 @@ const Hook kHooks[] = {
     {"ncclCommSplit", ""},
     {"ncclCommDestroy", ""},
     {"ncclCommAbort", ""},
+    {"cudaLaunchKernel", "libcudart.so.13"},
+    {"__cudaLaunchKernel", "libcudart.so.13"},
+    {"cudaLaunchKernelExC", "libcudart.so.13"},
+    {"cudaLaunchCooperativeKernel", "libcudart.so.13"},
+    {"cudaMalloc", "libcudart.so.13"},
+    {"cudaMallocAsync", "libcudart.so.13"},
+    {"cudaMallocFromPoolAsync", "libcudart.so.13"},
+    {"cudaFree", "libcudart.so.13"},
+    {"cudaFreeAsync", "libcudart.so.13"},
+    {"cudaMemcpy", "libcudart.so.13"},
+    {"cudaMemcpyAsync", "libcudart.so.13"},
+    {"cudaMemcpyPeer", "libcudart.so.13"},
+    {"cudaMemcpyPeerAsync", "libcudart.so.13"},
 };
 
 // Runs the probe with LD_DEBUG=bindings into a file; returns the log.
@@ -124,7 +137,8 @@ TEST_F(BindingTest, WithoutThePreloadTheSameImportsBindToTheRealLibraries) {
     SCOPED_TRACE(h.name);
     const std::string line = probe_binding(log, h);
     ASSERT_FALSE(line.empty());
-    const bool real = line.find("libcublas.so.13 [0]") != std::string::npos ||
+    const bool real = line.find("libcudart.so.13 [0]") != std::string::npos ||
+                      line.find("libcublas.so.13 [0]") != std::string::npos ||
                       line.find("libcublasLt.so.13 [0]") != std::string::npos ||
                       line.find("libnccl.so.2 [0]") != std::string::npos;
     EXPECT_TRUE(real) << line;

@@ -230,8 +230,7 @@ TEST_F(InjectSimTest, SampledOutCallsAreCountedAndCollectivesStillComplete) {
 // What the supervisor's hang detection reads: rank 1 never enters step 2's
 // AllReduce; rank 0's is launched, started on the GPU and never completes.
 TEST_F(InjectSimTest, HungCollectiveIsTheOldestInflightOpWithItsCommAndSeq) {
-  auto job =
-      Child::start({SIM_LAUNCH, "--nproc", "2", "--", SIM_TRAINER, "--steps", "5",
+  auto job = Child::start({SIM_LAUNCH, "--nproc", "2", "--", SIM_TRAINER, "--steps", "5",
                            "--gemms-per-step", "2", "--gemm", "64,64,64", "--collective",
                            "allreduce", "--bytes", "4096", "--hang-rank", "1", "--hang-step", "2"},
                           env(/*rank_env=*/false));
@@ -332,10 +331,11 @@ TEST_F(InjectSimTest, SampledOutCollectiveStartsItsClockWhenTheWorkBeforeItFinis
 }
 
 TEST_F(InjectSimTest, GroupsSendRecvAndSplitAdvanceEachCommunicatorsSeq) {
-  auto job = Child::start({SIM_LAUNCH, "--nproc", "2", "--", SIM_DRIVER, "init",
-                                  "gemm:gemmex:64:64:64:1", "coll:allreduce:4096", "group:3:4096",
-                                  "ring:1024", "split:1:4096", "sync", "wait", "finalize"},
-                                 env(/*rank_env=*/false));
+  // Named communicators (ncclConfig_t::commName): the names reach the page.
+  auto job = Child::start({SIM_LAUNCH, "--nproc", "2", "--", SIM_DRIVER, "name:tp_group", "init",
+                           "gemm:gemmex:64:64:64:1", "coll:allreduce:4096", "group:3:4096",
+                           "ring:1024", "split:1:4096", "sync", "wait", "finalize"},
+                          env(/*rank_env=*/false));
   ASSERT_NE(job, nullptr);
   auto ranks = accept_ranks(2);
   ASSERT_EQ(ranks.size(), 2u) << job->output();
@@ -357,8 +357,10 @@ TEST_F(InjectSimTest, GroupsSendRecvAndSplitAdvanceEachCommunicatorsSeq) {
     EXPECT_EQ(main_comm->rank, r);
     EXPECT_EQ(main_comm->issued_seq, 6u);  // 1 + 3 group members + send + recv
     EXPECT_EQ(main_comm->completed_seq, 6u);
+    EXPECT_STREQ(main_comm->name, "tp_group");
     const proto::CommSlot* split_comm = find_comm(*p, split_hash);
     ASSERT_NE(split_comm, nullptr) << "split comm hash";
+    EXPECT_STREQ(split_comm->name, "tp_group_split");
     EXPECT_EQ(split_comm->nranks, 2);
     EXPECT_EQ(split_comm->issued_seq, 1u);
     EXPECT_EQ(split_comm->completed_seq, 1u);
@@ -383,6 +385,56 @@ TEST_F(InjectSimTest, GroupsSendRecvAndSplitAdvanceEachCommunicatorsSeq) {
   job->close_stdin();
   ASSERT_EQ(job->wait_exit_code(kTimeout), 0) << job->output();
   EXPECT_TRUE(sup_.page_files().empty());
+}
+
+// The user's own runtime calls (inject/hooks_cudart.cc), with no cuBLAS or
+// NCCL at all: kernel launches and device allocations are counted exactly,
+// copies are operations named by their direction (cudaMemcpyDefault asks the
+// runtime which side is device memory), with their bytes.
+TEST_F(InjectSimTest, RuntimeCallsAreCountedAndCopiesNamedByDirection) {
+  constexpr uint64_t kBig = 1 << 20;
+  auto job = Child::start(
+      {SIM_DRIVER, "malloc:1048576", "malloc:4096", "free", "mallocasync:2048", "freeasync",
+       "launch:400", "launch:350:1", "launch:250:2", "copy:h2d:65536", "copy:d2h:4096:sync",
+       "copy:d2d:8192", "copy:h2h:512", "copy:default-h2d:16384", "copy:default-d2h:32768:sync",
+       "copy:peer:131072", "copy:peer:2048:sync", "devsync", "wait"},
+      env());
+  ASSERT_NE(job, nullptr);
+  auto ranks = accept_ranks(1);
+  ASSERT_EQ(ranks.size(), 1u) << job->output();
+  ASSERT_TRUE(job->wait_for_output("READY", kTimeout)) << job->output();
+  auto p = wait_page(*ranks[0], [](const proto::StatusPage& s) {
+    return s.completed_total >= 8 && s.runtime.kernel_launches >= 1000;
+  });
+  ASSERT_NE(p, nullptr) << job->output();
+  EXPECT_EQ(p->runtime.kernel_launches, 1000u);
+  EXPECT_EQ(p->runtime.mallocs, 3u);
+  EXPECT_EQ(p->runtime.malloc_bytes, kBig + 4096 + 2048);
+  EXPECT_EQ(p->runtime.frees, 2u);
+  EXPECT_EQ(p->runtime.free_bytes, 4096u + 2048);
+  EXPECT_EQ(p->issued_total, 8u);
+  EXPECT_EQ(p->completed_total, 8u);
+  struct Want {
+    OpName name;
+    uint64_t bytes;
+  };
+  const Want wants[] = {
+      {OpName::kMemcpyH2D, 65536},   {OpName::kMemcpyD2H, 4096},  {OpName::kMemcpyD2D, 8192},
+      {OpName::kMemcpyOther, 512},   {OpName::kMemcpyH2D, 16384}, {OpName::kMemcpyD2H, 32768},
+      {OpName::kMemcpyPeer, 131072}, {OpName::kMemcpyPeer, 2048},
+  };
+  for (const Want& w : wants) {
+    SCOPED_TRACE(std::string(proto::op_name_str(w.name)) + " " + std::to_string(w.bytes));
+    const proto::MetricSlot* m = find_metric(*p, w.name, DType::kU8, log2_bucket(w.bytes));
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(m->count + m->untimed_count, 1u);
+    EXPECT_EQ(m->sum_bytes + m->untimed_bytes, w.bytes);
+    EXPECT_EQ(m->sum_flops + m->untimed_flops, 0u);
+  }
+  EXPECT_EQ(p->nmetrics, 8u);
+  EXPECT_EQ(p->hook_errors, 0u);
+  job->close_stdin();
+  EXPECT_EQ(job->wait_exit_code(kTimeout), 0) << job->output();
 }
 
 TEST_F(InjectSimTest, EveryGemmEntryPointIsTimedWithItsShapeAndCaptureIsSkipped) {
@@ -432,9 +484,9 @@ TEST_F(InjectSimTest, EveryGemmEntryPointIsTimedWithItsShapeAndCaptureIsSkipped)
 }
 
 TEST_F(InjectSimTest, HooksReachLibrariesThatAreNotInTheGlobalScope) {
-  auto job = Child::start({SIM_DRIVER, "init", "gemm:gemmex:64:64:64:1",
-                                  "coll:allreduce:4096", "sync", "scope", "wait", "finalize"},
-                                 env());
+  auto job = Child::start({SIM_DRIVER, "init", "gemm:gemmex:64:64:64:1", "coll:allreduce:4096",
+                           "sync", "scope", "wait", "finalize"},
+                          env());
   ASSERT_NE(job, nullptr);
   auto ranks = accept_ranks(1);
   ASSERT_EQ(ranks.size(), 1u) << job->output();
@@ -478,10 +530,10 @@ TEST_F(InjectSimTest, ForkedChildLeavesTheParentsPageAndConnectionAlone) {
 }
 
 TEST_F(InjectSimTest, SupervisorGoingAwaySwitchesToPassThroughAndTheJobFinishes) {
-  auto job = Child::start(
-      {SIM_DRIVER, "init", "gemm:gemmex:64:64:64:1", "sync", "wait", "gemm:gemmex:64:64:64:1",
-       "coll:allreduce:4096", "sync", "finalize", "exit:7"},
-      env());
+  auto job =
+      Child::start({SIM_DRIVER, "init", "gemm:gemmex:64:64:64:1", "sync", "wait",
+                    "gemm:gemmex:64:64:64:1", "coll:allreduce:4096", "sync", "finalize", "exit:7"},
+                   env());
   ASSERT_NE(job, nullptr);
   auto ranks = accept_ranks(1);
   ASSERT_EQ(ranks.size(), 1u) << job->output();

@@ -16,6 +16,7 @@
 #include <new>
 
 #include "common/protocol.h"
+#include "inject/comm_registry.h"
 #include "inject/hook_export.h"
 #include "inject/nccl_profiler_abi.h"
 #include "inject/nccl_profiler_tags.h"
@@ -55,13 +56,18 @@ ncclResult_t init_with_nodes(void** context, int* mask, int nnodes) noexcept {
   return ncclSuccess;
 }
 
-ncclResult_t init_v5(void** context, uint64_t /*comm_id*/, int* mask, const char* /*name*/,
-                     int nnodes, int /*nranks*/, int /*rank*/, abi::DebugLogger /*log*/) noexcept {
+// v4/v5 name the communicator (NCCL >= 2.27: config.commName): handed to
+// the constructor hook running this init (comm_registry.h), which keeps it
+// when the config it saw had none.
+ncclResult_t init_v5(void** context, uint64_t /*comm_id*/, int* mask, const char* name, int nnodes,
+                     int /*nranks*/, int /*rank*/, abi::DebugLogger /*log*/) noexcept {
+  plugin_name_note(name);
   return init_with_nodes(context, mask, nnodes);
 }
 
-ncclResult_t init_v4(void** context, int* mask, const char* /*name*/, uint64_t /*comm_hash*/,
+ncclResult_t init_v4(void** context, int* mask, const char* name, uint64_t /*comm_hash*/,
                      int nnodes, int /*nranks*/, int /*rank*/, abi::DebugLogger /*log*/) noexcept {
+  plugin_name_note(name);
   return init_with_nodes(context, mask, nnodes);
 }
 

@@ -139,6 +139,11 @@ TEST_F(NcclProfilerTest, V5TagsEachHookedCallWithItsAlgorithmAndProtocol) {
   EXPECT_EQ(async->count, 1u);
   EXPECT_EQ(async->algo, u8(NcclAlgo::kUnknown));
   EXPECT_EQ(async->proto, u8(NcclProto::kUnknown));
+
+  // The communicator came from ncclCommInitRank (no config): its name is
+  // what NCCL told the plugin's init inside that call.
+  ASSERT_EQ(p.ncomms, 1u);
+  EXPECT_STREQ(p.comms[0].name, "fake");
   run.child->close_stdin();
   EXPECT_EQ(run.child->wait_exit_code(kTimeout), 0) << run.child->output();
 }
@@ -159,6 +164,9 @@ TEST_F(NcclProfilerTest, OlderPluginVersionsTagToo) {
     // Only v4 and v5 tell the node count.
     EXPECT_EQ(s->transport, u8(version == 4 ? NcclTransport::kInterNode : NcclTransport::kUnknown))
         << "v" << version;
+    // Only v4 and v5 tell the communicator's name.
+    ASSERT_EQ(run.page->ncomms, 1u) << "v" << version;
+    EXPECT_STREQ(run.page->comms[0].name, version == 4 ? "fake" : "") << "v" << version;
     run.child->close_stdin();
     EXPECT_EQ(run.child->wait_exit_code(kTimeout), 0) << run.child->output();
   }

@@ -358,6 +358,9 @@ void Poller::fill_comms(proto::StatusPage* page) {
       s.flags = (e.flags.load(std::memory_order_relaxed) & CommEntry::kUnknown)
                     ? proto::kCommFlagUnknownIdentity
                     : 0;
+      // Written before the entry was published (comm_registry.h): no race.
+      static_assert(sizeof(s.name) == sizeof(e.name));
+      std::memcpy(s.name, e.name, sizeof(s.name));
     }
   }
   page->ncomms = out;
@@ -393,6 +396,7 @@ void Poller::publish(uint64_t now_ns) {
   page->skipped_capture = c.skipped_capture.load(std::memory_order_relaxed);
   page->hook_errors = c.hook_errors.load(std::memory_order_relaxed) + poller_errors_;
   page->queue_depth = state_->queue.approx_size();
+  page->runtime = state_->runtime_calls.snapshot();
   fill_comms(page);
   metrics_.drain_dirty([page](uint32_t i, const proto::MetricSlot& s) { page->metrics[i] = s; });
   page->nmetrics = metrics_.size();

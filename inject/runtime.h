@@ -20,6 +20,7 @@
 #include "inject/bounded_queue.h"
 #include "inject/event_pool.h"
 #include "inject/op_record.h"
+#include "inject/runtime_counters.h"
 #include "inject/sample_gate.h"
 #include "inject/supervisor_link.h"
 
@@ -50,6 +51,7 @@ struct RuntimeState {
   BoundedQueue<OpRecord> queue{kQueueCapacity};
   EventPools pools;
   HookCounters counters;
+  RuntimeCallCounters runtime_calls;  // inject/hooks_cudart.cc
   // The status page (common/status_page.h): written by the Poller only; set
   // before the state is published, never null after.
   std::unique_ptr<proto::StatusPageFile> page;

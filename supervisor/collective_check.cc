@@ -119,9 +119,16 @@ std::vector<Mismatch> CollectiveChecker::check(uint64_t now_ns, double now_unix_
             g->second.push_back(rank);
           }
         }
-        if (groups.size() > 1) {
+        const bool everyone = e.nranks > 0 && e.by_rank.size() >= e.nranks;
+        if (groups.size() > 1 && e.disagreed_ns == 0)
+          e.disagreed_ns = std::max<uint64_t>(now_ns, 1);
+        if (groups.size() > 1 && !everyone &&
+            now_ns - std::min(now_ns, e.disagreed_ns) < kSettleNs) {
+          e.dirty = true;  // look again at the next check, with more members
+        } else if (groups.size() > 1) {
           Mismatch m;
           m.comm_hash = comm;
+          m.comm_name = comm_name(comm);
           m.seq = it->first.second;
           m.nranks = e.nranks;
           std::stable_sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) {
@@ -160,6 +167,21 @@ std::vector<Mismatch> CollectiveChecker::check(uint64_t now_ns, double now_unix_
   return found;
 }
 
+void CollectiveChecker::note_comm_names(const Snapshot& snap) {
+  for (const RankSample& s : snap.ranks) {
+    for (const proto::CommSlot& c : s.comms) {
+      if (c.name[0] == '\0' || (c.flags & proto::kCommFlagUnknownIdentity)) continue;
+      if (names_.size() >= kMaxNames && names_.count(c.comm_hash) == 0) continue;
+      names_[c.comm_hash] = comm_slot_name(c);
+    }
+  }
+}
+
+std::string CollectiveChecker::comm_name(uint64_t comm_hash) const {
+  auto it = names_.find(comm_hash);
+  return it != names_.end() ? it->second : std::string();
+}
+
 std::string mismatch_sentence(const Mismatch& m) {
   std::string s;
   for (size_t i = 0; i < m.groups.size(); ++i) {
@@ -168,7 +190,13 @@ std::string mismatch_sentence(const Mismatch& m) {
          fingerprint_text(m.groups[i].first);
   }
   s += " as collective #" + std::to_string(m.seq) + " on comm " + comm_hex(m.comm_hash);
-  if (m.nranks > 0) s += " (" + std::to_string(m.nranks) + " ranks)";
+  if (!m.comm_name.empty() && m.nranks > 0) {
+    s += " (" + m.comm_name + ", " + std::to_string(m.nranks) + " ranks)";
+  } else if (!m.comm_name.empty()) {
+    s += " (" + m.comm_name + ")";
+  } else if (m.nranks > 0) {
+    s += " (" + std::to_string(m.nranks) + " ranks)";
+  }
   s += ": " + m.kind + " mismatch";
   if (!m.odd_ranks.empty()) s += ", the odd one out: " + ranks_phrase(m.odd_ranks);
   return s;
@@ -187,7 +215,10 @@ nlohmann::json mismatch_json(const Mismatch& m) {
     g["red_op"] = *op != '\0' ? nlohmann::json(op) : nlohmann::json(nullptr);
     groups.push_back(std::move(g));
   }
+  const nlohmann::json name =
+      m.comm_name.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.comm_name);
   return {{"comm", comm_hex(m.comm_hash)},
+          {"comm_name", name},
           {"seq", m.seq},
           {"nranks", m.nranks},
           {"kind", m.kind},
@@ -196,9 +227,10 @@ nlohmann::json mismatch_json(const Mismatch& m) {
           {"fingerprints", groups},
           {"detected_at_unix_s", m.detected_at_unix_s},
           // From the last rank's host call of this collective to the verdict.
-          {"detected_after_s", m.last_launch_ns != 0 && m.detected_ns >= m.last_launch_ns
-                                   ? nlohmann::json(static_cast<double>(m.detected_ns - m.last_launch_ns) / 1e9)
-                                   : nlohmann::json(nullptr)},
+          {"detected_after_s",
+           m.last_launch_ns != 0 && m.detected_ns >= m.last_launch_ns
+               ? nlohmann::json(static_cast<double>(m.detected_ns - m.last_launch_ns) / 1e9)
+               : nlohmann::json(nullptr)},
           {"summary", m.summary}};
 }
 

@@ -21,6 +21,10 @@
 // collective on one rank meets a group or a send/receive on another at the
 // same number) and stops checking that communicator rather than report
 // false mismatches.
+//
+// The records carry no communicator names: the poll loop hands the checker
+// the names the ranks' status pages give (note_comm_names) before check(),
+// and a mismatch names its communicator when one is known.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +38,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/recorder_ring.h"
+#include "supervisor/rank_sample.h"
 
 namespace xpu_timer::supervisor {
 
@@ -57,6 +62,7 @@ std::string fingerprint_text(const Fingerprint& f);
 
 struct Mismatch {
   uint64_t comm_hash = 0;
+  std::string comm_name;  // "" = unknown
   uint64_t seq = 0;
   uint32_t nranks = 0;  // communicator size
   // What differs first, in this order: op, dtype, count, root, red_op.
@@ -81,6 +87,11 @@ class CollectiveChecker {
   // (comm, seq) at most once) and forgets collectives every member reported
   // or that waited longer than the retention.
   std::vector<Mismatch> check(uint64_t now_ns, double now_unix_s);
+  // Learns the names the ranks' pages give their communicators (a
+  // communicator's name never changes; hashes local to one rank are skipped).
+  void note_comm_names(const Snapshot& snap);
+  // "" when no page named it.
+  std::string comm_name(uint64_t comm_hash) const;
 
   uint64_t compared() const { return compared_; }  // collectives checked on >= 2 ranks
   size_t pending() const { return entries_.size(); }
@@ -91,6 +102,13 @@ class CollectiveChecker {
   // or its records were overwritten before we read them) is kept this long.
   static constexpr uint64_t kRetentionNs = 120ull * 1000 * 1000 * 1000;
   static constexpr size_t kMaxEntries = 1 << 16;
+  // A disagreement among some members is reported once every member of the
+  // communicator reported, or this long after it was first seen: a member
+  // whose record was not read yet (its ring is read at the next poll) must
+  // not make the others look like the odd ones. Two poll intervals and a
+  // half at the default --poll-ms: well inside the 2 s a verdict may take.
+  static constexpr uint64_t kSettleNs = 1250ull * 1000 * 1000;
+  static constexpr size_t kMaxNames = 1 << 12;
 
  private:
   struct Entry {
@@ -100,17 +118,20 @@ class CollectiveChecker {
     std::map<int, Fingerprint> by_rank;
     bool dirty = false;
     bool reported = false;
+    uint64_t disagreed_ns = 0;  // when check() first saw two fingerprints; 0: not yet
   };
   using Key = std::pair<uint64_t, uint64_t>;  // (comm_hash, seq)
   std::map<Key, Entry> entries_;
   std::deque<std::pair<uint64_t, Key>> order_;  // (first_seen_ns, key), oldest first
   std::set<uint64_t> unaligned_;
+  std::map<uint64_t, std::string> names_;  // comm_hash -> name, at most kMaxNames
   uint64_t compared_ = 0;
   uint64_t now_hint_ns_ = 0;
 };
 
 // "ranks 0,2,3 issued AllReduce bf16 x 524288 sum and rank 1 AllGather bf16
-// x 262144 as collective #12 on comm 1a2b3c4d5e6f7a8b (4 ranks)".
+// x 262144 as collective #12 on comm 1a2b3c4d5e6f7a8b (4 ranks)"; with a
+// name: "... on comm 1a2b3c4d5e6f7a8b (tp_group, 4 ranks)".
 std::string mismatch_sentence(const Mismatch& m);
 // The mismatch as GET /hang shows it (docs/usage.md).
 nlohmann::json mismatch_json(const Mismatch& m);

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 namespace xpu_timer::supervisor {
 namespace {
 
@@ -88,6 +90,36 @@ TEST(CollectiveCheck, ReportedOnceAndAsSoonAsTwoRanksDisagree) {
   EXPECT_TRUE(c.check(3 * kSec, 3.0).empty());
 }
 
+// Rings are read at different moments: a member whose record is not read
+// yet must not make the others the odd ones. Ranks 2 and 3 are odd, rank 1
+// is late: seen alone, ranks 0, 2, 3 would blame rank 0.
+TEST(CollectiveCheck, ADisagreementWaitsForTheLateMembersThenForTheSettleTime) {
+  CollectiveChecker c;
+  c.add(0, coll(OpName::kAllReduce, 5, 1024));
+  c.add(2, coll(OpName::kAllReduce, 5, 2048));
+  c.add(3, coll(OpName::kAllReduce, 5, 2048));
+  EXPECT_TRUE(c.check(10 * kSec, 10.0).empty());
+  EXPECT_TRUE(c.check(10 * kSec + CollectiveChecker::kSettleNs - 1, 11.0).empty());
+  c.add(1, coll(OpName::kAllReduce, 5, 1024));
+  std::vector<Mismatch> m = c.check(10 * kSec + CollectiveChecker::kSettleNs - 1, 11.0);
+  ASSERT_EQ(m.size(), 1u);  // every member is in: no need to wait longer
+  EXPECT_EQ(m[0].ranks, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_TRUE(m[0].odd_ranks.empty()) << "two against two: either side may be wrong";
+
+  // A member that never reports (it hung before the collective): the others
+  // are compared once the settle time has passed.
+  CollectiveChecker d;
+  d.add(0, coll(OpName::kAllReduce, 6, 1024));
+  d.add(1, coll(OpName::kAllReduce, 6, 1024));
+  d.add(3, coll(OpName::kAllReduce, 6, 4096));
+  EXPECT_TRUE(d.check(20 * kSec, 20.0).empty());
+  m = d.check(20 * kSec + CollectiveChecker::kSettleNs, 21.0);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].ranks, (std::vector<int>{0, 1, 3}));
+  EXPECT_EQ(m[0].odd_ranks, std::vector<int>{3});
+  EXPECT_TRUE(d.check(30 * kSec, 30.0).empty());  // once
+}
+
 TEST(CollectiveCheck, TwoCommunicatorsOverTheSameRanksAreNeverConfused) {
   CollectiveChecker c;
   constexpr uint64_t kOther = 0x99ull;
@@ -144,6 +176,63 @@ TEST(CollectiveCheck, ACollectiveAMemberNeverReportsIsForgottenAfterTheRetention
   EXPECT_EQ(c.pending(), 1u);
   c.check(kSec + CollectiveChecker::kRetentionNs + 1, 200.0);
   EXPECT_EQ(c.pending(), 0u);
+}
+
+Snapshot snapshot_naming(uint64_t comm, const char* name, uint32_t flags = 0) {
+  Snapshot snap;
+  RankSample s;
+  proto::CommSlot slot{comm, 4, 0, 1, 1, flags, 0, {}};
+  std::snprintf(slot.name, sizeof(slot.name), "%s", name);
+  s.comms.push_back(slot);
+  snap.ranks.push_back(s);
+  return snap;
+}
+
+std::vector<Mismatch> op_mismatch(CollectiveChecker& c) {
+  for (int r = 0; r < 4; ++r) {
+    c.add(r, coll(r == 3 ? OpName::kAllGather : OpName::kAllReduce, 12, 1024));
+  }
+  return c.check(kSec, 1.0);
+}
+
+TEST(CollectiveCheck, SentenceAndJsonWithoutANameAreUnchanged) {
+  CollectiveChecker c;
+  const std::vector<Mismatch> m = op_mismatch(c);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].summary,
+            "ranks 0,1,2 issued AllReduce bf16 x 1024 sum and rank 3 AllGather bf16 x 1024 as "
+            "collective #12 on comm 1a2b3c4d5e6f7a8b (4 ranks): op mismatch, the odd one out: "
+            "rank 3");
+  EXPECT_TRUE(mismatch_json(m[0])["comm_name"].is_null());
+}
+
+TEST(CollectiveCheck, MismatchNamesTheCommunicatorItsPagesName) {
+  CollectiveChecker c;
+  c.note_comm_names(snapshot_naming(kComm, "tp_group"));
+  c.note_comm_names(snapshot_naming(kComm ^ 1, "other"));
+  const std::vector<Mismatch> m = op_mismatch(c);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].comm_name, "tp_group");
+  EXPECT_EQ(m[0].summary,
+            "ranks 0,1,2 issued AllReduce bf16 x 1024 sum and rank 3 AllGather bf16 x 1024 as "
+            "collective #12 on comm 1a2b3c4d5e6f7a8b (tp_group, 4 ranks): op mismatch, the odd "
+            "one out: rank 3");
+  EXPECT_EQ(mismatch_json(m[0])["comm_name"], "tp_group");
+  Mismatch unsized = m[0];
+  unsized.nranks = 0;
+  EXPECT_NE(mismatch_sentence(unsized).find("on comm 1a2b3c4d5e6f7a8b (tp_group): op"),
+            std::string::npos)
+      << mismatch_sentence(unsized);
+}
+
+TEST(CollectiveCheck, NamesOfUnnamedOrRankLocalCommunicatorsAreIgnored) {
+  CollectiveChecker c;
+  c.note_comm_names(snapshot_naming(kComm, ""));
+  c.note_comm_names(snapshot_naming(kComm, "local", proto::kCommFlagUnknownIdentity));
+  EXPECT_EQ(c.comm_name(kComm), "");
+  const std::vector<Mismatch> m = op_mismatch(c);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].comm_name, "");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <tuple>
 
 #include "common/rank_set.h"
@@ -22,6 +23,15 @@ const proto::CommSlot* find_comm(const RankSample& s, uint64_t comm_hash) {
     if (c.comm_hash == comm_hash) return &c;
   }
   return nullptr;
+}
+
+// The communicator's name on any rank's page ("" when none gives one).
+std::string comm_name_in(const Snapshot& snap, uint64_t comm_hash) {
+  for (const RankSample& s : snap.ranks) {
+    const proto::CommSlot* c = find_comm(s, comm_hash);
+    if (c != nullptr && c->name[0] != '\0') return comm_slot_name(*c);
+  }
+  return "";
 }
 
 bool is_nccl(const proto::OpRef& op) {
@@ -66,6 +76,14 @@ std::string comm_hex(uint64_t comm_hash) {
   char buf[17];
   std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(comm_hash));
   return buf;
+}
+
+std::string comm_slot_name(const proto::CommSlot& c) {
+  return std::string(c.name, strnlen(c.name, sizeof(c.name)));
+}
+
+std::string comm_phrase(uint64_t comm_hash, const std::string& name) {
+  return "comm " + comm_hex(comm_hash) + (name.empty() ? "" : " (" + name + ")");
 }
 
 std::string ranks_phrase(const std::vector<int>& ranks) {
@@ -136,6 +154,7 @@ HangReport classify_snapshot(const Snapshot& snap, double timeout_s) {
       g.kind = v.op.kind;
       g.name = v.op.name;
       g.comm_hash = std::get<0>(key);
+      if (nccl) g.comm_name = comm_name_in(snap, g.comm_hash);
       g.seq = std::get<1>(key);
       g.not_started = v.not_started;
       r.groups.push_back(g);
@@ -163,6 +182,7 @@ HangReport classify_snapshot(const Snapshot& snap, double timeout_s) {
       if (!v.has_comm) {
         v.has_comm = true;
         v.comm_hash = g.comm_hash;
+        v.comm_name = g.comm_name;
         v.waited_seq = g.seq;
         v.issued_seq = slot->issued_seq;
         v.last_completed_seq = slot->completed_seq;
@@ -181,6 +201,7 @@ HangReport classify_snapshot(const Snapshot& snap, double timeout_s) {
         v.state = RankState::kMissing;
         v.reason = not_started ? MissingReason::kNotStarted : MissingReason::kBehind;
         v.comm_hash = g.comm_hash;
+        v.comm_name = g.comm_name;
         v.waited_seq = g.seq;
         v.issued_seq = slot->issued_seq;
         v.last_completed_seq = slot->completed_seq;
@@ -210,7 +231,7 @@ std::string hang_sentence(const HangReport& report, bool with_durations) {
     std::string p = ranks_phrase(g.ranks) + (g.not_started ? " stuck before " : " stuck in ") +
                     proto::op_name_str(static_cast<proto::OpName>(g.name));
     if (g.kind == static_cast<uint8_t>(proto::OpKind::kNccl)) {
-      p += " #" + std::to_string(g.seq) + " on comm " + comm_hex(g.comm_hash);
+      p += " #" + std::to_string(g.seq) + " on " + comm_phrase(g.comm_hash, g.comm_name);
     }
     if (g.not_started && !with_durations) {
       p += " (nothing started on the GPU)";

@@ -64,6 +64,7 @@ struct RankVerdict {
   MissingReason reason = MissingReason::kNone;
   bool has_comm = false;  // the fields below describe the stuck communicator
   uint64_t comm_hash = 0;
+  std::string comm_name;    // its name (StuckGroup::comm_name), "" = unknown
   uint64_t waited_seq = 0;  // the collective the stuck ranks are in
   uint64_t issued_seq = 0;
   uint64_t last_completed_seq = 0;
@@ -80,6 +81,9 @@ struct StuckGroup {
   uint8_t kind = 0;   // proto::OpKind
   uint16_t name = 0;  // proto::OpName
   uint64_t comm_hash = 0;
+  // The name a member's page gives the communicator (proto::CommSlot::name);
+  // "" = unknown.
+  std::string comm_name;
   uint64_t seq = 0;
   // The ranks are stuck with nothing started on the GPU (RankVerdict::not_started).
   bool not_started = false;
@@ -105,8 +109,9 @@ struct HangReport {
 // One snapshot classified with no history (the core of the detector).
 HangReport classify_snapshot(const Snapshot& snap, double timeout_s);
 
-// "ranks 0,1,3 stuck in AllReduce #6 on comm 1a2b3c4d5e6f7a8b for 5.2 s; rank 2
-// missing (last completed #5 on that comm)", the duration being the hang
+// "ranks 0,1,3 stuck in AllReduce #6 on comm 1a2b3c4d5e6f7a8b (tp_group) for
+// 5.2 s; rank 2 missing (last completed #5 on that comm)" (the name only when
+// a page gives one: comm_phrase), the duration being the hang
 // clock (StuckGroup::waiting_s). Durations omitted when
 // `with_durations` is false (used to tell a changed hang from an older one).
 std::string hang_sentence(const HangReport& report, bool with_durations = true);
@@ -114,6 +119,11 @@ std::string hang_sentence(const HangReport& report, bool with_durations = true);
 // "rank 3" / "ranks 0,1,3" (up to 8 ranks) / "ranks 0-15/17" (folded beyond).
 std::string ranks_phrase(const std::vector<int>& ranks);
 std::string comm_hex(uint64_t comm_hash);
+// A page's name of the communicator; "" = unknown. The page reader made it
+// NUL-terminated and printable (common/status_page.cc).
+std::string comm_slot_name(const proto::CommSlot& c);
+// "comm 1a2b3c4d5e6f7a8b", or "comm 1a2b3c4d5e6f7a8b (tp_group)" with a name.
+std::string comm_phrase(uint64_t comm_hash, const std::string& name);
 
 enum class HangEvent { kNone, kDetected, kChanged, kCleared };
 

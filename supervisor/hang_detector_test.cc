@@ -48,7 +48,7 @@ RankSample in_collective(int rank, uint64_t seq, uint64_t ago) {
   s.issued_total = 51;
   s.inflight_count = 1;
   s.oldest_inflight = allreduce(seq, ago);
-  s.comms.push_back(proto::CommSlot{kComm, 4, rank, seq, seq - 1, 0, 0});
+  s.comms.push_back(proto::CommSlot{kComm, 4, rank, seq, seq - 1, 0, 0, {}});
   return s;
 }
 
@@ -63,7 +63,7 @@ RankSample queued_in_collective(int rank, uint64_t seq, uint64_t queued) {
 // A rank that never issued #seq (stopped in host code after #seq-1).
 RankSample behind(int rank, uint64_t seq) {
   RankSample s = healthy(rank);
-  s.comms.push_back(proto::CommSlot{kComm, 4, rank, seq - 1, seq - 1, 0, 0});
+  s.comms.push_back(proto::CommSlot{kComm, 4, rank, seq - 1, seq - 1, 0, 0, {}});
   return s;
 }
 
@@ -229,7 +229,7 @@ TEST(HangDetector, RankThatIssuedTheCollectiveButNeverStartedItIsMissing) {
   gemm_first.oldest_inflight.name = static_cast<uint16_t>(proto::OpName::kGemmEx);
   gemm_first.oldest_inflight.kind = static_cast<uint8_t>(proto::OpKind::kGemm);
   gemm_first.oldest_inflight.launch_ns = kNow - 6 * kSec;
-  gemm_first.comms.push_back(proto::CommSlot{kComm, 4, 2, 6, 5, 0, 0});
+  gemm_first.comms.push_back(proto::CommSlot{kComm, 4, 2, 6, 5, 0, 0, {}});
   const Snapshot snap = snapshot({in_collective(0, 6, k5_2s), queued_in_collective(1, 6, 6 * kSec),
                                   gemm_first, in_collective(3, 6, k5_2s)});
   const HangReport r = classify_snapshot(snap, 5.0);

@@ -33,12 +33,14 @@ nlohmann::json hang_report_json(const HangReport& report) {
     if (v.state == RankState::kMissing) r["reason"] = missing_reason_name(v.reason);
     if (v.has_comm) {
       r["comm"] = comm_hex(v.comm_hash);
+      r["comm_name"] = v.comm_name.empty() ? json(nullptr) : json(v.comm_name);
       r["seq"] = v.waited_seq;
       r["issued_seq"] = v.issued_seq;
       r["last_completed_seq"] = v.last_completed_seq;
     } else if (v.state == RankState::kMissing) {
       // Same keys for every missing rank; null when it is in no stuck communicator.
       r["comm"] = nullptr;
+      r["comm_name"] = nullptr;
       r["seq"] = nullptr;
       r["issued_seq"] = nullptr;
       r["last_completed_seq"] = nullptr;
@@ -53,6 +55,7 @@ nlohmann::json hang_report_json(const HangReport& report) {
     o["kind"] = op_kind_str(g.kind);
     if (g.kind == static_cast<uint8_t>(proto::OpKind::kNccl)) {
       o["comm"] = comm_hex(g.comm_hash);
+      o["comm_name"] = g.comm_name.empty() ? json(nullptr) : json(g.comm_name);
       o["seq"] = g.seq;
     }
     o["ranks"] = g.ranks;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "supervisor/op_json.h"
 #include "supervisor/ranks_json.h"
 
@@ -41,9 +43,9 @@ Snapshot hung_snapshot() {
       s.oldest_inflight.group_size = 1;
       s.oldest_inflight.launch_ns = kNow - 3 * kSec;
       s.oldest_inflight.started_ns = kNow - 2 * kSec - kSec / 2;  // queued 0.5 s
-      s.comms.push_back(proto::CommSlot{0xabc, 2, 0, 4, 3, 0, 0});
+      s.comms.push_back(proto::CommSlot{0xabc, 2, 0, 4, 3, 0, 0, {}});
     } else {
-      s.comms.push_back(proto::CommSlot{0xabc, 2, 1, 3, 3, 0, 0});
+      s.comms.push_back(proto::CommSlot{0xabc, 2, 1, 3, 3, 0, 0, {}});
     }
     snap.ranks.push_back(s);
   }
@@ -93,6 +95,44 @@ TEST(HangReportJson, Shape) {
   EXPECT_DOUBLE_EQ(j["groups"][0]["pending_s"].get<double>(), 3.0);
   EXPECT_DOUBLE_EQ(j["groups"][0]["waiting_s"].get<double>(), 2.5);
   EXPECT_EQ(j["groups"][0]["not_started"], false);
+  // No page named the communicator: the keys are there, null.
+  EXPECT_TRUE(j["groups"][0]["comm_name"].is_null());
+  EXPECT_TRUE(r1["comm_name"].is_null());
+  EXPECT_TRUE(r2["comm_name"].is_null());
+}
+
+void name_comms(Snapshot* snap, const char* name) {
+  for (RankSample& s : snap->ranks) {
+    for (proto::CommSlot& c : s.comms) std::snprintf(c.name, sizeof(c.name), "%s", name);
+  }
+}
+
+TEST(HangReportJson, NamedCommunicatorInSentenceGroupsAndMissingRanks) {
+  Snapshot snap = hung_snapshot();
+  // Only rank 1's page names it: the stuck group takes the name from any member.
+  std::snprintf(snap.ranks[1].comms[0].name, sizeof(proto::CommSlot::name), "tp_group");
+  HangDetector d(2.0);
+  ASSERT_EQ(d.update(snap), HangEvent::kDetected);
+  const nlohmann::json j = hang_report_json(d.report());
+  EXPECT_EQ(j["summary"],
+            "rank 0 stuck in AllGather #4 on comm 0000000000000abc (tp_group) for 2.5 s; rank 1 "
+            "missing (last completed #3 on that comm); rank 2 missing (never registered)");
+  EXPECT_EQ(j["groups"][0]["comm_name"], "tp_group");
+  EXPECT_EQ(j["ranks"][1]["comm_name"], "tp_group");
+  EXPECT_TRUE(j["ranks"][2]["comm_name"].is_null());  // in no stuck communicator
+  EXPECT_FALSE(j["ranks"][0].contains("comm_name"));  // stuck: its comm is in "operation"
+}
+
+TEST(HangReportJson, NameOfAHashLocalToOneRankIsNotUsed) {
+  Snapshot snap = hung_snapshot();
+  name_comms(&snap, "local");
+  for (RankSample& s : snap.ranks) {
+    for (proto::CommSlot& c : s.comms) c.flags = proto::kCommFlagUnknownIdentity;
+  }
+  const HangReport r = classify_snapshot(snap, 2.0);
+  ASSERT_EQ(r.groups.size(), 1u);
+  EXPECT_EQ(r.groups[0].comm_name, "");
+  EXPECT_EQ(r.summary.find("local"), std::string::npos) << r.summary;
 }
 
 TEST(HangReportJson, NoHang) {
@@ -106,7 +146,7 @@ TEST(HangReportJson, NoHang) {
 }
 
 TEST(RanksJson, Shape) {
-  const Snapshot snap = hung_snapshot();
+  Snapshot snap = hung_snapshot();
   HangDetector d(2.0);
   d.update(snap);
   const nlohmann::json j = ranks_json(snap, d.report());
@@ -126,8 +166,11 @@ TEST(RanksJson, Shape) {
                                             {"rank", 0},
                                             {"issued_seq", 4},
                                             {"completed_seq", 3},
-                                            {"unknown_identity", false}}));
+                                            {"unknown_identity", false},
+                                            {"name", nullptr}}));
   EXPECT_TRUE(j[1]["oldest_inflight"].is_null());
+  name_comms(&snap, "dp_group");
+  EXPECT_EQ(ranks_json(snap, d.report())[1]["comms"][0]["name"], "dp_group");
 }
 
 TEST(JsonText, InvalidUtf8NeverThrows) {

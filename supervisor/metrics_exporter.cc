@@ -56,6 +56,22 @@ constexpr FamilyInfo kFamilies[] = {
     {"xpu_timer_nccl_bus_bandwidth_bytes_per_second", "gauge",
      "NCCL bus bandwidth over the recent window: algorithm bandwidth times the nccl-tests factor."},
     {"xpu_timer_nccl_channels", "gauge", "NCCL channels used by the latest operation."},
+    {"xpu_timer_memcpy_bytes_total", "counter",
+     "Bytes of every copy through the CUDA runtime (cudaMemcpy*, cudaMemcpyPeer*), timed or "
+     "sampled out, by direction (op)."},
+    {"xpu_timer_memcpy_bandwidth_bytes_per_second", "gauge",
+     "Copy bandwidth over the recent window: bytes / GPU time of the timed copies."},
+    {"xpu_timer_kernel_launches_total", "counter",
+     "Kernels launched through the application's CUDA runtime (cudaLaunchKernel*); not those "
+     "that cuBLAS, NCCL or Triton launch themselves."},
+    {"xpu_timer_device_memory_allocations_total", "counter",
+     "Successful cudaMalloc, cudaMallocAsync and cudaMallocFromPoolAsync calls."},
+    {"xpu_timer_device_memory_allocated_bytes_total", "counter",
+     "Bytes requested by those allocations."},
+    {"xpu_timer_device_memory_frees_total", "counter",
+     "Successful cudaFree and cudaFreeAsync calls of a non-null pointer."},
+    {"xpu_timer_device_memory_freed_bytes_total", "counter",
+     "Bytes of the frees whose allocation xpu-timer saw."},
 };
 
 // std::to_chars: no locale, no format parsing (a scrape of 1024 ranks writes
@@ -235,6 +251,11 @@ void MetricsWriter::add_rank(const RankMetricsInput& in) {
   gauge(kDropped, p->dropped_queue_full);
   gauge(kSkipped, p->skipped_capture);
   gauge(kHookErrors, p->hook_errors);
+  gauge(kKernelLaunches, p->runtime.kernel_launches);
+  gauge(kDeviceMallocs, p->runtime.mallocs);
+  gauge(kDeviceMallocBytes, p->runtime.malloc_bytes);
+  gauge(kDeviceFrees, p->runtime.frees);
+  gauge(kDeviceFreeBytes, p->runtime.free_bytes);
 
   // StatusSnapshot validated nmetrics; the renderer stays safe on any page.
   const uint32_t nmetrics = std::min<uint32_t>(p->nmetrics, proto::kMaxMetrics);
@@ -334,6 +355,9 @@ void MetricsWriter::add_slot(const RankMetricsInput& in, uint32_t index,
       line_double(kNcclBusBw, algbw * factor);
     }
     if (m.nchannels != 0) line_u64(kNcclChannels, m.nchannels);
+  } else if (kind == proto::OpKind::kMemcpy) {
+    line_u64(kMemcpyBytes, m.sum_bytes + m.untimed_bytes);
+    if (have_rate) line_double(kMemcpyBw, static_cast<double>(d.sum_bytes) / window_seconds);
   }
 }
 

@@ -83,6 +83,13 @@ class MetricsWriter {
     kNcclAlgoBw,
     kNcclBusBw,
     kNcclChannels,
+    kMemcpyBytes,
+    kMemcpyBw,
+    kKernelLaunches,
+    kDeviceMallocs,
+    kDeviceMallocBytes,
+    kDeviceFrees,
+    kDeviceFreeBytes,
     kFamilyCount
   };
   // One text buffer per family; reusing them across scrapes keeps their

@@ -269,6 +269,53 @@ TEST(MetricsExporter, RateGaugesUseTheRecentWindow) {
   EXPECT_TRUE(has_line(text, "xpu_timer_gemm_flops_per_second{" + g + "} 2e+14")) << text;
 }
 
+// Copies are operations with their bytes and bandwidth; launches and device
+// allocations are per-rank counters of the page (inject/hooks_cudart.cc).
+TEST(MetricsExporter, CopiesAndRuntimeCounters) {
+  const uint64_t s = 1000000000ull;
+  RateWindow rates(30 * s);
+  auto page = std::make_unique<proto::StatusPage>();
+  page->runtime.kernel_launches = 123456;
+  page->runtime.mallocs = 3;
+  page->runtime.malloc_bytes = 3u << 30;
+  page->runtime.frees = 1;
+  page->runtime.free_bytes = 1u << 30;
+  page->nmetrics = 1;
+  proto::MetricSlot& cp = page->metrics[0];
+  cp.name = static_cast<uint16_t>(proto::OpName::kMemcpyH2D);
+  cp.dtype = static_cast<uint8_t>(proto::DType::kU8);
+  cp.size_bucket = 26;
+  cp.count = 2;
+  cp.sum_ns = 4000000;  // 2 ms each
+  cp.sum_bytes = 2u << 26;  // 64 MiB each: 33.55 GB/s
+  cp.untimed_count = 3;
+  cp.untimed_bytes = 3u << 26;
+  cp.hist[8] = 2;
+  cp.last_update_ns = 100 * s;
+  RankMetricsInput in;
+  in.rank = 0;
+  in.pid = 7;
+  in.page = page.get();
+  MetricsWriter w(config(), &rates, 100 * s);
+  w.add_rank(in);
+  const std::string text = w.finish(false);
+  const std::string l = "rank=\"0\",local_rank=\"0\",host=\"\",job_name=\"train\"";
+  const std::string c = l + ",op=\"MemcpyH2D\",kind=\"memcpy\",dtype=\"uint8\",size_bucket=\"26\"";
+  EXPECT_TRUE(has_line(text, "xpu_timer_operations_total{" + c + "} 5")) << text;
+  EXPECT_TRUE(has_line(text, "xpu_timer_memcpy_bytes_total{" + c + "} 335544320"));
+  EXPECT_TRUE(has_line(text, "# TYPE xpu_timer_memcpy_bytes_total counter"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_memcpy_bandwidth_bytes_per_second{" + c + "} 33554432000")) << text;
+  EXPECT_TRUE(has_line(text, "xpu_timer_kernel_launches_total{" + l + "} 123456"));
+  EXPECT_TRUE(has_line(text, "# TYPE xpu_timer_kernel_launches_total counter"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_device_memory_allocations_total{" + l + "} 3"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_device_memory_allocated_bytes_total{" + l + "} 3221225472"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_device_memory_frees_total{" + l + "} 1"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_device_memory_freed_bytes_total{" + l + "} 1073741824"));
+  // Copies are neither NCCL traffic nor GEMM work.
+  EXPECT_EQ(text.find("xpu_timer_nccl_bytes_total{"), std::string::npos);
+  EXPECT_EQ(text.find("xpu_timer_gemm_flops_total{"), std::string::npos);
+}
+
 TEST(MetricsExporter, IdleKeysExpire) {
   MetricsConfig c = config();
   c.expiry_s = 600;

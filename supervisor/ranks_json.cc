@@ -61,6 +61,7 @@ nlohmann::json ranks_json(const Snapshot& snap, const HangReport& latest,
     json comms = json::array();
     for (const proto::CommSlot& c : s.comms) {
       comms.push_back({{"comm", comm_hex(c.comm_hash)},
+                       {"name", c.name[0] != '\0' ? json(comm_slot_name(c)) : json(nullptr)},
                        {"nranks", c.nranks},
                        {"rank", c.rank},
                        {"issued_seq", c.issued_seq},

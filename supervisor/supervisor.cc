@@ -359,6 +359,7 @@ void Supervisor::poll() {
     if (records.empty() && !detector_.report().hung) return;
     check_collectives(records);
     const Snapshot snap = take_snapshot(records, poll_scratch_.get());
+    checker_.note_comm_names(snap);  // for the mismatches of the next polls
     const HangEvent event = detector_.update(snap);
     {
       std::lock_guard<std::mutex> lock(report_mutex_);
@@ -391,6 +392,18 @@ void Supervisor::check_collectives(const std::vector<RankRecord>& records) {
   }
   std::vector<Mismatch> found = checker_.check(monotonic_now_ns(), unix_now_s());
   collectives_checked_.store(checker_.compared(), std::memory_order_relaxed);
+  // Names known from earlier polls miss a communicator created since: read
+  // the pages now (after its records), only when a mismatch has no name.
+  bool unnamed = false;
+  for (const Mismatch& m : found) unnamed = unnamed || m.comm_name.empty();
+  if (unnamed) {
+    checker_.note_comm_names(take_snapshot(records, poll_scratch_.get()));
+    for (Mismatch& m : found) {
+      if (!m.comm_name.empty()) continue;
+      m.comm_name = checker_.comm_name(m.comm_hash);
+      if (!m.comm_name.empty()) m.summary = mismatch_sentence(m);
+    }
+  }
   for (Mismatch& m : found) on_mismatch(std::move(m));
 }
 

@@ -152,7 +152,7 @@ class SupervisorProcessTest : public ::testing::Test {
     page->local_world_size = world;
     page->heartbeat_ns.store(mono_ns());
     page->ncomms = 1;
-    page->comms[0] = proto::CommSlot{kComm, world, rank, 5, 5, 0, 0};
+    page->comms[0] = proto::CommSlot{kComm, world, rank, 5, 5, 0, 0, {}};
     page->issued_total = page->completed_total = 5;
     pages_[rank] = page;
     paths_[rank] = path;

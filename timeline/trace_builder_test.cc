@@ -8,6 +8,7 @@
 #include <set>
 #include <tuple>
 
+#include "timeline/op_describe.h"
 #include "timeline/test_dumps.h"
 
 namespace xpu_timer::timeline {
@@ -367,6 +368,28 @@ TEST(Trace, OverlapsEndOnlyFailedAndUntimeableRecords) {
   EXPECT_EQ(marks[0]["name"], "rank 1 missing: no flight-recorder dump (never_registered)");
   EXPECT_EQ(marks[0]["pid"], 2);
   EXPECT_EQ(marks[0]["tid"], kHostTid);
+}
+
+}  // namespace
+}  // namespace xpu_timer::timeline
+
+namespace xpu_timer::timeline {
+namespace {
+
+// A copy's slice is named by its direction and size, the size in binary units.
+TEST(OpLabel, CopiesShowTheirDirectionAndSize) {
+  recorder::RecordData r{};
+  r.name = static_cast<uint16_t>(proto::OpName::kMemcpyH2D);
+  r.bytes = 64ull << 20;
+  EXPECT_EQ(op_label(r), "MemcpyH2D 64 MiB");
+  r.name = static_cast<uint16_t>(proto::OpName::kMemcpyPeer);
+  r.bytes = 1536;
+  EXPECT_EQ(op_label(r), "MemcpyPeer 1.5 KiB");
+  r.name = static_cast<uint16_t>(proto::OpName::kMemcpyD2H);
+  r.bytes = 4;
+  EXPECT_EQ(op_label(r), "MemcpyD2H 4 B");
+  r.bytes = 3ull << 30;
+  EXPECT_EQ(op_label(r), "MemcpyD2H 3 GiB");
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #   PLAN diag:  where the time goes (arms that switch parts of xpu-timer off)
 #   PLAN diag1: the same attribution on a machine with one GPU (one rank)
 #   PLAN percall: per-call costs (bench/gpu/workloads/percall.py) and host share, one GPU
+#   PLAN percall2: per-call costs only, 3 rounds of bare / disable / notime / sup
 #   PLAN final: the figures (bare vs supervised defaults, 8 rounds, 3 workloads)
 set -uo pipefail
 dist=$(cd "$1" && pwd); out=$2; plan=$3
@@ -36,6 +37,10 @@ percall)
      --arm poll10:XPU_TIMER_POLL_INTERVAL_MS=10 --arm norec:XPU_TIMER_RECORDER_SIZE=0
   wj --workload gpt2_ddp --nproc 1 --rounds 1 --arm bare --arm sup --arm notime:XPU_TIMER_SAMPLE_PER_SEC=0.001 \
      --arm alltimed:XPU_TIMER_SAMPLE_PER_SEC=0 -- --steps 50
+  ;;
+percall2)
+  wj --workload percall --nproc 1 --rounds 3 --arm bare --arm disable:XPU_TIMER_DISABLE=1 \
+     --arm notime:XPU_TIMER_SAMPLE_PER_SEC=0.001 --arm sup
   ;;
 final)
   wj --workload gpt2_ddp --rounds 8 -- --steps 80

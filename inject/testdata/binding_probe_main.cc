@@ -1,17 +1,22 @@
-// inject_binding_probe: linked against the REAL libcublas, libcublasLt and
-// libnccl of the CUDA toolkit, so it imports every hooked name exactly as
-// PyTorch does (cublasGemmEx@libcublas.so.13, cublasLtMatmul@libcublasLt.so.13,
-// unversioned NCCL). The binding test runs it with LD_PRELOAD and
+// inject_binding_probe: linked against the REAL libcudart, libcublas,
+// libcublasLt and libnccl of the CUDA toolkit, so it imports every hooked name
+// exactly as PyTorch does (cudaLaunchKernel@libcudart.so.13,
+// cublasGemmEx@libcublas.so.13, cublasLtMatmul@libcublasLt.so.13, unversioned
+// NCCL). The binding test runs it with LD_PRELOAD and
 // LD_DEBUG=bindings and checks that every reference binds to the hooks.
 // With "call" it also calls a few entry points with null handles (no GPU is
 // needed for the library to refuse them) and prints the statuses, which must
 // be identical with and without the hooks.
 #include <cublasLt.h>
 #include <cublas_v2.h>
+#include <cuda_runtime_api.h>
 #include <nccl.h>
 
 #include <cstdio>
 #include <cstring>
+
+// nvcc 13's launch code calls this (crt/device_functions.h declares it for nvcc only).
+extern "C" cudaError_t __cudaLaunchKernel(cudaKernel_t, dim3, dim3, void**, size_t, cudaStream_t);
 
 namespace {
 
@@ -49,6 +54,28 @@ void* volatile g_refs[] = {
     reinterpret_cast<void*>(&ncclCommSplit),
     reinterpret_cast<void*>(&ncclCommDestroy),
     reinterpret_cast<void*>(&ncclCommAbort),
+    reinterpret_cast<void*>(
+        static_cast<cudaError_t (*)(const void*, dim3, dim3, void**, size_t, cudaStream_t)>(
+            &cudaLaunchKernel)),
+    reinterpret_cast<void*>(&__cudaLaunchKernel),
+    reinterpret_cast<void*>(
+        static_cast<cudaError_t (*)(const cudaLaunchConfig_t*, const void*, void**)>(
+            &cudaLaunchKernelExC)),
+    reinterpret_cast<void*>(
+        static_cast<cudaError_t (*)(const void*, dim3, dim3, void**, size_t, cudaStream_t)>(
+            &cudaLaunchCooperativeKernel)),
+    reinterpret_cast<void*>(static_cast<cudaError_t (*)(void**, size_t)>(&cudaMalloc)),
+    reinterpret_cast<void*>(
+        static_cast<cudaError_t (*)(void**, size_t, cudaStream_t)>(&cudaMallocAsync)),
+    reinterpret_cast<void*>(
+        static_cast<cudaError_t (*)(void**, size_t, cudaMemPool_t, cudaStream_t)>(
+            &cudaMallocFromPoolAsync)),
+    reinterpret_cast<void*>(&cudaFree),
+    reinterpret_cast<void*>(&cudaFreeAsync),
+    reinterpret_cast<void*>(&cudaMemcpy),
+    reinterpret_cast<void*>(&cudaMemcpyAsync),
+    reinterpret_cast<void*>(&cudaMemcpyPeer),
+    reinterpret_cast<void*>(&cudaMemcpyPeerAsync),
 };
 
 }  // namespace
@@ -70,6 +97,15 @@ int main(int argc, char** argv) {
                                                 nullptr, &beta, nullptr, nullptr, nullptr, nullptr,
                                                 nullptr, nullptr, 0, nullptr)));
     std::printf("ncclCommDestroy %d\n", static_cast<int>(ncclCommDestroy(nullptr)));
+    // Without a GPU the runtime refuses these (no device / no driver).
+    void* p = nullptr;
+    std::printf("cudaMalloc %d\n", static_cast<int>(cudaMalloc(&p, size_t{256})));
+    char host[8] = {};
+    std::printf("cudaMemcpy %d\n",
+                static_cast<int>(cudaMemcpy(host, host + 4, 4, cudaMemcpyDefault)));
+    std::printf("cudaLaunchKernel %d\n",
+                static_cast<int>(cudaLaunchKernel(reinterpret_cast<const void*>(&main), dim3(1),
+                                                  dim3(1), nullptr, 0, nullptr)));
   }
   return 0;
 }

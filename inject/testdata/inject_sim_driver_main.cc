@@ -5,6 +5,8 @@
 //
 // Usage: inject_sim_driver STEP...   where STEP is one of
 //   init                         sim_init(RANK, WORLD_SIZE, LOCAL_RANK)
+//   name:NAME                    before init: the communicators are named NAME
+//                                (ncclCommInitRankConfig) and NAME_split
 //   gemm:API:M:N:K:BATCH         one GEMM (API: sim_gemm_api_from_name names)
 //   coll:KIND:BYTES              one collective (allreduce, allgather, ...)
 //   group:N:BYTES                N AllReduces in one ncclGroupStart/End
@@ -12,6 +14,13 @@
 //   split:NGROUPS:BYTES          AllReduce on ncclCommSplit(rank % NGROUPS)
 //   capture:M:N:K                a GemmEx captured into a CUDA graph, then launched
 //   sync                         wait for both streams
+//   malloc:BYTES, mallocasync:BYTES   cudaMalloc / cudaMallocAsync (works without init)
+//   free, freeasync              cudaFree / cudaFreeAsync of the last buffer allocated
+//   launch:N[:API]               N launches of a user kernel (API 0 cudaLaunchKernel,
+//                                1 __cudaLaunchKernel as nvcc 13 emits, 2 cudaLaunchKernelExC)
+//   copy:KIND:BYTES[:sync]       one copy with the last buffer (KIND: h2d d2h d2d h2h
+//                                default-h2d default-d2h peer; sync: cudaMemcpy(Peer))
+//   devsync                      cudaDeviceSynchronize
 //   scope                        print whether ncclAllReduce is in the global scope
 //   fork                         fork a child that exits at once through exit()
 //   wait                         print "READY", then block until stdin closes
@@ -31,6 +40,7 @@ namespace {
 
 struct Api {
   int (*init)(int, int, int);
+  int (*set_comm_name)(const char*);
   int (*gemm)(int, int, int, int, int);
   int (*collective)(int, long);
   int (*group_allreduce)(int, long);
@@ -42,6 +52,12 @@ struct Api {
   int (*gemm_api_from_name)(const char*);
   int (*collective_from_name)(const char*);
   const char* (*last_error)();
+  int (*device_malloc)(long, int);
+  int (*device_free)(int);
+  int (*launch_kernels)(long, int);
+  int (*copy)(int, long, int);
+  int (*copy_kind_from_name)(const char*);
+  int (*device_sync)();
 };
 
 [[noreturn]] void die(const std::string& m) {
@@ -82,6 +98,7 @@ int main(int argc, char** argv) {
   if (lib == nullptr) die(std::string("dlopen: ") + dlerror());
   Api api{};
   bind(lib, "sim_init", &api.init);
+  bind(lib, "sim_set_comm_name", &api.set_comm_name);
   bind(lib, "sim_gemm", &api.gemm);
   bind(lib, "sim_collective", &api.collective);
   bind(lib, "sim_group_allreduce", &api.group_allreduce);
@@ -93,6 +110,12 @@ int main(int argc, char** argv) {
   bind(lib, "sim_gemm_api_from_name", &api.gemm_api_from_name);
   bind(lib, "sim_collective_from_name", &api.collective_from_name);
   bind(lib, "sim_last_error", &api.last_error);
+  bind(lib, "sim_device_malloc", &api.device_malloc);
+  bind(lib, "sim_device_free", &api.device_free);
+  bind(lib, "sim_launch_kernels", &api.launch_kernels);
+  bind(lib, "sim_copy", &api.copy);
+  bind(lib, "sim_copy_kind_from_name", &api.copy_kind_from_name);
+  bind(lib, "sim_device_sync", &api.device_sync);
 
   int exit_code = 0;
   for (int i = 1; i < argc; ++i) {
@@ -105,6 +128,8 @@ int main(int argc, char** argv) {
     int rc = 0;
     if (op == "init") {
       rc = api.init(env_int("RANK", 0), env_int("WORLD_SIZE", 1), env_int("LOCAL_RANK", 0));
+    } else if (op == "name") {
+      rc = api.set_comm_name(a.size() > 1 ? a[1].c_str() : "");
     } else if (op == "gemm") {
       const int which = api.gemm_api_from_name(a.size() > 1 ? a[1].c_str() : "");
       if (which < 0) die("unknown GEMM api in " + std::string(argv[i]));
@@ -123,6 +148,19 @@ int main(int argc, char** argv) {
       rc = api.capture_gemm(arg(1), arg(2), arg(3));
     } else if (op == "sync") {
       rc = api.sync();
+    } else if (op == "malloc" || op == "mallocasync") {
+      rc = api.device_malloc(arg(1), op == "mallocasync" ? 1 : 0);
+    } else if (op == "free" || op == "freeasync") {
+      rc = api.device_free(op == "freeasync" ? 1 : 0);
+    } else if (op == "launch") {
+      rc = api.launch_kernels(arg(1), a.size() > 2 ? static_cast<int>(arg(2)) : 0);
+    } else if (op == "copy") {
+      const int kind = api.copy_kind_from_name(a.size() > 1 ? a[1].c_str() : "");
+      if (kind < 0) die("unknown copy kind in " + std::string(argv[i]));
+      const bool sync = a.size() > 3 && a[3] == "sync";
+      rc = api.copy(kind, arg(2), sync ? 1 : 0);
+    } else if (op == "devsync") {
+      rc = api.device_sync();
     } else if (op == "scope") {
       std::printf("global ncclCommCount %s, global cublasCreate_v2 %s\n",
                   dlsym(RTLD_DEFAULT, "ncclCommCount") == nullptr ? "absent" : "present",

@@ -2,6 +2,8 @@
 // job in which one rank stops calling collectives. The supervisor must report
 // the others stuck in that collective and the quiet rank missing, within
 // timeout + 2 s of the collective's launch, and with --on-hang kill end the job.
+// A communicator the job named (--comm-name: ncclConfig_t::commName) is
+// shown by that name in hang.json (GET /hang's document) and the log.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -16,6 +18,7 @@ struct HangCase {
   const char* op_name;
   int hang_rank;
   bool python;
+  const char* comm_name;  // nullptr: ncclCommInitRank, no name
 };
 
 std::string case_name(const ::testing::TestParamInfo<HangCase>& info) {
@@ -29,12 +32,15 @@ constexpr double kTimeoutS = 2.0;
 
 TEST_P(HangE2E, ReportsStuckAndMissingRanksWithinTimeoutPlusTwoSeconds) {
   const HangCase& c = GetParam();
+  std::vector<std::string> trainer = {"--steps", "100000", "--step-ms", "20", "--collective",
+                                      c.collective, "--bytes", "65536", "--hang-rank",
+                                      std::to_string(c.hang_rank), "--hang-step", "5"};
+  if (c.comm_name != nullptr) trainer.insert(trainer.end(), {"--comm-name", c.comm_name});
   SupervisedJob job("hang-" + std::string(c.collective),
                     {"--hang-timeout", "2", "--on-hang", "kill", "--kill-grace", "3"},
-                    sim_job(4, c.python,
-                            {"--steps", "100000", "--step-ms", "20", "--collective", c.collective,
-                             "--bytes", "65536", "--hang-rank", std::to_string(c.hang_rank),
-                             "--hang-step", "5"}));
+                    sim_job(4, c.python, trainer));
+  const nlohmann::json expected_name =
+      c.comm_name != nullptr ? nlohmann::json(c.comm_name) : nlohmann::json(nullptr);
   const std::string hang_path = job.dump_dir() + "/hang.json";
   ASSERT_TRUE(wait_until([&] { return file_exists(hang_path); }, std::chrono::seconds(40)))
       << "no hang.json; supervisor console:\n"
@@ -62,6 +68,7 @@ TEST_P(HangE2E, ReportsStuckAndMissingRanksWithinTimeoutPlusTwoSeconds) {
     } else if (state == "missing") {
       missing.insert(rank);
       missing_last_completed = r.at("last_completed_seq").get<uint64_t>();
+      EXPECT_EQ(r.at("comm_name"), expected_name) << r.dump(2);
     } else {
       ADD_FAILURE() << "rank " << rank << " in unexpected state " << state;
     }
@@ -76,6 +83,18 @@ TEST_P(HangE2E, ReportsStuckAndMissingRanksWithinTimeoutPlusTwoSeconds) {
   EXPECT_NE(hang.at("summary").get<std::string>().find(std::string("stuck in ") + c.op_name),
             std::string::npos)
       << hang.at("summary");
+  ASSERT_EQ(hang.at("groups").size(), 1u) << hang.dump(2);
+  EXPECT_EQ(hang.at("groups")[0].at("comm_name"), expected_name) << hang.dump(2);
+  if (c.comm_name != nullptr) {
+    const std::string named = "on comm " + *comms.begin() + " (" + c.comm_name + ")";
+    EXPECT_NE(hang.at("summary").get<std::string>().find(named), std::string::npos)
+        << hang.at("summary");
+    const std::string log = job.log();
+    const size_t line = log.find("hang: ");
+    ASSERT_NE(line, std::string::npos) << log;
+    EXPECT_NE(log.substr(line, log.find('\n', line) - line).find(named), std::string::npos)
+        << log;
+  }
 
   // --on-hang kill: the job is ended and the supervisor follows it.
   auto status = job.child().wait_for(std::chrono::seconds(30));
@@ -84,10 +103,12 @@ TEST_P(HangE2E, ReportsStuckAndMissingRanksWithinTimeoutPlusTwoSeconds) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AnyRankAnyCollective, HangE2E,
-                         ::testing::Values(HangCase{"allreduce", "AllReduce", 2, true},
-                                           HangCase{"allgather", "AllGather", 0, false},
-                                           HangCase{"reducescatter", "ReduceScatter", 3, true},
-                                           HangCase{"broadcast", "Broadcast", 1, false}),
+                         ::testing::Values(HangCase{"allreduce", "AllReduce", 2, true, "tp_group"},
+                                           HangCase{"allgather", "AllGather", 0, false, nullptr},
+                                           HangCase{"reducescatter", "ReduceScatter", 3, true,
+                                                    nullptr},
+                                           HangCase{"broadcast", "Broadcast", 1, false,
+                                                    "dp_group"}),
                          case_name);
 
 TEST(HealthyE2E, StragglerAndJitterUnderAShortTimeoutAreNoHang) {

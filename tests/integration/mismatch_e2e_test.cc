@@ -18,6 +18,7 @@ struct MismatchCase {
   const char* kind;
   int nranks;
   bool python;
+  const char* comm_name = nullptr;  // --comm-name: the job's communicator is named
 };
 
 std::string case_name(const ::testing::TestParamInfo<MismatchCase>& info) {
@@ -34,14 +35,15 @@ TEST_P(MismatchE2E, NamesTheCollectiveTheRanksAndTheirFingerprintsOnce) {
   const int odd = c.nranks - 1;
   const std::string collective = std::string(c.kind) == "root" ? "broadcast" : "allreduce";
   const std::string expected_op = collective == "broadcast" ? "Broadcast" : "AllReduce";
+  std::vector<std::string> trainer = {"--steps", "20", "--step-ms", "20", "--collective",
+                                      collective, "--bytes", "65536", "--mismatch-rank",
+                                      std::to_string(odd), "--mismatch-step",
+                                      std::to_string(kMismatchStep), "--mismatch-kind", c.kind};
+  if (c.comm_name != nullptr) trainer.insert(trainer.end(), {"--comm-name", c.comm_name});
   SupervisedJob job("mismatch-" + std::string(c.kind),
                     // A hang is not what this test is about: a long timeout.
                     {"--hang-timeout", "120", "--poll-ms", "100"},
-                    sim_job(c.nranks, c.python,
-                            {"--steps", "20", "--step-ms", "20", "--collective", collective,
-                             "--bytes", "65536", "--mismatch-rank", std::to_string(odd),
-                             "--mismatch-step", std::to_string(kMismatchStep), "--mismatch-kind",
-                             c.kind}));
+                    sim_job(c.nranks, c.python, trainer));
   auto status = job.child().wait_for(std::chrono::seconds(120));
   ASSERT_TRUE(status.has_value()) << job.log();
   // The job is not ours to end or fail: a mismatch is reported, not acted on.
@@ -99,14 +101,24 @@ TEST_P(MismatchE2E, NamesTheCollectiveTheRanksAndTheirFingerprintsOnce) {
   const size_t first = log.find("collective mismatch:");
   ASSERT_NE(first, std::string::npos) << log;
   EXPECT_EQ(log.find("collective mismatch:", first + 1), std::string::npos) << "reported twice";
+  if (c.comm_name != nullptr) {
+    EXPECT_EQ(m.at("comm_name"), c.comm_name) << m.dump(2);
+    const std::string named = "on comm " + m.at("comm").get<std::string>() + " (" + c.comm_name +
+                              ", " + std::to_string(c.nranks) + " ranks)";
+    EXPECT_NE(m.at("summary").get<std::string>().find(named), std::string::npos) << m.dump(2);
+    EXPECT_NE(log.substr(first, log.find('\n', first) - first).find(named), std::string::npos)
+        << log;
+  } else {
+    EXPECT_TRUE(m.at("comm_name").is_null()) << m.dump(2);
+  }
   EXPECT_EQ(log.find("hang:"), std::string::npos) << log;
 }
 
 INSTANTIATE_TEST_SUITE_P(
     EachKindAndSize, MismatchE2E,
-    ::testing::Values(MismatchCase{"op", 2, false}, MismatchCase{"op", 4, true},
+    ::testing::Values(MismatchCase{"op", 2, false}, MismatchCase{"op", 4, true, "tp_group"},
                       MismatchCase{"op", 8, false}, MismatchCase{"count", 2, true},
-                      MismatchCase{"count", 4, false}, MismatchCase{"count", 8, false},
+                      MismatchCase{"count", 4, false, "dp_group"}, MismatchCase{"count", 8, false},
                       MismatchCase{"dtype", 2, false}, MismatchCase{"dtype", 4, false},
                       MismatchCase{"dtype", 8, true}, MismatchCase{"root", 2, false},
                       MismatchCase{"root", 4, false}, MismatchCase{"root", 8, false}),
@@ -119,7 +131,8 @@ TEST(MismatchE2EHealthy, ThreeMinutesOfMixedCollectivesOnTwoCommunicatorsGiveNon
   SupervisedJob job("mismatch-healthy", {"--hang-timeout", "120", "--poll-ms", "100"},
                     sim_job(4, false,
                             {"--steps", "1000000", "--step-ms", "20", "--collective", "mixed",
-                             "--bytes", "65536", "--second-comm-bytes", "32768"}));
+                             "--bytes", "65536", "--second-comm-bytes", "32768", "--comm-name",
+                             "world"}));
   ASSERT_TRUE(job.wait_registered(4, std::chrono::seconds(60))) << job.log();
   const auto start = std::chrono::steady_clock::now();
   uint64_t checked = 0;
@@ -134,6 +147,16 @@ TEST(MismatchE2EHealthy, ThreeMinutesOfMixedCollectivesOnTwoCommunicatorsGiveNon
   }
   // The check ran: collectives of both communicators were compared.
   EXPECT_GT(checked, 1000u);
+  // Both communicators carry the names the job gave them (--comm-name).
+  const auto ranks = job.get_json("/ranks");
+  ASSERT_TRUE(ranks.is_array()) << job.log();
+  for (const auto& r : ranks) {
+    std::set<std::string> names;
+    for (const auto& comm : r.at("comms")) {
+      if (comm.at("name").is_string()) names.insert(comm.at("name").get<std::string>());
+    }
+    EXPECT_EQ(names, (std::set<std::string>{"world", "world_split"})) << r.dump(2);
+  }
   EXPECT_FALSE(file_exists(job.dump_dir() + "/mismatch.json"));
   EXPECT_EQ(job.log().find("collective mismatch:"), std::string::npos);
 }

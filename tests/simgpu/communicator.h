@@ -39,6 +39,7 @@ struct ncclComm {
   uint64_t collective_seq = 0;     // collectives issued (host thread)
   uint64_t split_seq = 0;          // ncclCommSplit calls on this comm
   std::vector<uint64_t> recv_seq;  // receives issued, per peer
+  std::string name;                // ncclConfig_t::commName, "" when none was given
 };
 
 namespace xpu_timer::simgpu {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "common/env_config.h"
 #include "tests/simgpu/error_state.h"
 #include "tests/simgpu/event.h"
 #include "tests/simgpu/kernel_launch.h"
@@ -130,6 +131,48 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t handle, cudaHostFn_t fn, void* user_
     return sim::record_error(cudaErrorStreamCaptureUnsupported);
   }
   return cudaSuccess;
+}
+
+// A kernel of the user's own (not a GEMM, not a collective): it keeps its
+// stream busy XPU_TIMER_SIM_KERNEL_US (default 2 us); its function and
+// arguments are ignored.
+namespace {
+uint64_t user_kernel_ns() {
+  static const uint64_t ns = [] {
+    const double us = xpu_timer::env_double("XPU_TIMER_SIM_KERNEL_US", 2.0);
+    return static_cast<uint64_t>((us > 0 ? us : 2.0) * 1000.0);
+  }();
+  return ns;
+}
+
+cudaError_t launch_user_kernel(const void* func, cudaStream_t handle) {
+  if (func == nullptr) return sim::record_error(cudaErrorInvalidDeviceFunction);
+  auto stream = stream_of(handle);
+  if (!stream) return sim::record_error(cudaErrorInvalidResourceHandle);
+  sim::launch_kernel(*stream, user_kernel_ns());
+  return cudaSuccess;
+}
+}  // namespace
+
+cudaError_t cudaLaunchKernel(const void* func, dim3, dim3, void**, size_t, cudaStream_t stream) {
+  return launch_user_kernel(func, stream);
+}
+
+cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3, dim3, void**, size_t,
+                                        cudaStream_t stream) {
+  return launch_user_kernel(func, stream);
+}
+
+// What nvcc 13's launch code calls for `kernel<<<...>>>` (the sim takes any
+// non-null handle as a kernel).
+cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3, dim3, void**, size_t,
+                               cudaStream_t stream) {
+  return launch_user_kernel(reinterpret_cast<const void*>(kernel), stream);
+}
+
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void**) {
+  if (config == nullptr) return sim::record_error(cudaErrorInvalidValue);
+  return launch_user_kernel(func, config->stream);
 }
 
 cudaError_t cudaStreamBeginCapture(cudaStream_t handle, enum cudaStreamCaptureMode mode) {

@@ -8,6 +8,7 @@
 #include <sys/random.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
@@ -44,6 +45,26 @@ size_t type_size(ncclDataType_t type) {
 
 uint64_t id_hash(const ncclUniqueId& id) {
   return sim::hash_bytes(id.internal, sizeof(id.internal), 0);
+}
+
+// The commName of a caller's config, read as NCCL >= 2.27 does: only where
+// the caller's struct (built against its own nccl.h) has the field.
+std::string config_name(const ncclConfig_t* config) {
+  constexpr size_t kEnd = offsetof(ncclConfig_t, commName) + sizeof(config->commName);
+  if (config == nullptr || config->size < kEnd ||
+      config->version < static_cast<unsigned int>(NCCL_VERSION(2, 27, 0)) ||
+      config->commName == nullptr) {
+    return "";
+  }
+  return config->commName;
+}
+
+// Names a communicator just created (NCCL keeps the name in comm->config).
+ncclResult_t named(ncclResult_t res, ncclComm_t* comm, const ncclConfig_t* config) {
+  if (res == ncclSuccess && comm != nullptr && *comm != nullptr) {
+    (*comm)->name = config_name(config);
+  }
+  return res;
 }
 
 ncclResult_t check_comm(ncclComm_t comm) {
@@ -124,16 +145,15 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int
 
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank,
                                     ncclConfig_t* config) {
-  (void)config;  // blocking mode only: a nonblocking config still initialises synchronously
-  return sim::comm_init(comm, nranks, id_hash(id), rank, /*wait=*/true);
+  // Blocking mode only: a nonblocking config still initialises synchronously.
+  return named(sim::comm_init(comm, nranks, id_hash(id), rank, /*wait=*/true), comm, config);
 }
 
 ncclResult_t ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank, int n_ids,
                                       ncclUniqueId* ids, ncclConfig_t* config) {
-  (void)config;
   if (n_ids < 1 || ids == nullptr) return ncclInvalidArgument;
   // Every rank passes the same id list; the first id names the communicator.
-  return sim::comm_init(comm, nranks, id_hash(ids[0]), rank, /*wait=*/true);
+  return named(sim::comm_init(comm, nranks, id_hash(ids[0]), rank, /*wait=*/true), comm, config);
 }
 
 ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
@@ -163,12 +183,11 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
 
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
                            ncclConfig_t* config) {
-  (void)config;
   if (ncclResult_t res = check_comm(comm); res != ncclSuccess) return res;
   if (newcomm == nullptr || (color < 0 && color != NCCL_SPLIT_NOCOLOR)) {
     return ncclInvalidArgument;
   }
-  return sim::comm_split(comm, color, key, newcomm);
+  return named(sim::comm_split(comm, color, key, newcomm), newcomm, config);
 }
 
 ncclResult_t ncclCommFinalize(ncclComm_t comm) { return check_comm(comm); }

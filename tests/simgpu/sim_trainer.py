@@ -57,6 +57,10 @@ def parse_args(argv):
     p.add_argument("--second-comm-bytes", type=int, default=0,
                    help="each step also all-reduces B bytes on a second communicator of the "
                         "same ranks (0: none)")
+    p.add_argument("--comm-name", default="",
+                   help="create the communicator with ncclCommInitRankConfig named NAME "
+                        "(commName); the one of --second-comm-bytes is named NAME_split "
+                        "(empty: ncclCommInitRank, no name)")
     p.add_argument("--exit-code", type=int, default=0,
                    help="exit status of a run that ends normally (0-255)")
     p.add_argument("--verbose", action="store_true", help="print every step")
@@ -87,6 +91,7 @@ def lib_dir(args):
 def load_workload(directory):
     lib = ctypes.CDLL(os.path.join(directory, "libsim_workload.so"), mode=os.RTLD_LOCAL)
     lib.sim_init.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
+    lib.sim_set_comm_name.argtypes = [ctypes.c_char_p]
     lib.sim_gemm.argtypes = [ctypes.c_int] * 5
     lib.sim_collective.argtypes = [ctypes.c_int, ctypes.c_long]
     lib.sim_collective_ex.argtypes = [ctypes.c_int, ctypes.c_long, ctypes.c_int, ctypes.c_int]
@@ -159,6 +164,8 @@ def main(argv):
     lib = load_workload(lib_dir(args))
     apis = list(range(len(GEMM_APIS))) if args.gemm_api == "all" else [
         GEMM_APIS.index(args.gemm_api)]
+    if args.comm_name:
+        check(lib, lib.sim_set_comm_name(args.comm_name.encode()), "sim_set_comm_name")
     check(lib, lib.sim_init(rank, world, local_rank), "sim_init")
     rng = random.Random(rank * 7919 + 17)
     for step in range(args.steps):

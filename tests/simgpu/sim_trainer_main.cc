@@ -33,6 +33,7 @@ namespace {
 
 struct WorkloadApi {
   int (*init)(int, int, int);
+  int (*set_comm_name)(const char*);
   int (*gemm)(int, int, int, int, int);
   int (*collective)(int, long);
   int (*collective_ex)(int, long, int, int);
@@ -64,6 +65,7 @@ WorkloadApi load(const std::string& dir) {
   if (lib == nullptr) die("dlopen(" + path + "): " + dlerror());
   WorkloadApi api{};
   bind(lib, "sim_init", &api.init);
+  bind(lib, "sim_set_comm_name", &api.set_comm_name);
   bind(lib, "sim_gemm", &api.gemm);
   bind(lib, "sim_collective", &api.collective);
   bind(lib, "sim_collective_ex", &api.collective_ex);
@@ -130,6 +132,9 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
   const int coll = mixed ? SIM_ALLREDUCE : api.collective_from_name(opt.collective.c_str());
   if (coll < 0) die("unknown --collective " + opt.collective);
 
+  if (!opt.comm_name.empty()) {
+    check(api, api.set_comm_name(opt.comm_name.c_str()), "sim_set_comm_name");
+  }
   check(api, api.init(id.rank, id.world_size, id.local_rank), "sim_init");
   std::mt19937 rng(static_cast<unsigned>(id.rank) * 7919u + 17u);
   std::uniform_real_distribution<double> jitter(0.0, opt.jitter_ms);

@@ -44,6 +44,10 @@ enum SimMemcpyKind { SIM_H2D = 0, SIM_D2H = 1, SIM_D2D = 2 };
  * ncclUniqueId is derived from XPU_TIMER_SIM_JOB_ID (sim_make_unique_id).
  * Blocks until every rank called it (like ncclCommInitRank). */
 int sim_init(int rank, int world, int local_rank);
+/* Before sim_init: create the communicator with ncclCommInitRankConfig and
+ * this commName (NULL or "": ncclCommInitRank, no name); the communicator of
+ * sim_split_allreduce is then named `name`_split. */
+int sim_set_comm_name(const char* name);
 /* One GEMM (batch ignored by the non-batched APIs) on the compute stream. */
 int sim_gemm(int m, int n, int k, int batch, int api);
 /* One collective on the communication stream, ordered after the compute
@@ -72,6 +76,39 @@ int sim_finalize(void);
 /* Crashes the process from native code: a real invalid write, or abort(). */
 void sim_crash_segv(void);
 void sim_crash_abort(void);
+/* The user's own CUDA runtime calls, usable without sim_init (on the legacy
+ * default stream then, else on the compute stream): what xpu-timer counts
+ * without timing (kernel launches, device allocations) and the copies it
+ * times by direction. */
+enum SimCopyKind {
+  SIM_COPY_H2D = 0,         /* cudaMemcpy(Async) HostToDevice */
+  SIM_COPY_D2H = 1,         /* DeviceToHost */
+  SIM_COPY_D2D = 2,         /* DeviceToDevice */
+  SIM_COPY_H2H = 3,         /* HostToHost */
+  SIM_COPY_DEFAULT_H2D = 4, /* cudaMemcpyDefault, host source, device destination */
+  SIM_COPY_DEFAULT_D2H = 5, /* cudaMemcpyDefault, device source, host destination */
+  SIM_COPY_PEER = 6         /* cudaMemcpyPeer(Async) */
+};
+/* cudaMalloc (async: cudaMallocAsync) of `bytes`, kept on a stack. */
+int sim_device_malloc(long bytes, int async);
+/* cudaFree (async: cudaFreeAsync) of the last buffer of sim_device_malloc. */
+int sim_device_free(int async);
+/* Kernel launch entry point of sim_launch_kernels. */
+enum SimLaunchApi {
+  SIM_LAUNCH_KERNEL = 0,     /* cudaLaunchKernel */
+  SIM_LAUNCH_NVCC = 1,       /* __cudaLaunchKernel: what nvcc 13 emits for kernel<<<...>>> */
+  SIM_LAUNCH_KERNEL_EXC = 2  /* cudaLaunchKernelExC */
+};
+/* n launches of a user kernel (XPU_TIMER_SIM_KERNEL_US each) through `api`. */
+int sim_launch_kernels(long n, int api);
+/* One copy of `bytes` between a host buffer and the last sim_device_malloc
+ * buffer (at least `bytes` long); sync: cudaMemcpy(Peer), else the Async call. */
+int sim_copy(int kind, long bytes, int sync);
+/* "h2d" "d2h" "d2d" "h2h" "default-h2d" "default-d2h" "peer"; -1 otherwise. */
+int sim_copy_kind_from_name(const char* name);
+/* cudaDeviceSynchronize. */
+int sim_device_sync(void);
+
 /* Name <-> enum helpers for the trainers' flags; -1 for unknown names.
  * GEMM names: gemmex stridedbatchedex sgemm hgemm sgemmstridedbatched
  * hgemmstridedbatched ltmatmul. Collectives: allreduce allgather

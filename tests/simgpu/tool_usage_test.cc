@@ -47,7 +47,7 @@ TEST(ToolUsage, TrainerHelpListsEveryFlagWithDefaultAndVariable) {
        {"--gemm M,N,K", "--gemm-api NAME|all", "--gemm-batch B", "--gemms-per-step G",
         "--collective NAME", "--bytes B", "--hang-step S", "--slow-rank R", "--slow-ms T",
         "--jitter-ms J", "--step-ms T", "--crash-rank R", "--crash-step S", "--crash-kind KIND",
-        "--exit-code C"}) {
+        "--comm-name NAME", "--exit-code C"}) {
     EXPECT_NE(r.out.find(std::string("\n  ") + flag + " "), std::string::npos) << flag;
   }
 }
@@ -60,6 +60,7 @@ TEST(ToolUsage, TrainerUsageErrorsSayWhatWasWrong) {
       {"--exit-code 300", "sim_trainer: --exit-code: '300' is not a whole number 0-255\n"},
       {"--slow-ms -1", "sim_trainer: --slow-ms: '-1' is not a number of milliseconds >= 0\n"},
       {"--steps", "sim_trainer: --steps needs a value (N)\n"},
+      {"--comm-name ''", "sim_trainer: --comm-name: '' is not a name\n"},
       {"--frobnicate 1", "sim_trainer: unknown flag '--frobnicate' (see --help)\n"},
   };
   for (const auto& [args, message] : cases) {

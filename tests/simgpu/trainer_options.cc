@@ -70,6 +70,10 @@ constexpr FlagHelp kFlags[] = {
     {"--second-comm-bytes", "B",
      "each step also all-reduces B bytes on a second communicator of the same ranks", "0 (none)",
      nullptr},
+    {"--comm-name", "NAME",
+     "create the communicator with ncclCommInitRankConfig named NAME (commName); the one of "
+     "--second-comm-bytes is named NAME_split",
+     "none (ncclCommInitRank)", nullptr},
     {"--exit-code", "C", "exit status of a run that ends normally (0-255)", "0", nullptr},
     {"--verbose", "", "print every step", "off", nullptr},
     {"--lib-dir", "DIR", "folder of libsim_workload.so", "the build's simgpu/lib",
@@ -85,7 +89,8 @@ const char* trainer_usage() {
          "  [--bytes B] [--hang-rank R --hang-step S] [--slow-rank R --slow-ms T] [--jitter-ms J]\n"
          "  [--step-ms T] [--crash-rank R --crash-step S --crash-kind segv|abort|exception]\n"
          "  [--mismatch-rank R --mismatch-step S --mismatch-kind op|count|dtype|root]\n"
-         "  [--second-comm-bytes B] [--exit-code C] [--verbose] [--lib-dir DIR]\n";
+         "  [--second-comm-bytes B] [--comm-name NAME] [--exit-code C] [--verbose]\n"
+         "  [--lib-dir DIR]\n";
 }
 
 std::string trainer_help() {
@@ -174,6 +179,9 @@ bool parse_trainer_options(int argc, char** argv, TrainerOptions* o, std::string
       if (!to_long(v, &o->second_comm_bytes) || o->second_comm_bytes < 0) {
         expected = "a whole number of bytes >= 0";
       }
+    } else if (flag == "--comm-name") {
+      o->comm_name = v;
+      if (o->comm_name.empty()) expected = "a name";
     } else if (flag == "--exit-code") {
       if (!to_int(v, &o->exit_code) || o->exit_code < 0 || o->exit_code > 255) {
         expected = "a whole number 0-255";

@@ -26,6 +26,9 @@ struct TrainerOptions {
   int mismatch_rank = -1, mismatch_step = -1;
   std::string mismatch_kind = "op";  // op | count | dtype | root
   long second_comm_bytes = 0;  // > 0: each step also all-reduces this on a 2nd communicator
+  // Non-empty: the communicators are named (ncclConfig_t::commName): this,
+  // and this + "_split" for the one of --second-comm-bytes.
+  std::string comm_name;
   std::string crash_kind = "segv";  // segv | abort | exception
   int exit_code = 0;
   bool verbose = false;

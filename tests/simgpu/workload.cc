@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "tests/simgpu/sim_workload.h"
 
@@ -31,10 +32,15 @@ struct Workload {
   ncclComm_t comm = nullptr;
   ncclComm_t split_comm = nullptr;
   int split_groups = 0;
+  std::string comm_name;     // sim_set_comm_name: "" = ncclCommInitRank, no name
+  std::string split_name;    // comm_name + "_split", alive while split_comm is
   void* operands = nullptr;  // dummy operand memory: the sim never reads it
   void* host_buf = nullptr;
   void* dev_buf = nullptr;
   size_t copy_bytes = 0;
+  // sim_device_malloc's buffers, freed last first by sim_device_free.
+  std::vector<void*> user_buffers;
+  std::vector<char> user_host;  // host side of sim_copy
 };
 
 Workload g;
@@ -163,6 +169,12 @@ int sim_collective_from_name(const char* name) {
   return -1;
 }
 
+int sim_set_comm_name(const char* name) {
+  if (g.ready) return fail("sim_set_comm_name", "call it before sim_init");
+  g.comm_name = name != nullptr ? name : "";
+  return 0;
+}
+
 int sim_init(int rank, int world, int local_rank) {
   if (g.ready) return fail("sim_init", "already initialised");
   if (world < 1 || rank < 0 || rank >= world) return fail("sim_init", "invalid rank/world");
@@ -181,7 +193,13 @@ int sim_init(int rank, int world, int local_rank) {
   ncclUniqueId id;
   const char* job = getenv("XPU_TIMER_SIM_JOB_ID");
   sim_make_unique_id(job != nullptr ? job : "nojob", reinterpret_cast<unsigned char*>(id.internal));
-  SIM_NCCL(ncclCommInitRank(&g.comm, world, id, rank));
+  if (g.comm_name.empty()) {
+    SIM_NCCL(ncclCommInitRank(&g.comm, world, id, rank));
+  } else {
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.commName = g.comm_name.c_str();
+    SIM_NCCL(ncclCommInitRankConfig(&g.comm, world, id, rank, &config));
+  }
   g.ready = true;
   return 0;
 }
@@ -362,7 +380,14 @@ int sim_split_allreduce(int ngroups, long bytes) {
   if (g.split_comm == nullptr || g.split_groups != ngroups) {
     if (g.split_comm != nullptr) ncclCommDestroy(g.split_comm);
     g.split_comm = nullptr;
-    SIM_NCCL(ncclCommSplit(g.comm, g.rank % ngroups, g.rank, &g.split_comm, nullptr));
+    if (g.comm_name.empty()) {
+      SIM_NCCL(ncclCommSplit(g.comm, g.rank % ngroups, g.rank, &g.split_comm, nullptr));
+    } else {
+      g.split_name = g.comm_name + "_split";
+      ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+      config.commName = g.split_name.c_str();
+      SIM_NCCL(ncclCommSplit(g.comm, g.rank % ngroups, g.rank, &g.split_comm, &config));
+    }
     g.split_groups = ngroups;
   }
   return on_comm_stream([&]() -> int {
@@ -397,10 +422,131 @@ void sim_crash_segv(void) {
   // (GCC 12 turned this function into a tail call of raise()).
   volatile int* volatile target = nullptr;
   *target = 42;
-  raise(SIGSEGV);  // not reached
+  raise(SIGSEGV);                     // not reached
   __asm__ volatile("" ::: "memory");  // no tail call: keep this frame on the stack
 }
 
 void sim_crash_abort(void) { abort(); }
 
 }  // extern "C"
+
+// ---- runtime calls without sim_init (the compute stream, or the legacy
+// default stream before sim_init) ----
+
+namespace {
+cudaStream_t user_stream() { return g.ready ? g.compute : nullptr; }
+// A kernel of the user's: the sim ignores the function, it only needs one.
+void user_kernel() {}
+}  // namespace
+
+int sim_device_malloc(long bytes, int async) {
+  if (bytes <= 0) return fail("sim_device_malloc", "invalid argument");
+  void* p = nullptr;
+  if (async != 0) {
+    SIM_CUDA(cudaMallocAsync(&p, static_cast<size_t>(bytes), user_stream()));
+  } else {
+    SIM_CUDA(cudaMalloc(&p, static_cast<size_t>(bytes)));
+  }
+  g.user_buffers.push_back(p);
+  return 0;
+}
+
+int sim_device_free(int async) {
+  if (g.user_buffers.empty()) return fail("sim_device_free", "no buffer left");
+  void* p = g.user_buffers.back();
+  g.user_buffers.pop_back();
+  if (async != 0) {
+    SIM_CUDA(cudaFreeAsync(p, user_stream()));
+  } else {
+    SIM_CUDA(cudaFree(p));
+  }
+  return 0;
+}
+
+// What nvcc 13's launch code calls (crt/device_functions.h declares it for nvcc only).
+extern "C" cudaError_t __cudaLaunchKernel(cudaKernel_t, dim3, dim3, void**, size_t, cudaStream_t);
+
+int sim_launch_kernels(long n, int api) {
+  if (n < 0 || api < SIM_LAUNCH_KERNEL || api > SIM_LAUNCH_KERNEL_EXC) {
+    return fail("sim_launch_kernels", "invalid argument");
+  }
+  void* no_args[1] = {nullptr};
+  const void* fn = reinterpret_cast<const void*>(&user_kernel);
+  for (long i = 0; i < n; ++i) {
+    switch (api) {
+      case SIM_LAUNCH_KERNEL:
+        SIM_CUDA(cudaLaunchKernel(fn, dim3(1), dim3(32), no_args, 0, user_stream()));
+        break;
+      case SIM_LAUNCH_NVCC:
+        SIM_CUDA(__cudaLaunchKernel(reinterpret_cast<cudaKernel_t>(const_cast<void*>(fn)), dim3(1),
+                                    dim3(32), no_args, 0, user_stream()));
+        break;
+      default: {
+        cudaLaunchConfig_t config{};
+        config.gridDim = dim3(1);
+        config.blockDim = dim3(32);
+        config.stream = user_stream();
+        SIM_CUDA(cudaLaunchKernelExC(&config, fn, no_args));
+        break;
+      }
+    }
+  }
+  return 0;
+}
+
+int sim_copy(int kind, long bytes, int sync) {
+  if (bytes < 0) return fail("sim_copy", "invalid argument");
+  const size_t n = static_cast<size_t>(bytes);
+  if (g.user_buffers.empty()) return fail("sim_copy", "sim_device_malloc a buffer first");
+  void* dev = g.user_buffers.back();
+  if (g.user_host.size() < n) g.user_host.resize(n);
+  void* host = g.user_host.data();
+  cudaStream_t s = user_stream();
+  auto copy = [&](void* dst, const void* src, cudaMemcpyKind k) -> cudaError_t {
+    return sync != 0 ? cudaMemcpy(dst, src, n, k) : cudaMemcpyAsync(dst, src, n, k, s);
+  };
+  switch (kind) {
+    case SIM_COPY_H2D:
+      SIM_CUDA(copy(dev, host, cudaMemcpyHostToDevice));
+      break;
+    case SIM_COPY_D2H:
+      SIM_CUDA(copy(host, dev, cudaMemcpyDeviceToHost));
+      break;
+    case SIM_COPY_D2D:
+      SIM_CUDA(copy(dev, dev, cudaMemcpyDeviceToDevice));
+      break;
+    case SIM_COPY_H2H:
+      SIM_CUDA(copy(host, host, cudaMemcpyHostToHost));
+      break;
+    case SIM_COPY_DEFAULT_H2D:
+      SIM_CUDA(copy(dev, host, cudaMemcpyDefault));
+      break;
+    case SIM_COPY_DEFAULT_D2H:
+      SIM_CUDA(copy(host, dev, cudaMemcpyDefault));
+      break;
+    case SIM_COPY_PEER:
+      if (sync != 0) {
+        SIM_CUDA(cudaMemcpyPeer(dev, 0, dev, 0, n));
+      } else {
+        SIM_CUDA(cudaMemcpyPeerAsync(dev, 0, dev, 0, n, s));
+      }
+      break;
+    default:
+      return fail("sim_copy", "unknown kind");
+  }
+  return 0;
+}
+
+int sim_copy_kind_from_name(const char* name) {
+  static const char* const names[] = {"h2d",         "d2h",         "d2d", "h2h",
+                                      "default-h2d", "default-d2h", "peer"};
+  for (int i = 0; i < static_cast<int>(sizeof(names) / sizeof(names[0])); ++i) {
+    if (name != nullptr && strcmp(name, names[i]) == 0) return i;
+  }
+  return -1;
+}
+
+int sim_device_sync(void) {
+  SIM_CUDA(cudaDeviceSynchronize());
+  return 0;
+}

@@ -5,6 +5,8 @@ of each repetition (ended by torch.cuda.synchronize()):
   tiny_mm    64x64 bf16 matmuls: host-bound, so the time per call is the
              host's launch cost (what a hook adds on the training thread);
   tiny_ar    all-reduces of 4 KiB: the same for a collective;
+  tiny_add   in-place adds to a 64-element tensor: host-bound elementwise
+             kernels, each one cudaLaunchKernel (counted by xpu-timer);
   mid_mm     8192x1024 @ 1024x4096 bf16 (about 0.1 ms of GPU work): GPU-bound,
              shows what events recorded around a GEMM cost the GPU stream;
   big_mm     8192^3 bf16 (a few ms each): GPU-bound, large kernels.
@@ -52,6 +54,10 @@ def main():
         for _ in range(n):
             torch.mm(t64, t64)
 
+    def tiny_add(n):
+        for _ in range(n):
+            t64.add_(1.0)
+
     def tiny_ar(n):
         for _ in range(n):
             dist.all_reduce(ar)
@@ -67,6 +73,7 @@ def main():
     phases = {
         "tiny_mm": timed_reps(tiny_mm, 4000, a.reps),
         "tiny_ar": timed_reps(tiny_ar, 1000, a.reps),
+        "tiny_add": timed_reps(tiny_add, 4000, a.reps),
         "mid_mm": timed_reps(mid_mm, 400, a.reps),
         "big_mm": timed_reps(big_mm, 20, a.reps),
     }

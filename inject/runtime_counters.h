@@ -1,0 +1,64 @@
+// Counters of CUDA runtime calls that are counted on every call and never
+// timed (inject/hooks_cudart.cc): kernel launches, device allocations and
+// frees. Published by the Poller into the status page's `runtime`.
+//
+// Threads: any user thread adds, the Poller sums. A kernel launch is the
+// most frequent call we see (thousands per step), often from two threads at
+// once (PyTorch's forward and autograd threads): one atomic shared by them
+// would bounce its cache line on every launch, so launches go to one of
+// kShards cache lines, chosen once per thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "common/protocol.h"
+
+namespace xpu_timer::inject {
+
+class ShardedCounter {
+ public:
+  static constexpr unsigned kShards = 16;
+
+  void add(uint64_t n) {
+    shards_[shard_of_this_thread()].value.fetch_add(n, std::memory_order_relaxed);
+  }
+  // Sum of all shards: exact once the adding threads are quiet, else a value
+  // between the counts at the start and at the end of the call.
+  uint64_t sum() const {
+    uint64_t total = 0;
+    for (const Shard& s : shards_) total += s.value.load(std::memory_order_relaxed);
+    return total;
+  }
+
+ private:
+  struct alignas(64) Shard {
+    std::atomic<uint64_t> value{0};
+  };
+  // Threads get shards round-robin in the order they first count.
+  static unsigned shard_of_this_thread();
+
+  Shard shards_[kShards];
+};
+
+struct RuntimeCallCounters {
+  ShardedCounter kernel_launches;
+  // Allocations are rare (PyTorch's caching allocator calls cudaMalloc when
+  // its cache misses): plain atomics.
+  std::atomic<uint64_t> mallocs{0};
+  std::atomic<uint64_t> malloc_bytes{0};
+  std::atomic<uint64_t> frees{0};
+  std::atomic<uint64_t> free_bytes{0};
+
+  proto::RuntimeCounters snapshot() const {
+    proto::RuntimeCounters c{};
+    c.kernel_launches = kernel_launches.sum();
+    c.mallocs = mallocs.load(std::memory_order_relaxed);
+    c.malloc_bytes = malloc_bytes.load(std::memory_order_relaxed);
+    c.frees = frees.load(std::memory_order_relaxed);
+    c.free_bytes = free_bytes.load(std::memory_order_relaxed);
+    return c;
+  }
+};
+
+}  // namespace xpu_timer::inject
