@@ -25,7 +25,7 @@
 
 namespace xpu_timer::proto {
 
-constexpr uint32_t kProtocolVersion = 4;
+constexpr uint32_t kProtocolVersion = 5;
 constexpr uint64_t kStatusPageMagic = 0x52454d4954555058ull;  // "XPUTIMER" little endian
 constexpr uint32_t kMessageMagic = 0x54555058u;               // "XPUT"
 
@@ -211,6 +211,20 @@ struct RuntimeCounters {
   uint64_t reserved;
 };
 
+// What the rank's Python interpreter did (inject/python_probes.py), counted
+// on every event; all zero in a process that is not Python.
+constexpr uint32_t kPythonProbeGc = 1;          // gc.callbacks installed
+constexpr uint32_t kPythonProbeDataLoader = 2;  // the DataLoader iterator is timed
+struct PythonCounters {
+  uint32_t probes;    // kPythonProbe*
+  uint32_t reserved;
+  uint64_t gc_collections[3];  // per generation
+  uint64_t gc_pause_ns[3];     // time inside those collections
+  uint64_t gc_collected[3];    // objects they freed
+  uint64_t loader_batches;     // batches the DataLoader iterator returned
+  uint64_t loader_wait_ns;     // time the training loop spent waiting for them
+};
+
 // StatusPage::flags
 // Timing is off for the rest of the process (a CUDA error of the background
 // thread): inflight_count stays 0 while the rank may well be inside a
@@ -257,6 +271,7 @@ struct StatusPage {
   MetricSlot metrics[kMaxMetrics];
   // Counted on every call, never sampled (guarded by seq like the rest).
   RuntimeCounters runtime;
+  PythonCounters python;
 };
 static_assert(std::is_standard_layout_v<StatusPage>);
 static_assert(std::atomic<uint64_t>::is_always_lock_free);

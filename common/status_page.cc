@@ -41,7 +41,9 @@ static_assert(offsetof(MetricSlot, name) == 0 && offsetof(MetricSlot, dtype) == 
               offsetof(MetricSlot, hist) == 56 && offsetof(MetricSlot, untimed_count) == 248 &&
               offsetof(MetricSlot, untimed_bytes) == 256 &&
               offsetof(MetricSlot, untimed_flops) == 264);
-static_assert(sizeof(StatusPage) == 74536 && alignof(StatusPage) == 8);
+static_assert(sizeof(StatusPage) == 74632 && alignof(StatusPage) == 8);
+static_assert(sizeof(PythonCounters) == 96 &&
+              offsetof(StatusPage, python) == offsetof(StatusPage, runtime) + sizeof(RuntimeCounters));
 static_assert(sizeof(RuntimeCounters) == 48 &&
               offsetof(StatusPage, runtime) ==
                   offsetof(StatusPage, metrics) + kMaxMetrics * sizeof(MetricSlot));

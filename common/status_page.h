@@ -20,6 +20,8 @@
 //     attach() accepted, ncomms <= kMaxComms, nmetrics <= kMaxMetrics, and
 //     every enum field of the two operations and of the metric slots in use
 //     must be a value this build names;
+//   - cleans each communicator name in the copy (no NUL within 32 bytes:
+//     empty; unprintable bytes: '?'), which never fails the page;
 //   - hands out only that validated copy. Nothing outside this file touches
 //     the mapping on the reader side.
 // A page that fails validation is a failed read with a reason, as a busy

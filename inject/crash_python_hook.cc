@@ -11,6 +11,8 @@
 #include "common/log.h"
 #include "common/protocol.h"
 #include "inject/crash_excepthook_source.h"  // generated from crash_excepthook.py
+#include "inject/python_probes.h"
+#include "inject/python_probes_source.h"  // generated from python_probes.py
 
 namespace xpu_timer::inject {
 namespace {
@@ -48,6 +50,22 @@ bool load_python_api(PythonApi* api) {
 
 PythonApi g_api;
 char g_source[sizeof(kCrashExcepthookSource) + 256];
+char g_probes[sizeof(kPythonProbesSource) + 1024];  // empty: probes off
+
+// Runs `source` in a private namespace (__main__ stays untouched); the GIL is held.
+bool run_script(const char* source) {
+  void* globals = g_api.dict_new();
+  bool ok = false;
+  if (globals != nullptr &&
+      g_api.dict_set_item_string(globals, "__builtins__", g_api.eval_get_builtins()) == 0) {
+    void* result = g_api.run_string_flags(source, kPyFileInput, globals, globals, nullptr);
+    ok = result != nullptr;
+    if (result != nullptr) g_api.dec_ref(result);
+  }
+  if (!ok) g_api.err_clear();
+  if (globals != nullptr) g_api.dec_ref(globals);
+  return ok;
+}
 
 void* install_thread(void*) {
   pthread_setname_np(pthread_self(), "xpu_timer_pyhook");
@@ -56,17 +74,11 @@ void* install_thread(void*) {
   for (int i = 0; i < 200 && g_api.is_initialized() == 0; ++i) nanosleep(&pause, nullptr);
   if (g_api.is_initialized() == 0) return nullptr;
   const int gil = g_api.gil_ensure();
-  void* globals = g_api.dict_new();  // private namespace: __main__ stays untouched
-  bool ok = false;
-  if (globals != nullptr &&
-      g_api.dict_set_item_string(globals, "__builtins__", g_api.eval_get_builtins()) == 0) {
-    void* result = g_api.run_string_flags(g_source, kPyFileInput, globals, globals, nullptr);
-    ok = result != nullptr;
-    if (result != nullptr) g_api.dec_ref(result);
-  }
-  if (!ok) g_api.err_clear();
-  if (globals != nullptr) g_api.dec_ref(globals);
+  const bool ok = run_script(g_source);
+  // The probes report what they installed themselves (python_probes.h).
+  const bool probes_ok = g_probes[0] == '\0' || run_script(g_probes);
   g_api.gil_release(gil);
+  if (!probes_ok) XPU_TIMER_LOG_WARN("the Python probes (gc, DataLoader) could not be installed");
   if (ok) {
     XPU_TIMER_LOG_DEBUG("sys.excepthook chained: uncaught Python exceptions are reported");
   } else {
@@ -85,6 +97,10 @@ void start_python_excepthook_install() {
                 kCrashExcepthookSource, proto::kMsgHeaderStructFormat, proto::kMessageMagic,
                 proto::kProtocolVersion, static_cast<unsigned>(proto::MsgType::kPythonException),
                 proto::kMaxMessageBytes, proto::kEnvSocket, proto::kEnvCrashDir);
+  if (!python_probes_source(g_probes, sizeof(g_probes))) {
+    XPU_TIMER_LOG_WARN("the Python probes' script does not fit: probes off");
+    g_probes[0] = '\0';
+  }
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);

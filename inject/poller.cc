@@ -1,5 +1,6 @@
 #include "inject/poller.h"
 
+#include "inject/python_probes.h"
 #include <signal.h>
 #include <time.h>
 
@@ -14,6 +15,7 @@
 #include "inject/dtype_mapping.h"
 #include "inject/event_pool.h"
 #include "inject/nccl_profiler_tags.h"
+#include "inject/python_probes.h"
 #include "inject/runtime.h"
 
 namespace xpu_timer::inject {
@@ -397,6 +399,7 @@ void Poller::publish(uint64_t now_ns) {
   page->hook_errors = c.hook_errors.load(std::memory_order_relaxed) + poller_errors_;
   page->queue_depth = state_->queue.approx_size();
   page->runtime = state_->runtime_calls.snapshot();
+  page->python = python_calls().snapshot();
   fill_comms(page);
   metrics_.drain_dirty([page](uint32_t i, const proto::MetricSlot& s) { page->metrics[i] = s; });
   page->nmetrics = metrics_.size();

@@ -61,4 +61,28 @@ struct RuntimeCallCounters {
   }
 };
 
+// Filled by the Python probes (inject/python_probes.h) from the thread that
+// runs the collection or the DataLoader; rare events: plain atomics.
+struct PythonCallCounters {
+  std::atomic<uint32_t> probes{0};  // proto::kPythonProbe*
+  std::atomic<uint64_t> gc_collections[3] = {};
+  std::atomic<uint64_t> gc_pause_ns[3] = {};
+  std::atomic<uint64_t> gc_collected[3] = {};
+  std::atomic<uint64_t> loader_batches{0};
+  std::atomic<uint64_t> loader_wait_ns{0};
+
+  proto::PythonCounters snapshot() const {
+    proto::PythonCounters c{};
+    c.probes = probes.load(std::memory_order_relaxed);
+    for (int g = 0; g < 3; ++g) {
+      c.gc_collections[g] = gc_collections[g].load(std::memory_order_relaxed);
+      c.gc_pause_ns[g] = gc_pause_ns[g].load(std::memory_order_relaxed);
+      c.gc_collected[g] = gc_collected[g].load(std::memory_order_relaxed);
+    }
+    c.loader_batches = loader_batches.load(std::memory_order_relaxed);
+    c.loader_wait_ns = loader_wait_ns.load(std::memory_order_relaxed);
+    return c;
+  }
+};
+
 }  // namespace xpu_timer::inject

@@ -72,6 +72,16 @@ constexpr FamilyInfo kFamilies[] = {
      "Successful cudaFree and cudaFreeAsync calls of a non-null pointer."},
     {"xpu_timer_device_memory_freed_bytes_total", "counter",
      "Bytes of the frees whose allocation xpu-timer saw."},
+    {"xpu_timer_python_gc_collections_total", "counter",
+     "Python garbage collections of the rank's interpreter, by generation."},
+    {"xpu_timer_python_gc_pause_seconds_total", "counter",
+     "Time the rank's interpreter spent in those collections (its threads wait meanwhile)."},
+    {"xpu_timer_python_gc_collected_objects_total", "counter",
+     "Objects those collections freed."},
+    {"xpu_timer_dataloader_batches_total", "counter",
+     "Batches the rank's DataLoader iterator returned."},
+    {"xpu_timer_dataloader_wait_seconds_total", "counter",
+     "Time the training loop spent in the DataLoader iterator's __next__, waiting for them."},
 };
 
 // std::to_chars: no locale, no format parsing (a scrape of 1024 ranks writes
@@ -256,6 +266,33 @@ void MetricsWriter::add_rank(const RankMetricsInput& in) {
   gauge(kDeviceMallocBytes, p->runtime.malloc_bytes);
   gauge(kDeviceFrees, p->runtime.frees);
   gauge(kDeviceFreeBytes, p->runtime.free_bytes);
+  // Python series only where the probes run (not for a C++ rank).
+  if (p->python.probes & proto::kPythonProbeGc) {
+    for (int g = 0; g < 3; ++g) {
+      const char gen[2] = {static_cast<char>('0' + g), '\0'};
+      auto gc_line = [&](Family f, auto write_value) {
+        std::string& out = body_[f];
+        out.append(kFamilies[f].name);
+        out.push_back('{');
+        out.append(labels);
+        out.append(",generation=\"");
+        out.append(gen);
+        out.append("\"} ");
+        write_value(&out);
+        out.push_back('\n');
+      };
+      gc_line(kGcCollections, [&](std::string* o) { append_u64(o, p->python.gc_collections[g]); });
+      gc_line(kGcPause, [&](std::string* o) { append_ns_as_seconds(o, p->python.gc_pause_ns[g]); });
+      gc_line(kGcCollected, [&](std::string* o) { append_u64(o, p->python.gc_collected[g]); });
+    }
+  }
+  if (p->python.probes & proto::kPythonProbeDataLoader) {
+    gauge(kLoaderBatches, p->python.loader_batches);
+    std::string& out = body_[kLoaderWait];
+    append_sample_prefix(&out, kFamilies[kLoaderWait].name, "", labels);
+    append_ns_as_seconds(&out, p->python.loader_wait_ns);
+    out.push_back('\n');
+  }
 
   // StatusSnapshot validated nmetrics; the renderer stays safe on any page.
   const uint32_t nmetrics = std::min<uint32_t>(p->nmetrics, proto::kMaxMetrics);

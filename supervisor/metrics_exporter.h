@@ -90,6 +90,11 @@ class MetricsWriter {
     kDeviceMallocBytes,
     kDeviceFrees,
     kDeviceFreeBytes,
+    kGcCollections,
+    kGcPause,
+    kGcCollected,
+    kLoaderBatches,
+    kLoaderWait,
     kFamilyCount
   };
   // One text buffer per family; reusing them across scrapes keeps their

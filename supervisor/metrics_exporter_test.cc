@@ -286,7 +286,7 @@ TEST(MetricsExporter, CopiesAndRuntimeCounters) {
   cp.dtype = static_cast<uint8_t>(proto::DType::kU8);
   cp.size_bucket = 26;
   cp.count = 2;
-  cp.sum_ns = 4000000;  // 2 ms each
+  cp.sum_ns = 4000000;      // 2 ms each
   cp.sum_bytes = 2u << 26;  // 64 MiB each: 33.55 GB/s
   cp.untimed_count = 3;
   cp.untimed_bytes = 3u << 26;
@@ -304,16 +304,54 @@ TEST(MetricsExporter, CopiesAndRuntimeCounters) {
   EXPECT_TRUE(has_line(text, "xpu_timer_operations_total{" + c + "} 5")) << text;
   EXPECT_TRUE(has_line(text, "xpu_timer_memcpy_bytes_total{" + c + "} 335544320"));
   EXPECT_TRUE(has_line(text, "# TYPE xpu_timer_memcpy_bytes_total counter"));
-  EXPECT_TRUE(has_line(text, "xpu_timer_memcpy_bandwidth_bytes_per_second{" + c + "} 33554432000")) << text;
+  EXPECT_TRUE(has_line(text, "xpu_timer_memcpy_bandwidth_bytes_per_second{" + c + "} 33554432000"))
+      << text;
   EXPECT_TRUE(has_line(text, "xpu_timer_kernel_launches_total{" + l + "} 123456"));
   EXPECT_TRUE(has_line(text, "# TYPE xpu_timer_kernel_launches_total counter"));
   EXPECT_TRUE(has_line(text, "xpu_timer_device_memory_allocations_total{" + l + "} 3"));
-  EXPECT_TRUE(has_line(text, "xpu_timer_device_memory_allocated_bytes_total{" + l + "} 3221225472"));
+  EXPECT_TRUE(
+      has_line(text, "xpu_timer_device_memory_allocated_bytes_total{" + l + "} 3221225472"));
   EXPECT_TRUE(has_line(text, "xpu_timer_device_memory_frees_total{" + l + "} 1"));
   EXPECT_TRUE(has_line(text, "xpu_timer_device_memory_freed_bytes_total{" + l + "} 1073741824"));
   // Copies are neither NCCL traffic nor GEMM work.
   EXPECT_EQ(text.find("xpu_timer_nccl_bytes_total{"), std::string::npos);
   EXPECT_EQ(text.find("xpu_timer_gemm_flops_total{"), std::string::npos);
+}
+
+// Python series only for a rank whose probes run, each generation its series.
+TEST(MetricsExporter, PythonSeriesOnlyWhereTheProbesRun) {
+  auto page = std::make_unique<proto::StatusPage>();
+  RankMetricsInput in;
+  in.rank = 3;
+  in.page = page.get();
+  {
+    MetricsWriter w(config(), nullptr, kNow);
+    w.add_rank(in);
+    const std::string text = w.finish(false);
+    EXPECT_EQ(text.find("xpu_timer_python_gc"), std::string::npos);
+    EXPECT_EQ(text.find("xpu_timer_dataloader"), std::string::npos);
+  }
+  page->python.probes = proto::kPythonProbeGc | proto::kPythonProbeDataLoader;
+  page->python.gc_collections[2] = 4;
+  page->python.gc_pause_ns[2] = 1500000000;
+  page->python.gc_collected[0] = 77;
+  page->python.loader_batches = 20;
+  page->python.loader_wait_ns = 250000000;
+  MetricsWriter w(config(), nullptr, kNow);
+  w.add_rank(in);
+  const std::string text = w.finish(false);
+  const std::string l = "rank=\"3\",local_rank=\"0\",host=\"\",job_name=\"train\"";
+  EXPECT_TRUE(has_line(text, "xpu_timer_python_gc_collections_total{" + l + ",generation=\"2\"} 4"))
+      << text;
+  EXPECT_TRUE(
+      has_line(text, "xpu_timer_python_gc_collections_total{" + l + ",generation=\"0\"} 0"));
+  EXPECT_TRUE(has_line(
+      text, "xpu_timer_python_gc_pause_seconds_total{" + l + ",generation=\"2\"} 1.500000000"));
+  EXPECT_TRUE(
+      has_line(text, "xpu_timer_python_gc_collected_objects_total{" + l + ",generation=\"0\"} 77"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_dataloader_batches_total{" + l + "} 20"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_dataloader_wait_seconds_total{" + l + "} 0.250000000"));
+  EXPECT_TRUE(has_line(text, "# TYPE xpu_timer_python_gc_pause_seconds_total counter"));
 }
 
 TEST(MetricsExporter, IdleKeysExpire) {

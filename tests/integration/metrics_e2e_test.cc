@@ -4,6 +4,9 @@
 
 #include <map>
 #include <regex>
+#include <sstream>
+
+#include <unistd.h>
 
 #include "tests/integration/supervisor_fixture.h"
 
@@ -104,6 +107,101 @@ INSTANTIATE_TEST_SUITE_P(Sampling, MetricsE2E, ::testing::Values("0", ""),
                            return i.param == "0" ? std::string("EveryCallTimed")
                                                  : std::string("DefaultSampling");
                          });
+
+}  // namespace
+}  // namespace xpu_timer::testing
+
+namespace xpu_timer::testing {
+namespace {
+
+// One value of `family` for `rank` whose labels also contain `extra`
+// (e.g. `generation="2"`); -1 when absent.
+double rank_value(const std::string& text, const std::string& family, const std::string& rank,
+                  const std::string& extra = "") {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(family + "{", 0) != 0) continue;
+    if (line.find("rank=\"" + rank + "\"") == std::string::npos) continue;
+    if (!extra.empty() && line.find(extra) == std::string::npos) continue;
+    return std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return -1;
+}
+
+struct Interpreter {
+  const char* name;
+  const char* path;
+};
+
+// The Python probes (inject/python_probes.py) count what a Python rank's
+// interpreter did: every garbage collection per generation with its pause,
+// every batch its DataLoader iterator returned with the wait. Before 3.12
+// through a wrapped __next__, from 3.12 on through sys.monitoring.
+class PythonProbesE2E : public ::testing::TestWithParam<Interpreter> {};
+
+TEST_P(PythonProbesE2E, GcCollectionsAndDataLoaderWaitsAreCountedExactly) {
+  const Interpreter& py = GetParam();
+  if (access(py.path, X_OK) != 0) GTEST_SKIP() << py.path << " is not installed";
+  constexpr int kSteps = 20, kGcPerStep = 3;
+  constexpr double kLoaderMs = 10;
+  std::vector<std::string> job = {sim_launch_bin(), "--nproc", "2", "--", py.path,
+                                  sim_trainer_py(), "--steps", std::to_string(kSteps),
+                                  "--gemms-per-step", "1", "--bytes", "4096", "--gc-per-step",
+                                  std::to_string(kGcPerStep), "--loader-ms", "10",
+                                  "--await-probes", "--end-sleep-s", "60"};
+  SupervisedJob sup(std::string("probes-") + py.name, {"--hang-timeout", "300"}, job,
+                    {"XPU_TIMER_DATALOADER_ITER=__main__:SimLoaderIter"});
+  ASSERT_GT(sup.port(), 0) << sup.log();
+  for (int r = 0; r < 2; ++r) {
+    const std::string loop_done = "rank " + std::to_string(r) + " loop done";
+    ASSERT_TRUE(wait_until([&] { return sup.log().find(loop_done) != std::string::npos; },
+                           std::chrono::seconds(120)))
+        << sup.log();
+    EXPECT_NE(sup.log().find("rank " + std::to_string(r) + " probes installed"), std::string::npos)
+        << sup.log();
+  }
+  // The rank's background thread publishes within milliseconds: wait for it.
+  std::string text;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const auto reply = http_get(sup.port(), "/metrics");
+        if (!reply.has_value() || reply->status != 200) return false;
+        text = reply->body;
+        for (const char* r : {"0", "1"}) {
+          if (rank_value(text, "xpu_timer_dataloader_batches_total", r) < kSteps) return false;
+          if (rank_value(text, "xpu_timer_python_gc_collections_total", r, "generation=\"2\"") <
+              kSteps * kGcPerStep) {
+            return false;
+          }
+        }
+        return true;
+      },
+      std::chrono::seconds(30)))
+      << text << sup.log();
+  for (const char* r : {"0", "1"}) {
+    SCOPED_TRACE(std::string("rank ") + r);
+    EXPECT_EQ(rank_value(text, "xpu_timer_dataloader_batches_total", r), kSteps);
+    // Each batch sleeps kLoaderMs: the wait is at least that (a sleep never ends early).
+    EXPECT_GE(rank_value(text, "xpu_timer_dataloader_wait_seconds_total", r),
+              kSteps * kLoaderMs / 1000.0);
+    // Automatic collection is off: only the trainer's gc.collect() calls (generation 2).
+    EXPECT_EQ(rank_value(text, "xpu_timer_python_gc_collections_total", r, "generation=\"2\""),
+              kSteps * kGcPerStep);
+    EXPECT_EQ(rank_value(text, "xpu_timer_python_gc_collections_total", r, "generation=\"0\""), 0);
+    EXPECT_EQ(rank_value(text, "xpu_timer_python_gc_collections_total", r, "generation=\"1\""), 0);
+    EXPECT_GT(rank_value(text, "xpu_timer_python_gc_pause_seconds_total", r, "generation=\"2\""),
+              0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Interpreters, PythonProbesE2E,
+    ::testing::Values(Interpreter{"debian3_11", "/usr/bin/python3.11"},
+                      Interpreter{"pyenv3_8", "/root/.pyenv/versions/3.8.18/bin/python3.8"},
+                      Interpreter{"pyenv3_12", "/root/.pyenv/versions/3.12.1/bin/python3.12"},
+                      Interpreter{"pyenv3_13", "/root/.pyenv/versions/3.13.0/bin/python3.13"}),
+    [](const ::testing::TestParamInfo<Interpreter>& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace xpu_timer::testing

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Python twin of sim_trainer (same flags): a training loop over
+"""Python twin of sim_trainer (same flags, plus two of its own: --gc-per-step
+and --loader-ms, what only a Python loop has): a training loop over
 libsim_workload.so loaded with ctypes.CDLL(mode=RTLD_LOCAL), as Python loads
 torch, so the Python frames of a stuck or crashing rank are real ones.
 Steps are numbered from 0. Python 3.8+, standard library only."""
@@ -61,6 +62,18 @@ def parse_args(argv):
                    help="create the communicator with ncclCommInitRankConfig named NAME "
                         "(commName); the one of --second-comm-bytes is named NAME_split "
                         "(empty: ncclCommInitRank, no name)")
+    p.add_argument("--gc-per-step", type=int, default=0,
+                   help="Python only: turn automatic garbage collection off and run gc.collect() "
+                        "N times per step (0: leave gc alone)")
+    p.add_argument("--loader-ms", type=float, default=0.0,
+                   help="Python only: each step takes one batch from SimLoaderIter, whose "
+                        "__next__ sleeps MS ms (a slow DataLoader; time it with "
+                        "XPU_TIMER_DATALOADER_ITER=__main__:SimLoaderIter; 0: no loader)")
+    p.add_argument("--await-probes", action="store_true",
+                   help="Python only: before the loop, wait (at most 30 s) until xpu-timer's "
+                        "Python probes timed SimLoaderIter, so that a test can count every batch")
+    p.add_argument("--end-sleep-s", type=float, default=0.0,
+                   help="seconds to sleep after the loop, before sim_finalize (0: none)")
     p.add_argument("--exit-code", type=int, default=0,
                    help="exit status of a run that ends normally (0-255)")
     p.add_argument("--verbose", action="store_true", help="print every step")
@@ -156,6 +169,30 @@ def train_step(lib, args, rank, step, apis, rng):
     check(lib, lib.sim_sync(), "sim_sync")
 
 
+def probes_installed():
+    """Whether xpu-timer's DataLoader probe is on SimLoaderIter (the last
+    thing its probe script installs)."""
+    if sys.version_info >= (3, 12):
+        return any(sys.monitoring.get_tool(t) == "xpu_timer" for t in range(6))
+    return hasattr(SimLoaderIter.__dict__["__next__"], "__wrapped__")
+
+
+class SimLoaderIter:
+    """Stands in for torch's _BaseDataLoaderIter: __next__ waits for a batch."""
+
+    def __init__(self, wait_s):
+        self.wait_s = wait_s
+        self.n = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        time.sleep(self.wait_s)
+        self.n += 1
+        return self.n
+
+
 def main(argv):
     args = parse_args(argv)
     rank = int(os.environ.get("RANK", "0"))
@@ -168,10 +205,27 @@ def main(argv):
         check(lib, lib.sim_set_comm_name(args.comm_name.encode()), "sim_set_comm_name")
     check(lib, lib.sim_init(rank, world, local_rank), "sim_init")
     rng = random.Random(rank * 7919 + 17)
+    if args.gc_per_step > 0:
+        import gc
+        gc.disable()
+    loader = SimLoaderIter(args.loader_ms / 1000.0) if args.loader_ms > 0 else None
+    if args.await_probes:
+        deadline = time.monotonic() + 30
+        while not probes_installed() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        print("rank %d probes %s" % (rank, "installed" if probes_installed() else "absent"),
+              flush=True)
     for step in range(args.steps):
+        if loader is not None:
+            next(loader)
+        for _ in range(args.gc_per_step):
+            gc.collect()
         train_step(lib, args, rank, step, apis, rng)
         if args.verbose:
             print("rank %d step %d done" % (rank, step), flush=True)
+    if args.end_sleep_s > 0:
+        print("rank %d loop done" % rank, flush=True)
+        time.sleep(args.end_sleep_s)
     check(lib, lib.sim_finalize(), "sim_finalize")
     print("rank %d done" % rank, flush=True)
     return args.exit_code

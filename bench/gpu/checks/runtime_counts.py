@@ -11,6 +11,9 @@ whether they agree. Phases:
             (copy_ of contiguous same-dtype tensors is one cudaMemcpyAsync)
   alloc     a 1 GiB tensor after empty_cache: one cudaMalloc of 1 GiB, then
             empty_cache frees it: one cudaFree of 1 GiB
+  python    20 batches from a DataLoader whose __getitem__ sleeps 5 ms: 20
+            batches, at least 0.1 s of waiting; then 5 gc.collect(): at least
+            5 generation-2 collections
 Usage: XPU_CHECK_PORT=P xpu_timer_supervisor --port P -- torchrun --nproc_per_node 1 runtime_counts.py
 """
 import json
@@ -36,6 +39,8 @@ def scrape():
         key = name
         if 'op="' in name_labels:
             key += ":" + name_labels.split('op="', 1)[1].split('"', 1)[0]
+        if 'generation="' in name_labels:
+            key += ":g" + name_labels.split('generation="', 1)[1].split('"', 1)[0]
         try:
             out[key] = out.get(key, 0.0) + float(value)
         except ValueError:
@@ -119,6 +124,32 @@ def main():
                  "allocated_bytes": delta(s4, s5, "xpu_timer_device_memory_allocated_bytes_total"),
                  "frees": delta(s4, s5, "xpu_timer_device_memory_frees_total"),
                  "freed_bytes": delta(s4, s5, "xpu_timer_device_memory_freed_bytes_total")}}
+    import gc
+
+    class SlowData(torch.utils.data.Dataset):
+        def __len__(self):
+            return 20
+
+        def __getitem__(self, i):
+            time.sleep(0.005)
+            return i
+
+    loader = torch.utils.data.DataLoader(SlowData(), batch_size=1, num_workers=0)
+    s6 = settled()
+    batches = sum(1 for _ in loader)
+    for _ in range(5):
+        gc.collect()
+    s7 = settled()
+    gen2 = delta(s6, s7, "xpu_timer_python_gc_collections_total:g2")
+    results["python"] = {
+        "expected": {"loader_batches": batches, "wait_at_least_0.1s": True, "gen2_at_least_5": True},
+        "seen": {"loader_batches": delta(s6, s7, "xpu_timer_dataloader_batches_total"),
+                 "loader_wait_s": delta(s6, s7, "xpu_timer_dataloader_wait_seconds_total"),
+                 "gen2_collections": gen2,
+                 "gen2_pause_s": delta(s6, s7, "xpu_timer_python_gc_pause_seconds_total:g2")}}
+    seen = results["python"]["seen"]
+    seen["wait_at_least_0.1s"] = seen["loader_wait_s"] >= 0.1
+    seen["gen2_at_least_5"] = gen2 >= 5
     for r in results.values():
         r["agree"] = all(r["seen"].get(k) == v for k, v in r["expected"].items())
     print("XPU_CHECK " + json.dumps(results), flush=True)

@@ -1,0 +1,98 @@
+#include "inject/python_probes.h"
+
+#include <atomic>
+#include <cctype>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/log.h"
+#include "common/protocol.h"
+#include "inject/hook_export.h"
+#include "inject/python_probes_source.h"  // generated from python_probes.py
+
+namespace xpu_timer::inject {
+namespace {
+
+// Characters a "module:Class" may hold: the value is pasted into a Python
+// string literal, so nothing that could end it.
+bool safe_target(const char* s) {
+  if (*s == '\0') return false;
+  for (; *s != '\0'; ++s) {
+    if (!(std::isalnum(static_cast<unsigned char>(*s)) || *s == '_' || *s == '.' || *s == ':')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+PythonCallCounters& python_calls() {
+  static PythonCallCounters counters;  // trivially destructible atomics: usable during exit
+  return counters;
+}
+
+bool python_probes_source(char* out, size_t size) {
+  const char* off = std::getenv("XPU_TIMER_PYTHON_PROBES");
+  if (off != nullptr && std::strcmp(off, "0") == 0) {
+    if (size > 0) out[0] = '\0';
+    return true;
+  }
+  const char* target = std::getenv("XPU_TIMER_DATALOADER_ITER");
+  if (target == nullptr || *target == '\0') {
+    target = "torch.utils.data.dataloader:_BaseDataLoaderIter";
+  } else if (!safe_target(target)) {
+    XPU_TIMER_LOG_WARN("XPU_TIMER_DATALOADER_ITER='%s' is not module:Class: the default is used",
+                       target);
+    target = "torch.utils.data.dataloader:_BaseDataLoaderIter";
+  }
+  int tool = 4;
+  if (const char* t = std::getenv("XPU_TIMER_PYTHON_MONITORING_TOOL"); t != nullptr && *t) {
+    tool = std::atoi(t);
+    if (tool < 0 || tool > 5) tool = 4;
+  }
+  const int n = std::snprintf(out, size,
+                              "%s\n"
+                              "try:\n"
+                              "    _xpu_r = _xpu_timer_probes('%s', %d)\n"
+                              "except Exception as _xpu_e:\n"
+                              "    _xpu_r = 'failed: %%r' %% (_xpu_e,)\n"
+                              "import ctypes as _xpu_c\n"
+                              "_xpu_f = _xpu_c.PyDLL(None).xpu_timer_python_probes\n"
+                              "_xpu_f.argtypes = [_xpu_c.c_char_p]\n"
+                              "_xpu_f(str(_xpu_r).encode('utf-8', 'replace'))\n",
+                              kPythonProbesSource, target, tool);
+  return n > 0 && static_cast<size_t>(n) < size;
+}
+
+}  // namespace xpu_timer::inject
+
+using xpu_timer::inject::python_calls;
+
+// Called by python_probes.py (ctypes, GIL held).
+XPU_TIMER_HOOK void xpu_timer_python_gc(int generation, uint64_t pause_ns, uint64_t collected) {
+  const int g = generation < 0 ? 0 : (generation > 2 ? 2 : generation);
+  auto& c = python_calls();
+  c.gc_collections[g].fetch_add(1, std::memory_order_relaxed);
+  c.gc_pause_ns[g].fetch_add(pause_ns, std::memory_order_relaxed);
+  c.gc_collected[g].fetch_add(collected, std::memory_order_relaxed);
+}
+
+XPU_TIMER_HOOK void xpu_timer_python_dataloader(uint64_t wait_ns) {
+  python_calls().loader_batches.fetch_add(1, std::memory_order_relaxed);
+  python_calls().loader_wait_ns.fetch_add(wait_ns, std::memory_order_relaxed);
+}
+
+// What the probes could install: "gc,dataloader:sys.monitoring", or why not.
+XPU_TIMER_HOOK void xpu_timer_python_probes(const char* result) {
+  if (result == nullptr) return;
+  uint32_t probes = 0;
+  if (std::strncmp(result, "gc", 2) == 0) probes |= xpu_timer::proto::kPythonProbeGc;
+  if (std::strstr(result, "dataloader:") != nullptr) {
+    probes |= xpu_timer::proto::kPythonProbeDataLoader;
+  }
+  python_calls().probes.store(probes, std::memory_order_relaxed);
+  XPU_TIMER_LOG_DEBUG("Python probes: %.300s", result);
+}
