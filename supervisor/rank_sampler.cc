@@ -18,6 +18,22 @@ double unix_now_s() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
+// Rereads of a busy page, and the pause before each: 10 ms at most per rank
+// and poll, only while its writer is descheduled mid-write.
+constexpr int kBusyRetries = 10;
+constexpr long kBusyPauseNs = 1000 * 1000;
+
+void read_page(const proto::StatusPageFile& page, proto::StatusSnapshot* scratch,
+               const std::function<void()>& pause) {
+  page.read(scratch);
+  for (int retry = 0;
+       retry < kBusyRetries && !scratch->page_ok() && scratch->error().rfind("busy", 0) == 0;
+       ++retry) {
+    pause();
+    page.read(scratch);
+  }
+}
+
 RankSample sample_rank(const RankRecord& record, proto::StatusSnapshot* scratch) {
   RankSample s;
   s.rank = record.reg.rank;
@@ -29,7 +45,10 @@ RankSample sample_rank(const RankRecord& record, proto::StatusSnapshot* scratch)
   s.alive = process_alive(record.reg.pid, record.start_time);
   s.registered_ns = record.registered_ns;
   if (record.page == nullptr) return s;
-  record.page->read(scratch);
+  read_page(*record.page, scratch, [] {
+    const timespec pause{0, kBusyPauseNs};
+    nanosleep(&pause, nullptr);
+  });
   s.heartbeat_ns = scratch->heartbeat_ns();  // known even when the rest is busy
   if (!scratch->page_ok()) return s;
   const proto::StatusPage& p = scratch->page();  // validated: counts within their tables
