@@ -19,8 +19,8 @@ struct FamilyInfo {
   const char* help;
 };
 
-const char* const kRankStates[] = {"ok",      "stuck",      "missing", "unresponsive",
-                                  "exited",  "crashed",    "terminated", "mismatch"};
+const char* const kRankStates[] = {"ok",     "stuck",   "missing",    "unresponsive",
+                                   "exited", "crashed", "terminated", "mismatch"};
 
 // Order and text of the families; index = MetricsWriter::Family.
 constexpr FamilyInfo kFamilies[] = {
@@ -41,7 +41,8 @@ constexpr FamilyInfo kFamilies[] = {
      "Calls not timed because their stream was capturing a CUDA graph."},
     {"xpu_timer_hook_errors_total", "counter",
      "Calls where xpu-timer failed internally and passed through untimed."},
-    {"xpu_timer_operations_total", "counter", "Operations completed, timed or sampled out of timing."},
+    {"xpu_timer_operations_total", "counter",
+     "Operations completed, timed or sampled out of timing."},
     {"xpu_timer_operation_latency_seconds", "histogram", "GPU execution time of timed operations."},
     {"xpu_timer_gemm_flops_total", "counter",
      "Floating point operations (2*b*m*n*k) of every matrix product, timed or sampled out."},
@@ -76,8 +77,7 @@ constexpr FamilyInfo kFamilies[] = {
      "Python garbage collections of the rank's interpreter, by generation."},
     {"xpu_timer_python_gc_pause_seconds_total", "counter",
      "Time the rank's interpreter spent in those collections (its threads wait meanwhile)."},
-    {"xpu_timer_python_gc_collected_objects_total", "counter",
-     "Objects those collections freed."},
+    {"xpu_timer_python_gc_collected_objects_total", "counter", "Objects those collections freed."},
     {"xpu_timer_dataloader_batches_total", "counter",
      "Batches the rank's DataLoader iterator returned."},
     {"xpu_timer_dataloader_wait_seconds_total", "counter",
@@ -268,22 +268,19 @@ void MetricsWriter::add_rank(const RankMetricsInput& in) {
   gauge(kDeviceFreeBytes, p->runtime.free_bytes);
   // Python series only where the probes run (not for a C++ rank).
   if (p->python.probes & proto::kPythonProbeGc) {
+    std::string gen_labels;
     for (int g = 0; g < 3; ++g) {
-      const char gen[2] = {static_cast<char>('0' + g), '\0'};
-      auto gc_line = [&](Family f, auto write_value) {
-        std::string& out = body_[f];
-        out.append(kFamilies[f].name);
-        out.push_back('{');
-        out.append(labels);
-        out.append(",generation=\"");
-        out.append(gen);
-        out.append("\"} ");
-        write_value(&out);
-        out.push_back('\n');
-      };
-      gc_line(kGcCollections, [&](std::string* o) { append_u64(o, p->python.gc_collections[g]); });
-      gc_line(kGcPause, [&](std::string* o) { append_ns_as_seconds(o, p->python.gc_pause_ns[g]); });
-      gc_line(kGcCollected, [&](std::string* o) { append_u64(o, p->python.gc_collected[g]); });
+      gen_labels.assign(labels).append(",generation=\"").push_back(static_cast<char>('0' + g));
+      gen_labels.push_back('"');
+      append_sample_prefix(&body_[kGcCollections], kFamilies[kGcCollections].name, "", gen_labels);
+      append_u64(&body_[kGcCollections], p->python.gc_collections[g]);
+      body_[kGcCollections].push_back('\n');
+      append_sample_prefix(&body_[kGcPause], kFamilies[kGcPause].name, "", gen_labels);
+      append_ns_as_seconds(&body_[kGcPause], p->python.gc_pause_ns[g]);
+      body_[kGcPause].push_back('\n');
+      append_sample_prefix(&body_[kGcCollected], kFamilies[kGcCollected].name, "", gen_labels);
+      append_u64(&body_[kGcCollected], p->python.gc_collected[g]);
+      body_[kGcCollected].push_back('\n');
     }
   }
   if (p->python.probes & proto::kPythonProbeDataLoader) {
@@ -421,14 +418,16 @@ std::string MetricsWriter::finish(bool job_hung, bool job_running, uint64_t mism
   out.append("xpu_timer_job_hung{job_name=\"");
   append_escaped_label_value(&out, config_.job_name);
   out.append(job_hung ? "\"} 1\n" : "\"} 0\n");
-  out.append("# HELP xpu_timer_job_running 1 while the job runs, 0 once it ended (the "
-             "supervisor exits soon after).\n");
+  out.append(
+      "# HELP xpu_timer_job_running 1 while the job runs, 0 once it ended (the "
+      "supervisor exits soon after).\n");
   out.append("# TYPE xpu_timer_job_running gauge\n");
   out.append("xpu_timer_job_running{job_name=\"");
   append_escaped_label_value(&out, config_.job_name);
   out.append(job_running ? "\"} 1\n" : "\"} 0\n");
-  out.append("# HELP xpu_timer_collective_mismatches_total Collectives whose ranks disagreed on "
-             "the operation, dtype, element count, root or reduction.\n");
+  out.append(
+      "# HELP xpu_timer_collective_mismatches_total Collectives whose ranks disagreed on "
+      "the operation, dtype, element count, root or reduction.\n");
   out.append("# TYPE xpu_timer_collective_mismatches_total counter\n");
   out.append("xpu_timer_collective_mismatches_total{job_name=\"");
   append_escaped_label_value(&out, config_.job_name);
