@@ -195,8 +195,16 @@ HangReport classify_snapshot(const Snapshot& snap, double timeout_s) {
       const bool running_it = s.oldest_inflight.started_ns != 0 && is_nccl(s.oldest_inflight) &&
                               s.oldest_inflight.comm_hash == g.comm_hash &&
                               s.oldest_inflight.seq == g.seq;
-      const bool not_started =
-          slot->issued_seq >= g.seq && slot->completed_seq < g.seq && !running_it;
+      if (running_it) {
+        // In the collective its peers have waited in past the timeout, only
+        // for less time (it arrived later, or its first look fell between
+        // two samples): it waits for the same missing ranks, so it is stuck
+        // with them. Left "ok" it would read as healthy in the report.
+        v.state = RankState::kStuck;
+        g.ranks.insert(std::upper_bound(g.ranks.begin(), g.ranks.end(), v.rank), v.rank);
+        break;
+      }
+      const bool not_started = slot->issued_seq >= g.seq && slot->completed_seq < g.seq;
       if (slot->issued_seq < g.seq || not_started) {
         v.state = RankState::kMissing;
         v.reason = not_started ? MissingReason::kNotStarted : MissingReason::kBehind;

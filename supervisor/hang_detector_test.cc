@@ -126,12 +126,22 @@ TEST(HangDetector, IdleRankOutsideTheCommunicatorIsMissingWithNoOperation) {
   EXPECT_EQ(r.ranks[2].reason, MissingReason::kIdle);
 }
 
-TEST(HangDetector, RankAlreadyInTheCollectiveButYoungIsOk) {
-  const Snapshot snap = snapshot({in_collective(0, 6, k5_2s), in_collective(1, 6, kSec)});
+TEST(HangDetector, RankInTheStuckCollectiveForLessThanTheTimeoutIsStuckWithItsPeers) {
+  // Rank 1 entered AllReduce #6 later than rank 0: it waits in the same
+  // collective for the same missing rank, and is not healthy for that.
+  const Snapshot snap =
+      snapshot({in_collective(0, 6, k5_2s), in_collective(1, 6, kSec), behind(2, 6)});
   const HangReport r = classify_snapshot(snap, 5.0);
-  EXPECT_EQ(ranks_in(r, RankState::kStuck), (std::vector<int>{0}));
-  EXPECT_EQ(ranks_in(r, RankState::kOk), (std::vector<int>{1}));
-  EXPECT_EQ(r.summary, "rank 0 stuck in AllReduce #6 on comm 1a2b3c4d5e6f7a8b for 5.2 s");
+  EXPECT_EQ(ranks_in(r, RankState::kStuck), (std::vector<int>{0, 1}));
+  EXPECT_EQ(ranks_in(r, RankState::kOk), (std::vector<int>{}));
+  EXPECT_EQ(r.summary,
+            "ranks 0,1 stuck in AllReduce #6 on comm 1a2b3c4d5e6f7a8b for 5.2 s; rank 2 missing "
+            "(last completed #5 on that comm)");
+  ASSERT_EQ(r.groups.size(), 1u);
+  EXPECT_EQ(r.groups[0].ranks, (std::vector<int>{0, 1}));
+  EXPECT_NEAR(r.ranks[1].running_s, 1.0, 1e-9);
+  // Alone in a collective below the timeout is still no hang.
+  EXPECT_FALSE(classify_snapshot(snapshot({in_collective(1, 6, kSec), behind(2, 6)}), 5.0).hung);
 }
 
 TEST(HangDetector, UnresponsiveExitedAndNeverRegistered) {
@@ -293,7 +303,7 @@ TEST(HangDetector, DetectsOnceReportsChangesAndClearsOnProgress) {
   EXPECT_DOUBLE_EQ(*d.report().detected_at_unix_s, 1700000000.25);
   // Same situation a bit later: no new event, same detection time.
   EXPECT_EQ(d.update(snapshot({in_collective(0, 6, 7 * kSec), behind(1, 6)})), HangEvent::kNone);
-  // Rank 1 arrives but its op is young, rank 0 still stuck: the sentence changes.
+  // Rank 1 arrives (its wait younger than the timeout): stuck with rank 0, a new sentence.
   EXPECT_EQ(d.update(snapshot({in_collective(0, 6, 8 * kSec), in_collective(1, 6, kSec)})),
             HangEvent::kChanged);
   // Both completed #6: cleared.
