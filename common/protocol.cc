@@ -6,9 +6,9 @@ namespace xpu_timer::proto {
 
 // 10 us * 2^i for i = 0..22, then +Inf: covers a tiny kernel to a 40 s collective.
 const double kHistUpperBoundsSeconds[kHistBuckets] = {
-    10e-6,     20e-6,     40e-6,     80e-6,    160e-6,   320e-6,   640e-6,   1.28e-3,
-    2.56e-3,   5.12e-3,   10.24e-3,  20.48e-3, 40.96e-3, 81.92e-3, 163.84e-3, 327.68e-3,
-    655.36e-3, 1.31072,   2.62144,   5.24288,  10.48576, 20.97152, 41.94304, 1e300};
+    10e-6,     20e-6,   40e-6,    80e-6,    160e-6,   320e-6,   640e-6,    1.28e-3,
+    2.56e-3,   5.12e-3, 10.24e-3, 20.48e-3, 40.96e-3, 81.92e-3, 163.84e-3, 327.68e-3,
+    655.36e-3, 1.31072, 2.62144,  5.24288,  10.48576, 20.97152, 41.94304,  1e300};
 
 int hist_bucket_for_ns(uint64_t ns) {
   uint64_t bound_ns = 10000;  // 10 us
@@ -20,27 +20,52 @@ int hist_bucket_for_ns(uint64_t ns) {
 
 const char* op_name_str(OpName name) {
   switch (name) {
-    case OpName::kUnknown: return "Unknown";
-    case OpName::kGemmEx: return "GemmEx";
-    case OpName::kGemmStridedBatchedEx: return "GemmStridedBatchedEx";
-    case OpName::kSgemm: return "Sgemm";
-    case OpName::kHgemm: return "Hgemm";
-    case OpName::kSgemmStridedBatched: return "SgemmStridedBatched";
-    case OpName::kHgemmStridedBatched: return "HgemmStridedBatched";
-    case OpName::kLtMatmul: return "LtMatmul";
-    case OpName::kAllReduce: return "AllReduce";
-    case OpName::kAllGather: return "AllGather";
-    case OpName::kReduceScatter: return "ReduceScatter";
-    case OpName::kBroadcast: return "Broadcast";
-    case OpName::kReduce: return "Reduce";
-    case OpName::kSend: return "Send";
-    case OpName::kRecv: return "Recv";
-    case OpName::kGroup: return "Group";
-    case OpName::kMemcpyH2D: return "MemcpyH2D";
-    case OpName::kMemcpyD2H: return "MemcpyD2H";
-    case OpName::kMemcpyD2D: return "MemcpyD2D";
-    case OpName::kMemcpyOther: return "MemcpyOther";
-    case OpName::kMemcpyPeer: return "MemcpyPeer";
+    case OpName::kUnknown:
+      return "Unknown";
+    case OpName::kGemmEx:
+      return "GemmEx";
+    case OpName::kGemmStridedBatchedEx:
+      return "GemmStridedBatchedEx";
+    case OpName::kSgemm:
+      return "Sgemm";
+    case OpName::kHgemm:
+      return "Hgemm";
+    case OpName::kSgemmStridedBatched:
+      return "SgemmStridedBatched";
+    case OpName::kHgemmStridedBatched:
+      return "HgemmStridedBatched";
+    case OpName::kLtMatmul:
+      return "LtMatmul";
+    case OpName::kAllReduce:
+      return "AllReduce";
+    case OpName::kAllGather:
+      return "AllGather";
+    case OpName::kReduceScatter:
+      return "ReduceScatter";
+    case OpName::kBroadcast:
+      return "Broadcast";
+    case OpName::kReduce:
+      return "Reduce";
+    case OpName::kSend:
+      return "Send";
+    case OpName::kRecv:
+      return "Recv";
+    case OpName::kGroup:
+      return "Group";
+    case OpName::kMemcpyH2D:
+      return "MemcpyH2D";
+    case OpName::kMemcpyD2H:
+      return "MemcpyD2H";
+    case OpName::kMemcpyD2D:
+      return "MemcpyD2D";
+    case OpName::kMemcpyOther:
+      return "MemcpyOther";
+    case OpName::kMemcpyPeer:
+      return "MemcpyPeer";
+    case OpName::kNvtxRange:
+      return "NvtxRange";
+    case OpName::kStep:
+      return "Step";
   }
   return "Unknown";
 }
@@ -50,15 +75,22 @@ OpKind op_kind_of(OpName name) {
   if (v >= 1 && v < 32) return OpKind::kGemm;
   if (v >= 32 && v < 64) return OpKind::kNccl;
   if (v >= 64 && v < 96) return OpKind::kMemcpy;
+  if (v >= 96 && v < 128) return OpKind::kRange;
   return OpKind::kNone;
 }
 
 const char* op_kind_str(uint8_t kind) {
   switch (static_cast<OpKind>(kind)) {
-    case OpKind::kGemm: return "gemm";
-    case OpKind::kNccl: return "nccl";
-    case OpKind::kMemcpy: return "memcpy";
-    case OpKind::kNone: return "none";
+    case OpKind::kGemm:
+      return "gemm";
+    case OpKind::kNccl:
+      return "nccl";
+    case OpKind::kMemcpy:
+      return "memcpy";
+    case OpKind::kRange:
+      return "range";
+    case OpKind::kNone:
+      return "none";
   }
   return "none";
 }
@@ -67,10 +99,13 @@ double nccl_bus_factor(OpName op, uint32_t nranks) {
   if (nranks == 0) return 1.0;  // communicator size unknown
   const double n = static_cast<double>(nranks);
   switch (op) {
-    case OpName::kAllReduce: return 2.0 * (n - 1) / n;
+    case OpName::kAllReduce:
+      return 2.0 * (n - 1) / n;
     case OpName::kAllGather:
-    case OpName::kReduceScatter: return (n - 1) / n;
-    default: return 1.0;
+    case OpName::kReduceScatter:
+      return (n - 1) / n;
+    default:
+      return 1.0;
   }
 }
 
@@ -93,18 +128,30 @@ const char* red_op_str(uint8_t red_op) {
 
 const char* dtype_str(DType t) {
   switch (t) {
-    case DType::kUnknown: return "unknown";
-    case DType::kF32: return "fp32";
-    case DType::kF16: return "fp16";
-    case DType::kBF16: return "bf16";
-    case DType::kF64: return "fp64";
-    case DType::kF8E4M3: return "fp8_e4m3";
-    case DType::kF8E5M2: return "fp8_e5m2";
-    case DType::kI8: return "int8";
-    case DType::kI32: return "int32";
-    case DType::kI64: return "int64";
-    case DType::kU8: return "uint8";
-    case DType::kTF32: return "tf32";
+    case DType::kUnknown:
+      return "unknown";
+    case DType::kF32:
+      return "fp32";
+    case DType::kF16:
+      return "fp16";
+    case DType::kBF16:
+      return "bf16";
+    case DType::kF64:
+      return "fp64";
+    case DType::kF8E4M3:
+      return "fp8_e4m3";
+    case DType::kF8E5M2:
+      return "fp8_e5m2";
+    case DType::kI8:
+      return "int8";
+    case DType::kI32:
+      return "int32";
+    case DType::kI64:
+      return "int64";
+    case DType::kU8:
+      return "uint8";
+    case DType::kTF32:
+      return "tf32";
   }
   return "unknown";
 }
@@ -131,9 +178,12 @@ bool nul_terminated(const char* field, size_t size) {
 
 const char* type_name(MsgType type) {
   switch (type) {
-    case MsgType::kRegister: return "register";
-    case MsgType::kCrashReport: return "crash report";
-    case MsgType::kPythonException: return "exception report";
+    case MsgType::kRegister:
+      return "register";
+    case MsgType::kCrashReport:
+      return "crash report";
+    case MsgType::kPythonException:
+      return "exception report";
   }
   return "unknown";
 }
@@ -176,8 +226,8 @@ bool encode_register(const RegisterInfo& info, RegisterMsg* out) {
 
 std::string encode_python_exception(std::string_view json) {
   if (json.size() > kMaxMessageBytes - sizeof(MsgHeader)) return "";
-  const MsgHeader h =
-      make_header(MsgType::kPythonException, static_cast<uint32_t>(sizeof(MsgHeader) + json.size()));
+  const MsgHeader h = make_header(MsgType::kPythonException,
+                                  static_cast<uint32_t>(sizeof(MsgHeader) + json.size()));
   std::string out(reinterpret_cast<const char*>(&h), sizeof(h));
   out.append(json);
   return out;

@@ -25,7 +25,7 @@
 
 namespace xpu_timer::proto {
 
-constexpr uint32_t kProtocolVersion = 5;
+constexpr uint32_t kProtocolVersion = 6;
 constexpr uint64_t kStatusPageMagic = 0x52454d4954555058ull;  // "XPUTIMER" little endian
 constexpr uint32_t kMessageMagic = 0x54555058u;               // "XPUT"
 
@@ -46,8 +46,12 @@ constexpr const char* kEnvDebugMode = "XPU_TIMER_DEBUG_MODE";
 // library; NCCL >= 2.23 loads it as its profiler plugin.
 constexpr const char* kEnvPreload = "LD_PRELOAD";
 constexpr const char* kEnvNcclProfilerPlugin = "NCCL_PROFILER_PLUGIN";
+// NVTX loads the tool this names at a module's first NVTX call (inject/nvtx_ranges.h).
+constexpr const char* kEnvNvtxInjection = "NVTX_INJECTION64_PATH";
 
-enum class OpKind : uint8_t { kNone = 0, kGemm = 1, kNccl = 2, kMemcpy = 3 };
+// kRange: a host-side region of the program (an NVTX range, a training step),
+// timed on the CPU; never in flight on a GPU.
+enum class OpKind : uint8_t { kNone = 0, kGemm = 1, kNccl = 2, kMemcpy = 3, kRange = 4 };
 
 // What was called. Values are part of the protocol: append only.
 enum class OpName : uint16_t {
@@ -75,12 +79,15 @@ enum class OpName : uint16_t {
   kMemcpyD2D = 66,
   kMemcpyOther = 67,  // host to host, or a direction the runtime could not tell us
   kMemcpyPeer = 68,   // cudaMemcpyPeer / cudaMemcpyPeerAsync: between two devices
+  // host-side regions (OpKind::kRange)
+  kNvtxRange = 96,  // a push/pop or start/end range of the program's NVTX calls
+  kStep = 97,       // one training iteration (docs/architecture.md "NVTX ranges and steps")
 };
 
 // Name as shown to users ("AllReduce", "GemmEx", ...). Never null.
 const char* op_name_str(OpName name);
 OpKind op_kind_of(OpName name);
-// "gemm", "nccl", "memcpy", "none": the kind as metrics and traces name it.
+// "gemm", "nccl", "memcpy", "range", "none": the kind as metrics and traces name it.
 const char* op_kind_str(uint8_t kind);
 // nccl-tests' bus-bandwidth factor for `bytes` as our hooks define them (the
 // larger of the send and receive buffer, nccl-tests' "size"): AllReduce
@@ -90,7 +97,18 @@ double nccl_bus_factor(OpName op, uint32_t nranks);
 
 // Data types, independent of the CUDA enum values so the page stays stable.
 enum class DType : uint8_t {
-  kUnknown = 0, kF32, kF16, kBF16, kF64, kF8E4M3, kF8E5M2, kI8, kI32, kI64, kU8, kTF32,
+  kUnknown = 0,
+  kF32,
+  kF16,
+  kBF16,
+  kF64,
+  kF8E4M3,
+  kF8E5M2,
+  kI8,
+  kI32,
+  kI64,
+  kU8,
+  kTF32,
 };
 const char* dtype_str(DType t);
 // A recorded NCCL reduction (ncclRedOp_t + 1): "sum", "prod", "max", "min",
@@ -99,9 +117,9 @@ const char* red_op_str(uint8_t red_op);
 
 // One operation as the page describes it. POD.
 struct OpRef {
-  uint16_t name;      // OpName
-  uint8_t kind;       // OpKind
-  uint8_t dtype;      // DType
+  uint16_t name;        // OpName
+  uint8_t kind;         // OpKind
+  uint8_t dtype;        // DType
   uint32_t group_size;  // operations in a kGroup, else 1
   uint64_t comm_hash;   // NCCL: identical on every rank of the communicator; 0 otherwise
   uint64_t seq;         // NCCL: per-communicator sequence number of this rank (1-based)
@@ -111,8 +129,8 @@ struct OpRef {
   // could run. 0: not yet (queued), or never known (a sampled-out GEMM). The
   // origin of its hang clock (docs/architecture.md "Hang detection").
   uint64_t started_ns;
-  uint64_t bytes;       // NCCL: payload bytes of this rank; GEMM: 0
-  uint64_t flops;       // GEMM: 2*b*m*n*k; NCCL: 0
+  uint64_t bytes;  // NCCL: payload bytes of this rank; GEMM: 0
+  uint64_t flops;  // GEMM: 2*b*m*n*k; NCCL: 0
 };
 
 constexpr int kMaxComms = 64;
@@ -152,15 +170,24 @@ int hist_bucket_for_ns(uint64_t ns);
 // sets so that metric labels stay bounded; kMixed: a group whose members ran
 // with different ones. Values are part of the protocol: append only.
 enum class NcclAlgo : uint8_t {
-  kUnknown = 0, kTree, kRing, kCollNetDirect, kCollNetChain, kNvls, kNvlsTree, kPat, kOther, kMixed,
+  kUnknown = 0,
+  kTree,
+  kRing,
+  kCollNetDirect,
+  kCollNetChain,
+  kNvls,
+  kNvlsTree,
+  kPat,
+  kOther,
+  kMixed,
 };
 enum class NcclProto : uint8_t { kUnknown = 0, kLL, kLL128, kSimple, kOther, kMixed };
 enum class NcclTransport : uint8_t { kUnknown = 0, kIntraNode, kInterNode };
 
 inline const char* nccl_algo_str(uint8_t a) {
-  static constexpr const char* kNames[] = {"unknown", "Tree",     "Ring", "CollNetDirect",
+  static constexpr const char* kNames[] = {"unknown",      "Tree", "Ring",     "CollNetDirect",
                                            "CollNetChain", "NVLS", "NVLSTree", "PAT",
-                                           "other",   "mixed"};
+                                           "other",        "mixed"};
   return a < sizeof(kNames) / sizeof(kNames[0]) ? kNames[a] : "unknown";
 }
 inline const char* nccl_proto_str(uint8_t p) {
@@ -175,19 +202,19 @@ constexpr int kMaxMetrics = 256;
 // Aggregates of one (name, dtype, size bucket) key, written by the rank's
 // background thread only.
 struct MetricSlot {
-  uint16_t name;  // OpName; 0 = unused slot
-  uint8_t dtype;  // DType
+  uint16_t name;        // OpName; 0 = unused slot
+  uint8_t dtype;        // DType
   uint8_t size_bucket;  // log2 bucket of bytes (NCCL) or of flops (GEMM)
-  uint8_t algo;   // NcclAlgo, from NCCL's profiler plugin (0 = unknown)
-  uint8_t proto;  // NcclProto, from NCCL's profiler plugin (0 = unknown)
-  uint8_t transport;  // NcclTransport (0 = unknown)
+  uint8_t algo;         // NcclAlgo, from NCCL's profiler plugin (0 = unknown)
+  uint8_t proto;        // NcclProto, from NCCL's profiler plugin (0 = unknown)
+  uint8_t transport;    // NcclTransport (0 = unknown)
   uint8_t reserved;
-  uint32_t nranks;        // NCCL: communicator size, for bus bandwidth
-  uint32_t nchannels;     // NCCL: channels of the latest operation (0 = unknown)
+  uint32_t nranks;     // NCCL: communicator size, for bus bandwidth
+  uint32_t nchannels;  // NCCL: channels of the latest operation (0 = unknown)
   uint64_t count;
   uint64_t sum_ns;
-  uint64_t sum_bytes;     // NCCL payload bytes
-  uint64_t sum_flops;     // GEMM floating point operations
+  uint64_t sum_bytes;  // NCCL payload bytes
+  uint64_t sum_flops;  // GEMM floating point operations
   uint64_t last_update_ns;
   uint64_t hist[kHistBuckets];  // non-cumulative counts per latency bucket
   // Calls completed without a timing (docs/architecture.md "The hot path", 4):
@@ -206,8 +233,8 @@ struct RuntimeCounters {
   uint64_t kernel_launches;  // cudaLaunchKernel, cudaLaunchKernelExC, cudaLaunchCooperativeKernel
   uint64_t mallocs;          // successful cudaMalloc, cudaMallocAsync, cudaMallocFromPoolAsync
   uint64_t malloc_bytes;
-  uint64_t frees;            // successful cudaFree, cudaFreeAsync of a pointer not null
-  uint64_t free_bytes;       // of the frees whose allocation we saw
+  uint64_t frees;       // successful cudaFree, cudaFreeAsync of a pointer not null
+  uint64_t free_bytes;  // of the frees whose allocation we saw
   uint64_t reserved;
 };
 
@@ -215,14 +242,42 @@ struct RuntimeCounters {
 // on every event; all zero in a process that is not Python.
 constexpr uint32_t kPythonProbeGc = 1;          // gc.callbacks installed
 constexpr uint32_t kPythonProbeDataLoader = 2;  // the DataLoader iterator is timed
+constexpr uint32_t kPythonProbeOptimizer = 4;   // optimizer steps mark training steps
 struct PythonCounters {
-  uint32_t probes;    // kPythonProbe*
+  uint32_t probes;  // kPythonProbe*
   uint32_t reserved;
   uint64_t gc_collections[3];  // per generation
   uint64_t gc_pause_ns[3];     // time inside those collections
   uint64_t gc_collected[3];    // objects they freed
   uint64_t loader_batches;     // batches the DataLoader iterator returned
   uint64_t loader_wait_ns;     // time the training loop spent waiting for them
+};
+
+// NVTX ranges of a rank (inject/nvtx_ranges.h), aggregated per name. A name
+// is the range's message cut to kRangeNameBytes - 1 bytes; slot 0 is
+// "(other)": the ranges whose names came after the first kMaxRanges - 1.
+constexpr int kMaxRanges = 64;
+constexpr size_t kRangeNameBytes = 48;
+struct RangeSlot {
+  char name[kRangeNameBytes];  // printable ASCII, NUL-terminated (cleaned by the reader)
+  uint64_t count;              // ranges that ended
+  uint64_t sum_ns;             // their total duration (host clock)
+  uint64_t hist[kHistBuckets];
+};
+
+// How the rank's training steps are recognised (StepCounters::source).
+enum class StepSource : uint32_t {
+  kNone = 0,
+  kNvtxRange = 1,  // every XPU_TIMER_STEP_RANGE range is one step
+  kOptimizer = 2,  // the time between two optimizer steps (a Python hook)
+};
+struct StepCounters {
+  uint32_t source;  // StepSource
+  uint32_t reserved;
+  uint64_t steps;
+  uint64_t sum_ns;
+  uint64_t last_ns;  // duration of the latest step
+  uint64_t hist[kHistBuckets];
 };
 
 // StatusPage::flags
@@ -260,7 +315,7 @@ struct StatusPage {
   // follows: of those that started (started_ns != 0) the one that started
   // first, else the one launched first.
   OpRef oldest_inflight;
-  OpRef last_completed;      // valid when completed_total > 0
+  OpRef last_completed;         // valid when completed_total > 0
   uint64_t dropped_queue_full;  // records lost because the hot-path queue was full
   uint64_t skipped_capture;     // calls not timed because the stream was capturing a graph
   uint64_t hook_errors;         // calls where our code failed and passed through
@@ -272,6 +327,12 @@ struct StatusPage {
   // Counted on every call, never sampled (guarded by seq like the rest).
   RuntimeCounters runtime;
   PythonCounters python;
+  // NVTX ranges and steps (protocol version 6).
+  uint32_t nranges;  // slots of ranges[] in use
+  uint32_t reserved_ranges;
+  uint64_t ranges_dropped;  // ranges lost: queue full, or nested deeper than we track
+  RangeSlot ranges[kMaxRanges];
+  StepCounters steps;
 };
 static_assert(std::is_standard_layout_v<StatusPage>);
 static_assert(std::atomic<uint64_t>::is_always_lock_free);
@@ -385,7 +446,7 @@ struct CrashReportMsg {
   int32_t si_code;
   int32_t sender_pid;  // si_pid, for SI_USER/SI_TKILL/SI_QUEUE (0 otherwise)
   int32_t sender_uid;
-  uint32_t flags;  // kCrashFlag*
+  uint32_t flags;       // kCrashFlag*
   uint64_t fault_addr;  // si_addr (meaningful for SIGSEGV/SIGBUS/SIGFPE/SIGILL)
   uint64_t realtime_ns;
   uint64_t mono_ns;

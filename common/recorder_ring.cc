@@ -31,6 +31,8 @@ struct HeaderCopy {
   uint32_t version, header_bytes, record_bytes, capacity;
   int32_t pid, rank, local_rank, world_size;
   uint64_t created_mono_ns, created_realtime_ns, head;
+  uint32_t name_bytes, max_names;
+  uint64_t names;
 };
 
 HeaderCopy copy_header(const RingHeader* h) {
@@ -47,6 +49,11 @@ HeaderCopy copy_header(const RingHeader* h) {
   c.created_mono_ns = h->created_mono_ns;
   c.created_realtime_ns = h->created_realtime_ns;
   c.head = h->head.load(std::memory_order_acquire);
+  if (c.version >= 2) {
+    c.name_bytes = h->name_bytes;
+    c.max_names = h->max_names;
+    c.names = h->names.load(std::memory_order_acquire);
+  }
   return c;
 }
 
@@ -54,10 +61,13 @@ HeaderCopy copy_header(const RingHeader* h) {
 std::string check_header(const HeaderCopy& c, size_t bytes) {
   char buf[160];
   if (c.magic != kRingMagic) return "not a flight-recorder ring (bad magic)";
-  if (c.version != kRingVersion) {
-    std::snprintf(buf, sizeof(buf), "ring format version %u, this build reads %u", c.version,
+  if (c.version != 1 && c.version != kRingVersion) {
+    std::snprintf(buf, sizeof(buf), "ring format version %u, this build reads 1 to %u", c.version,
                   kRingVersion);
     return buf;
+  }
+  if (c.version >= 2 && (c.name_bytes != kRingNameBytes || c.max_names != kRingNames)) {
+    return "ring names region differs from this build's";
   }
   if (c.header_bytes != sizeof(RingHeader) || c.record_bytes != sizeof(Record)) {
     return "ring header or record size differs from this build's";
@@ -65,12 +75,31 @@ std::string check_header(const HeaderCopy& c, size_t bytes) {
   if (!is_power_of_two(c.capacity) || c.capacity > kMaxCapacity) {
     return "ring capacity is not a power of two within limits";
   }
-  if (bytes < ring_file_bytes(c.capacity)) {
-    std::snprintf(buf, sizeof(buf), "ring file has %zu bytes, its header needs %zu", bytes,
-                  ring_file_bytes(c.capacity));
+  const size_t need = c.version >= 2 ? ring_file_bytes(c.capacity) : ring_records_bytes(c.capacity);
+  if (bytes < need) {
+    std::snprintf(buf, sizeof(buf), "ring file has %zu bytes, its header needs %zu", bytes, need);
     return buf;
   }
   return {};
+}
+
+// The names region of a checked image into out->names, cleaned (a name with
+// no NUL is "", unprintable bytes are '?'). The caller guards against SIGBUS.
+void collect_names(const HeaderCopy& h, const char* image, RingSnapshot* out) {
+  if (h.version < 2) return;
+  const uint64_t n = h.names < kRingNames ? h.names : kRingNames;
+  const char* region = image + ring_records_bytes(h.capacity);
+  for (uint64_t i = 0; i < n; ++i) {
+    char name[kRingNameBytes];
+    std::memcpy(name, region + i * kRingNameBytes, kRingNameBytes);
+    const void* nul = std::memchr(name, '\0', kRingNameBytes);
+    std::string& dst = out->names.emplace_back();
+    if (nul == nullptr) continue;
+    dst.assign(name, static_cast<size_t>(static_cast<const char*>(nul) - name));
+    for (char& c : dst) {
+      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+    }
+  }
 }
 
 // Walks the window [head - capacity, head) of an image. `live`: the image
@@ -111,11 +140,16 @@ void collect(const HeaderCopy& h, const Record* ring, RingSnapshot* out, uint64_
 
 const char* op_state_str(uint8_t state) {
   switch (static_cast<OpState>(state)) {
-    case OpState::kIssued: return "issued";
-    case OpState::kRunning: return "running";
-    case OpState::kCompleted: return "completed";
-    case OpState::kFailed: return "failed";
-    case OpState::kUntimed: return "untimed";
+    case OpState::kIssued:
+      return "issued";
+    case OpState::kRunning:
+      return "running";
+    case OpState::kCompleted:
+      return "completed";
+    case OpState::kFailed:
+      return "failed";
+    case OpState::kUntimed:
+      return "untimed";
   }
   return "unknown";
 }
@@ -176,8 +210,12 @@ bool RingWriter::create(const char* run_dir, int rank, int local_rank, int world
   }
   header_ = static_cast<RingHeader*>(mem);  // ftruncate zero-filled it
   ring_ = reinterpret_cast<Record*>(static_cast<char*>(mem) + sizeof(RingHeader));
+  names_ = static_cast<char*>(mem) + ring_records_bytes(capacity);
   mask_ = capacity - 1;
   header_->version = kRingVersion;
+  header_->name_bytes = kRingNameBytes;
+  header_->max_names = kRingNames;
+  header_->names.store(0, std::memory_order_relaxed);
   header_->header_bytes = sizeof(RingHeader);
   header_->record_bytes = sizeof(Record);
   header_->capacity = capacity;
@@ -223,6 +261,17 @@ void RingWriter::update(uint64_t pos, const RecordData& d) {
   const uint64_t head = header_->head.load(std::memory_order_relaxed);
   if (pos >= head || head - pos > mask_ + 1) return;  // never written, or overwritten
   write_at(pos, d);
+}
+
+void RingWriter::set_name(uint32_t id, const char* name) {
+  if (names_ == nullptr || id >= kRingNames) return;
+  const uint64_t n = header_->names.load(std::memory_order_relaxed);
+  if (id != n) return;  // each entry is written once, in order: readers may hold it
+  char* dst = names_ + static_cast<size_t>(id) * kRingNameBytes;
+  const size_t len = strnlen(name, kRingNameBytes - 1);
+  std::memcpy(dst, name, len);
+  std::memset(dst + len, 0, kRingNameBytes - len);
+  header_->names.store(n + 1, std::memory_order_release);
 }
 
 void RingWriter::unlink_file() {
@@ -280,6 +329,9 @@ bool RingReader::read(RingSnapshot* out, std::string* error, uint64_t from) cons
   // Sized before the guarded walk: nothing allocates while a fault may jump.
   out->records.reserve(kMaxCapacity < bytes_ / sizeof(Record) ? kMaxCapacity
                                                               : bytes_ / sizeof(Record));
+  // Names are copied into fixed buffers under the guard, strings made after.
+  std::vector<char> names(static_cast<size_t>(kRingNames) * kRingNameBytes, 0);
+  HeaderCopy seen{};
   std::string why;
   const bool ok = common::guarded([&] {
     const HeaderCopy h = copy_header(static_cast<const RingHeader*>(map_));
@@ -287,6 +339,11 @@ bool RingReader::read(RingSnapshot* out, std::string* error, uint64_t from) cons
     if (out->records.capacity() < h.capacity) return false;
     collect(h, reinterpret_cast<const Record*>(static_cast<const char*>(map_) + sizeof(RingHeader)),
             out, from);
+    if (h.version >= 2) {
+      std::memcpy(names.data(), static_cast<const char*>(map_) + ring_records_bytes(h.capacity),
+                  names.size());
+    }
+    seen = h;
     return true;
   });
   if (!ok) {
@@ -294,6 +351,12 @@ bool RingReader::read(RingSnapshot* out, std::string* error, uint64_t from) cons
     out->records.clear();
     return false;
   }
+  // The private copy of the names region, laid out as in an image.
+  HeaderCopy local = seen;
+  local.capacity = 0;
+  std::vector<char> image(ring_records_bytes(0) + names.size());
+  std::memcpy(image.data() + ring_records_bytes(0), names.data(), names.size());
+  collect_names(local, image.data(), out);
   return true;
 }
 
@@ -302,6 +365,10 @@ bool RingReader::read_image(const void* image, size_t bytes, RingSnapshot* out,
   *out = RingSnapshot{};
   if (bytes < sizeof(RingHeader)) {
     *error = "too short for a flight-recorder ring";
+    return false;
+  }
+  if (bytes > ring_file_bytes(kMaxCapacity)) {
+    *error = "larger than any flight-recorder ring";
     return false;
   }
   // An image may sit at any alignment (a buffer read from a file): work on
@@ -316,9 +383,11 @@ bool RingReader::read_image(const void* image, size_t bytes, RingSnapshot* out,
     return false;
   }
   out->records.reserve(c.head < c.capacity ? c.head : c.capacity);
-  collect(c, reinterpret_cast<const Record*>(reinterpret_cast<const char*>(aligned.data()) +
-                                             sizeof(RingHeader)),
+  collect(c,
+          reinterpret_cast<const Record*>(reinterpret_cast<const char*>(aligned.data()) +
+                                          sizeof(RingHeader)),
           out);
+  collect_names(c, reinterpret_cast<const char*>(aligned.data()), out);
   return true;
 }
 
@@ -346,7 +415,19 @@ bool write_ring_image(const std::string& path, const RingSnapshot& s, std::strin
   h->created_mono_ns = s.created_mono_ns;
   h->created_realtime_ns = s.created_realtime_ns;
   h->head.store(n, std::memory_order_relaxed);
-  auto* ring = reinterpret_cast<Record*>(reinterpret_cast<char*>(image.data()) + sizeof(RingHeader));
+  h->name_bytes = kRingNameBytes;
+  h->max_names = kRingNames;
+  const size_t nnames = s.names.size() < kRingNames ? s.names.size() : kRingNames;
+  h->names.store(nnames, std::memory_order_relaxed);
+  char* names =
+      reinterpret_cast<char*>(image.data()) + ring_records_bytes(static_cast<uint32_t>(cap));
+  for (size_t i = 0; i < nnames; ++i) {
+    const size_t len =
+        s.names[i].size() < kRingNameBytes - 1 ? s.names[i].size() : kRingNameBytes - 1;
+    std::memcpy(names + i * kRingNameBytes, s.names[i].data(), len);
+  }
+  auto* ring =
+      reinterpret_cast<Record*>(reinterpret_cast<char*>(image.data()) + sizeof(RingHeader));
   for (size_t i = 0; i < n; ++i) {
     const RecordData& d = s.records[s.records.size() - n + i];
     Record& r = ring[i];

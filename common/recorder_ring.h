@@ -37,7 +37,15 @@
 namespace xpu_timer::recorder {
 
 constexpr uint64_t kRingMagic = 0x474e495254555058ull;  // "XPUTRING" little endian
-constexpr uint32_t kRingVersion = 1;
+// 2: the names region after the records (NVTX range names); version 1 rings
+// and dumps (no names) are still read.
+constexpr uint32_t kRingVersion = 2;
+// The names region: kRingNames entries of kRingNameBytes (printable ASCII,
+// NUL-terminated), indexed by a range record's `seq` (its name id), so that
+// a dump names its ranges without the rank. Written once per name, before
+// RingHeader::names counts it.
+constexpr uint32_t kRingNames = proto::kMaxRanges;
+constexpr uint32_t kRingNameBytes = proto::kRangeNameBytes;
 constexpr uint32_t kDefaultCapacity = 4096;
 constexpr uint32_t kMaxCapacity = 1u << 20;
 constexpr uint64_t kVersionStride = 1u << 16;  // writes of one position, at most
@@ -56,9 +64,13 @@ enum class OpState : uint8_t {
 const char* op_state_str(uint8_t state);
 
 // Record::flags
-constexpr uint8_t kRecTimed = 1;      // gpu_start_ns and gpu_end_ns are GPU times
-constexpr uint8_t kRecEndOnly = 2;    // only the end event was recorded (gpu_end_ns)
-constexpr uint8_t kRecGroup = 4;      // an ncclGroupStart/End block of group_size operations
+constexpr uint8_t kRecTimed = 1;    // gpu_start_ns and gpu_end_ns are GPU times
+constexpr uint8_t kRecEndOnly = 2;  // only the end event was recorded (gpu_end_ns)
+constexpr uint8_t kRecGroup = 4;    // an ncclGroupStart/End block of group_size operations
+// A host-side region (kind proto::OpKind::kRange): gpu_start_ns..gpu_end_ns
+// are its host start and end, `seq` its name id (the names region), `peer`
+// its nesting depth (-1: a start/end range), `stream` the thread id.
+constexpr uint8_t kRecHost = 8;
 
 // One operation. All times are CLOCK_MONOTONIC nanoseconds of the rank's host
 // (the GPU's are mapped onto it, see inject/gpu_clock.h); 0 = unknown.
@@ -80,11 +92,11 @@ struct RecordData {
   uint64_t bytes = 0;       // NCCL: payload bytes of this rank
   uint64_t flops = 0;       // GEMM: 2*m*n*k*batch
   uint32_t m = 0, n = 0, k = 0, batch = 0;  // GEMM shape (0 = unknown)
-  uint64_t launch_ns = 0;     // host call
-  uint64_t ready_ns = 0;      // seen able to run (previous work on its stream done)
-  uint64_t gpu_start_ns = 0;  // kRecTimed
-  uint64_t gpu_end_ns = 0;    // kRecTimed or kRecEndOnly, once completed
-  uint64_t op_id = 0;         // ring position (== version / kVersionStride when stable)
+  uint64_t launch_ns = 0;                   // host call
+  uint64_t ready_ns = 0;                    // seen able to run (previous work on its stream done)
+  uint64_t gpu_start_ns = 0;                // kRecTimed
+  uint64_t gpu_end_ns = 0;                  // kRecTimed or kRecEndOnly, once completed
+  uint64_t op_id = 0;  // ring position (== version / kVersionStride when stable)
 };
 static_assert(std::is_standard_layout_v<RecordData> && std::is_trivially_copyable_v<RecordData>);
 static_assert(sizeof(RecordData) == 128, "the record layout is part of the ring and dump formats");
@@ -111,14 +123,20 @@ struct RingHeader {
   uint64_t created_mono_ns;      // one instant on both clocks: maps the
   uint64_t created_realtime_ns;  // monotonic times to wall-clock time
   std::atomic<uint64_t> head;    // records ever appended (the next position)
-  uint64_t reserved[4];
+  uint32_t name_bytes;           // version 2: kRingNameBytes
+  uint32_t max_names;            // version 2: entries of the names region
+  std::atomic<uint64_t> names;   // version 2: entries written (release after their bytes)
+  uint64_t reserved[2];
 };
 static_assert(std::is_standard_layout_v<RingHeader>);
 static_assert(sizeof(RingHeader) == 96);
 static_assert(std::atomic<uint64_t>::is_always_lock_free);
 
-inline size_t ring_file_bytes(uint32_t capacity) {
+inline size_t ring_records_bytes(uint32_t capacity) {
   return sizeof(RingHeader) + static_cast<size_t>(capacity) * sizeof(Record);
+}
+inline size_t ring_file_bytes(uint32_t capacity) {
+  return ring_records_bytes(capacity) + static_cast<size_t>(kRingNames) * kRingNameBytes;
 }
 // <dir>/rank-<rank>-<pid>.ring: where a rank's ring lives, beside its status
 // page (the supervisor derives it from the page's path at registration).
@@ -146,6 +164,9 @@ class RingWriter {
   uint64_t append(const RecordData& d);
   // Rewrites the record at `pos` if it has not been overwritten since.
   void update(uint64_t pos, const RecordData& d);
+  // Names entry `id` (ids are set in order 0, 1, 2...; one beyond the next
+  // is ignored, as is an id >= kRingNames). Cut to kRingNameBytes - 1.
+  void set_name(uint32_t id, const char* name);
   void unlink_file();
 
  private:
@@ -155,6 +176,7 @@ class RingWriter {
   uint64_t mask_ = 0;
   size_t bytes_ = 0;
   bool unlinked_ = false;
+  char* names_ = nullptr;
   char path_[256] = {};
 };
 
@@ -168,10 +190,13 @@ struct RingSnapshot {
   uint32_t capacity = 0;
   uint64_t created_mono_ns = 0;
   uint64_t created_realtime_ns = 0;
-  uint64_t head = 0;     // records ever appended
-  uint64_t skipped = 0;  // positions in the window that were torn or overwritten
+  uint64_t head = 0;                    // records ever appended
+  uint64_t skipped = 0;                 // positions in the window that were torn or overwritten
   uint64_t first_skipped = UINT64_MAX;  // the lowest of them (UINT64_MAX: none)
   std::vector<RecordData> records;
+  // The names region (range records' `seq` indexes it), cleaned: printable
+  // ASCII only. Empty for a version 1 ring.
+  std::vector<std::string> names;
 };
 
 // The supervisor's side: a read-only mapping of a ring file (RAII).

@@ -101,11 +101,20 @@ bool same(const RecordData& a, const RecordData& b) {
          << r.bytes << " state " << int(r.state);
 }
 
+// The next names id of a writer's ring (its header's count).
+uint32_t w_names(const RingWriter& w) {
+  const std::string img = read_all(w.path());
+  RingHeader h;
+  std::memcpy(static_cast<void*>(&h), img.data(), sizeof(h));
+  return static_cast<uint32_t>(h.names.load());
+}
+
 // A live ring of 16 records written 40 times over (its window wraps), as a
 // file image: the realistic input besides write_ring_image's dumps.
 std::string wrapped_live_image(const std::string& dir) {
   RingWriter w;
   EXPECT_TRUE(w.create(dir.c_str(), 3, 3, 8, 4242, 16));
+  for (const char* name : {"(other)", "forward", "backward"}) w.set_name(w_names(w), name);
   for (uint64_t pos = 0; pos < 40; ++pos) {
     w.append(derived(pos, 0));
     if (pos >= 2) w.update(pos - 2, derived(pos - 2, 2));
@@ -118,6 +127,7 @@ std::string dump_image(const std::string& dir) {
   s.rank = 1;
   s.world_size = 4;
   for (uint64_t pos = 0; pos < 20; ++pos) s.records.push_back(derived(pos, 2));
+  s.names = {"(other)", "train_step"};
   std::string error;
   EXPECT_TRUE(write_ring_image(dir + "/d.timeline", s, &error)) << error;
   return read_all(dir + "/d.timeline");
@@ -151,7 +161,7 @@ void mutate(std::mt19937_64& rng, std::string* img) {
   const int n = 1 + static_cast<int>(rng() % 6);
   for (int i = 0; i < n && !img->empty(); ++i) {
     const uint64_t pick = interesting[rng() % (sizeof(interesting) / sizeof(interesting[0]))];
-    switch (rng() % 9) {
+    switch (rng() % 10) {
       case 0:  // a random byte
         (*img)[rng() % img->size()] = static_cast<char>(rng());
         break;
@@ -180,11 +190,60 @@ void mutate(std::mt19937_64& rng, std::string* img) {
       case 7:  // header sizes or version
         put<uint32_t>(img, 8 + 4 * (rng() % 3), static_cast<uint32_t>(pick));
         break;
+      case 8:  // the names count, or a byte of the names region (the file's last bytes)
+        if (rng() % 2) {
+          put<uint64_t>(img, offsetof(RingHeader, names), rng() % 2 ? pick : rng() % 80);
+        } else {
+          (*img)[img->size() - 1 -
+                 rng() % std::min<size_t>(img->size(), kRingNames * kRingNameBytes)] =
+              static_cast<char>(rng());
+        }
+        break;
       default:  // a record field
         put<uint64_t>(img, rec0 + (rng() % 40) * sizeof(Record) + 8 * (1 + rng() % 16), pick);
         break;
     }
   }
+}
+
+TEST(RecorderRingNames, LiveRingDumpAndVersionOneImage) {
+  TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  RingWriter w;
+  ASSERT_TRUE(w.create(dir.path().c_str(), 0, 0, 1, 77, 16));
+  w.set_name(0, "(other)");
+  w.set_name(2, "skipped: not the next id");
+  w.set_name(1, "forward");
+  w.set_name(1, "written once: kept");
+  w.set_name(2, std::string(100, 'x').c_str());  // cut to 47 bytes
+  w.append(derived(0, 2));
+  std::string error;
+  auto reader = RingReader::attach(w.path(), 77, 0, &error);
+  ASSERT_NE(reader, nullptr) << error;
+  RingSnapshot live;
+  ASSERT_TRUE(reader->read(&live, &error)) << error;
+  const std::vector<std::string> expected = {"(other)", "forward", std::string(47, 'x')};
+  EXPECT_EQ(live.names, expected);
+
+  // A dump keeps them; an unprintable byte reads as '?'.
+  live.names[1][0] = '\x01';
+  ASSERT_TRUE(write_ring_image(dir.path() + "/n.timeline", live, &error)) << error;
+  const std::string img = read_all(dir.path() + "/n.timeline");
+  RingSnapshot dumped;
+  ASSERT_TRUE(RingReader::read_image(img.data(), img.size(), &dumped, &error)) << error;
+  EXPECT_EQ(dumped.names, (std::vector<std::string>{"(other)", "?orward", std::string(47, 'x')}));
+  ASSERT_EQ(dumped.records.size(), 1u);
+
+  // A version 1 image (no names region) is still read, without names.
+  std::string v1 = img.substr(0, ring_records_bytes(16));
+  put<uint32_t>(&v1, offsetof(RingHeader, version), 1u);
+  RingSnapshot old;
+  ASSERT_TRUE(RingReader::read_image(v1.data(), v1.size(), &old, &error)) << error;
+  EXPECT_TRUE(old.names.empty());
+  EXPECT_EQ(old.records.size(), 1u);
+  // The same size claiming version 2 lacks its names region.
+  put<uint32_t>(&v1, offsetof(RingHeader, version), 2u);
+  EXPECT_FALSE(RingReader::read_image(v1.data(), v1.size(), &old, &error));
 }
 
 TEST(RecorderRingFuzz, MutatedImagesNeverCrashAndOnlyWindowRecordsAreAccepted) {
@@ -210,7 +269,14 @@ TEST(RecorderRingFuzz, MutatedImagesNeverCrashAndOnlyWindowRecordsAreAccepted) {
     const uint64_t head = h.head.load(), cap = h.capacity;
     ASSERT_EQ(snap.head, head);
     ASSERT_EQ(snap.capacity, cap);
-    ASSERT_GE(img.size(), ring_file_bytes(h.capacity)) << iter;
+    ASSERT_GE(img.size(),
+              h.version >= 2 ? ring_file_bytes(h.capacity) : ring_records_bytes(h.capacity))
+        << iter;
+    ASSERT_LE(snap.names.size(), static_cast<size_t>(kRingNames)) << iter;
+    for (const std::string& name : snap.names) {
+      ASSERT_LT(name.size(), static_cast<size_t>(kRingNameBytes)) << iter;
+      for (char c : name) ASSERT_TRUE(c >= 0x20 && c < 0x7f) << iter;
+    }
     const uint64_t first = head > cap ? head - cap : 0;
     ASSERT_EQ(snap.records.size() + snap.skipped, head - first) << iter;
     uint64_t prev = 0;

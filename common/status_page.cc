@@ -41,9 +41,10 @@ static_assert(offsetof(MetricSlot, name) == 0 && offsetof(MetricSlot, dtype) == 
               offsetof(MetricSlot, hist) == 56 && offsetof(MetricSlot, untimed_count) == 248 &&
               offsetof(MetricSlot, untimed_bytes) == 256 &&
               offsetof(MetricSlot, untimed_flops) == 264);
-static_assert(sizeof(StatusPage) == 74632 && alignof(StatusPage) == 8);
+static_assert(sizeof(StatusPage) == 74632 + 16 + 64 * 256 + 224 && alignof(StatusPage) == 8);
 static_assert(sizeof(PythonCounters) == 96 &&
-              offsetof(StatusPage, python) == offsetof(StatusPage, runtime) + sizeof(RuntimeCounters));
+              offsetof(StatusPage, python) ==
+                  offsetof(StatusPage, runtime) + sizeof(RuntimeCounters));
 static_assert(sizeof(RuntimeCounters) == 48 &&
               offsetof(StatusPage, runtime) ==
                   offsetof(StatusPage, metrics) + kMaxMetrics * sizeof(MetricSlot));
@@ -68,6 +69,16 @@ static_assert(offsetof(StatusPage, issued_total) == 72 &&
               offsetof(StatusPage, queue_depth) == 232 && offsetof(StatusPage, comms) == 240 &&
               offsetof(StatusPage, nmetrics) == 4848 && offsetof(StatusPage, flags) == 4852 &&
               offsetof(StatusPage, metrics) == 4856);
+static_assert(sizeof(RangeSlot) == 256 && offsetof(RangeSlot, count) == 48 &&
+              offsetof(RangeSlot, hist) == 64 && kRangeNameBytes == 48 && kMaxRanges == 64);
+static_assert(sizeof(StepCounters) == 224 && offsetof(StepCounters, steps) == 8 &&
+              offsetof(StepCounters, hist) == 32);
+static_assert(offsetof(StatusPage, nranges) ==
+                  offsetof(StatusPage, python) + sizeof(PythonCounters) &&
+              offsetof(StatusPage, ranges_dropped) == offsetof(StatusPage, nranges) + 8 &&
+              offsetof(StatusPage, ranges) == offsetof(StatusPage, nranges) + 16 &&
+              offsetof(StatusPage, steps) ==
+                  offsetof(StatusPage, ranges) + kMaxRanges * sizeof(RangeSlot));
 static_assert(kMaxComms == 64 && kMaxMetrics == 256 && kHistBuckets == 24);
 
 namespace {
@@ -133,6 +144,8 @@ bool known(OpName v) {
     case OpName::kMemcpyD2D:
     case OpName::kMemcpyOther:
     case OpName::kMemcpyPeer:
+    case OpName::kNvtxRange:
+    case OpName::kStep:
       return true;
   }
   return false;
@@ -144,6 +157,7 @@ bool known(OpKind v) {
     case OpKind::kGemm:
     case OpKind::kNccl:
     case OpKind::kMemcpy:
+    case OpKind::kRange:
       return true;
   }
   return false;
@@ -273,6 +287,12 @@ bool validate(const StatusPage& p, int32_t pid, int32_t rank, std::string* why) 
   if (p.nmetrics > static_cast<uint32_t>(kMaxMetrics)) {
     return fail_with(why, "nmetrics %u > %d", p.nmetrics, kMaxMetrics);
   }
+  if (p.nranges > static_cast<uint32_t>(kMaxRanges)) {
+    return fail_with(why, "nranges %u > %d", p.nranges, kMaxRanges);
+  }
+  if (p.steps.source > static_cast<uint32_t>(StepSource::kOptimizer)) {
+    return fail_with(why, "steps.source %u is not a StepSource", p.steps.source);
+  }
   if (!op_ok(p.oldest_inflight, "oldest_inflight", why)) return false;
   if (!op_ok(p.last_completed, "last_completed", why)) return false;
   for (uint32_t i = 0; i < p.nmetrics; ++i) {
@@ -281,20 +301,22 @@ bool validate(const StatusPage& p, int32_t pid, int32_t rank, std::string* why) 
   return true;
 }
 
-// Communicator names of the private copy, made safe to print: a name with
-// no NUL in its bytes is "" (unknown), bytes a writer should not have put
-// there become '?', and the bytes after the NUL are zeroed.
-void clean_comm_names(StatusPage* p) {
-  for (uint32_t i = 0; i < p->ncomms; ++i) {
-    char* name = p->comms[i].name;
-    const void* nul = std::memchr(name, '\0', kCommNameBytes);
-    const size_t n = nul != nullptr ? static_cast<size_t>(static_cast<const char*>(nul) - name) : 0;
-    for (size_t j = 0; j < n; ++j) {
-      const auto c = static_cast<unsigned char>(name[j]);
-      if (c < 0x20 || c >= 0x7f) name[j] = '?';
-    }
-    std::memset(name + n, 0, kCommNameBytes - n);
+// A fixed-size name field of the private copy, made safe to print: no NUL
+// in its bytes is "" (unknown), bytes a writer should not have put there
+// become '?', and the bytes after the NUL are zeroed.
+void clean_name(char* name, size_t bytes) {
+  const void* nul = std::memchr(name, '\0', bytes);
+  const size_t n = nul != nullptr ? static_cast<size_t>(static_cast<const char*>(nul) - name) : 0;
+  for (size_t j = 0; j < n; ++j) {
+    const auto c = static_cast<unsigned char>(name[j]);
+    if (c < 0x20 || c >= 0x7f) name[j] = '?';
   }
+  std::memset(name + n, 0, bytes - n);
+}
+
+void clean_names(StatusPage* p) {
+  for (uint32_t i = 0; i < p->ncomms; ++i) clean_name(p->comms[i].name, kCommNameBytes);
+  for (uint32_t i = 0; i < p->nranges; ++i) clean_name(p->ranges[i].name, kRangeNameBytes);
 }
 
 // Seqlock reader: copy, then check that seq was even and did not move.
@@ -494,7 +516,7 @@ bool StatusPageFile::read(StatusSnapshot* out) const {
     return false;
   }
   if (!validate(*copy, pid_, rank_, &out->error_)) return false;
-  clean_comm_names(copy);
+  clean_names(copy);
   out->page_ok_ = true;
   return true;
 }

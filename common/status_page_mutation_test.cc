@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -48,6 +49,12 @@ void fill_valid_page(StatusPage* p) {
   for (uint32_t i = 0; i < p->ncomms; ++i) {
     p->comms[i] = CommSlot{i + 1, 8, kRank, 50, 49, 0, 0, {}};
   }
+  p->nranges = 3;
+  for (uint32_t i = 0; i < p->nranges; ++i) {
+    std::snprintf(p->ranges[i].name, kRangeNameBytes, "range_%u", i);
+    p->ranges[i].count = i;
+  }
+  p->steps.source = static_cast<uint32_t>(StepSource::kOptimizer);
   p->nmetrics = 6;
   for (uint32_t i = 0; i < p->nmetrics; ++i) {
     MetricSlot& m = p->metrics[i];
@@ -64,7 +71,7 @@ void fill_valid_page(StatusPage* p) {
 // reader's checks.
 bool op_in_range(const OpRef& op) {
   return (op.name == 0 || std::strcmp(op_name_str(static_cast<OpName>(op.name)), "Unknown") != 0) &&
-         op.kind <= static_cast<uint8_t>(OpKind::kMemcpy) &&
+         op.kind <= static_cast<uint8_t>(OpKind::kRange) &&
          (op.dtype == 0 || std::strcmp(dtype_str(static_cast<DType>(op.dtype)), "unknown") != 0);
 }
 
@@ -75,6 +82,23 @@ bool op_in_range(const OpRef& op) {
   }
   if (p.nmetrics > static_cast<uint32_t>(kMaxMetrics)) {
     return ::testing::AssertionFailure() << "nmetrics " << p.nmetrics;
+  }
+  if (p.nranges > static_cast<uint32_t>(kMaxRanges)) {
+    return ::testing::AssertionFailure() << "nranges " << p.nranges;
+  }
+  for (uint32_t i = 0; i < p.nranges; ++i) {  // cleaned: printable, NUL-terminated
+    const char* name = p.ranges[i].name;
+    if (std::memchr(name, '\0', kRangeNameBytes) == nullptr) {
+      return ::testing::AssertionFailure() << "range name " << i << " without a NUL";
+    }
+    for (const char* c = name; *c != '\0'; ++c) {
+      if (static_cast<unsigned char>(*c) < 0x20 || static_cast<unsigned char>(*c) >= 0x7f) {
+        return ::testing::AssertionFailure() << "range name " << i << " not printable";
+      }
+    }
+  }
+  if (p.steps.source > static_cast<uint32_t>(StepSource::kOptimizer)) {
+    return ::testing::AssertionFailure() << "steps.source " << p.steps.source;
   }
   if (!op_in_range(p.oldest_inflight) || !op_in_range(p.last_completed)) {
     return ::testing::AssertionFailure() << "operation enum out of range";
@@ -121,7 +145,7 @@ size_t mutate(StatusPage* p, std::mt19937* rng) {
     const size_t metric = offsetof(StatusPage, metrics) + slot * sizeof(MetricSlot);
     const size_t op =
         (*rng)() % 2 ? offsetof(StatusPage, oldest_inflight) : offsetof(StatusPage, last_completed);
-    switch ((*rng)() % 16) {
+    switch ((*rng)() % 17) {
       case 0:  // any byte of the page
       case 1:
         poke<uint8_t>(p, (*rng)() % sizeof(StatusPage), (*rng)());
@@ -168,6 +192,18 @@ size_t mutate(StatusPage* p, std::mt19937* rng) {
         break;
       case 14:
         truncate_to = (*rng)() % sizeof(StatusPage);
+        break;
+      case 15:
+        if ((*rng)() % 2) {
+          p->nranges = v;
+        } else if ((*rng)() % 2) {
+          p->steps.source = v;
+        } else {  // a byte of a range name
+          poke<uint8_t>(p,
+                        offsetof(StatusPage, ranges) + ((*rng)() % 4) * sizeof(RangeSlot) +
+                            (*rng)() % kRangeNameBytes,
+                        (*rng)());
+        }
         break;
       default:  // counters that are no index: always fine
         p->inflight_count = v;

@@ -100,6 +100,8 @@ TEST_F(ElfTest, ExportsExactlyTheHooks) {
                                        "xpu_timer_python_gc",
                                        "xpu_timer_python_dataloader",
                                        "xpu_timer_python_probes",
+                                       "xpu_timer_python_step",
+                                       "InitializeInjectionNvtx2",
                                        "ncclProfiler_v1",
                                        "ncclProfiler_v2",
                                        "ncclProfiler_v3",

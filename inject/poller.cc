@@ -1,6 +1,5 @@
 #include "inject/poller.h"
 
-#include "inject/python_probes.h"
 #include <signal.h>
 #include <time.h>
 
@@ -90,6 +89,7 @@ void Poller::run() {
   while (!stop_.load(std::memory_order_acquire)) {
     const uint64_t now = monotonic_ns();
     drain_queue();
+    drain_ranges(now);
     if (cuda_ok_) complete_ready(now, /*honour_stop=*/true);
     if (!draining_ && !state_->link.alive()) {
       switch_to_pass_through("the supervisor closed its connection");
@@ -107,6 +107,7 @@ void Poller::run() {
   if (stop_.load(std::memory_order_acquire) && !draining_) {
     const uint64_t now = monotonic_ns();
     drain_queue();
+    drain_ranges(now);
     if (cuda_ok_) complete_ready(now, /*honour_stop=*/false);
     publish(now);
   }
@@ -131,6 +132,65 @@ void Poller::drain_queue() {
     record(p, static_cast<uint8_t>(recorder::OpState::kIssued));
     fifos_[StreamKey(rec.device, rec.stream)].push_back(p);
   }
+}
+
+void Poller::drain_ranges(uint64_t now_ns) {
+  const int step_id = step_range_id();
+  if (step_id >= 0) steps_.source = static_cast<uint32_t>(proto::StepSource::kNvtxRange);
+  RangeRecord r;
+  for (int i = 0; i < kMaxDrainPerPass && state_->ranges.try_pop(&r); ++i) {
+    const uint64_t duration = r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0;
+    if (r.is_step) {
+      steps_.source = static_cast<uint32_t>(proto::StepSource::kOptimizer);
+      add_step(duration, now_ns);
+      record_range(r, static_cast<uint16_t>(proto::OpName::kStep));
+      continue;
+    }
+    if (r.name_id >= proto::kMaxRanges) continue;  // cannot happen: ids are bounded
+    proto::RangeSlot& slot = ranges_[r.name_id];
+    ++slot.count;
+    slot.sum_ns += duration;
+    ++slot.hist[proto::hist_bucket_for_ns(duration)];
+    range_dirty_[r.name_id] = true;
+    record_range(r, static_cast<uint16_t>(proto::OpName::kNvtxRange));
+    if (static_cast<int>(r.name_id) == step_id) {
+      add_step(duration, now_ns);
+      record_range(r, static_cast<uint16_t>(proto::OpName::kStep));
+    }
+  }
+}
+
+void Poller::add_step(uint64_t duration_ns, uint64_t /*now_ns*/) {
+  ++steps_.steps;
+  steps_.sum_ns += duration_ns;
+  steps_.last_ns = duration_ns;
+  ++steps_.hist[proto::hist_bucket_for_ns(duration_ns)];
+}
+
+void Poller::record_range(const RangeRecord& r, uint16_t op_name) {
+  recorder::RingWriter& ring = state_->ring;
+  if (!ring.ok()) return;
+  const RangeNames& names = range_names();
+  if (op_name == static_cast<uint16_t>(proto::OpName::kNvtxRange)) {
+    const uint32_t known = names.size();
+    while (ring_names_ < known && ring_names_ <= r.name_id) {
+      ring.set_name(ring_names_, names.name(ring_names_));
+      ++ring_names_;
+    }
+  }
+  recorder::RecordData d;
+  d.name = op_name;
+  d.kind = static_cast<uint8_t>(proto::OpKind::kRange);
+  d.state = static_cast<uint8_t>(recorder::OpState::kCompleted);
+  d.flags = recorder::kRecHost;
+  d.device = -1;
+  d.peer = r.depth;
+  d.stream = r.tid;
+  d.seq = op_name == static_cast<uint16_t>(proto::OpName::kNvtxRange) ? r.name_id : 0;
+  d.launch_ns = r.start_ns;
+  d.gpu_start_ns = r.start_ns;
+  d.gpu_end_ns = r.end_ns;
+  ring.append(d);
 }
 
 void Poller::complete_ready(uint64_t now_ns, bool honour_stop) {
@@ -240,8 +300,9 @@ void Poller::finish(const Pending& p, uint64_t duration_ns, Outcome outcome, uin
       key.proto = tag.proto;
       key.transport = tag.transport;
     }
-    const bool added = timed ? metrics_.add(key, duration_ns, r.bytes, r.flops, now_ns, tag.nchannels)
-                             : metrics_.add_untimed(key, r.bytes, r.flops, now_ns);
+    const bool added = timed
+                           ? metrics_.add(key, duration_ns, r.bytes, r.flops, now_ns, tag.nchannels)
+                           : metrics_.add_untimed(key, r.bytes, r.flops, now_ns);
     if (!added && metrics_lost_++ == 0) {
       XPU_TIMER_LOG_WARN("more than %d metric keys: further new keys are not aggregated",
                          proto::kMaxMetrics);
@@ -400,6 +461,22 @@ void Poller::publish(uint64_t now_ns) {
   page->queue_depth = state_->queue.approx_size();
   page->runtime = state_->runtime_calls.snapshot();
   page->python = python_calls().snapshot();
+  const RangeNames& names = range_names();
+  const uint32_t nranges = names.size();
+  for (uint32_t i = 0; i < nranges; ++i) {
+    if (i >= page->nranges) {  // a new name: its bytes once
+      std::memcpy(page->ranges[i].name, names.name(i), proto::kRangeNameBytes);
+      range_dirty_[i] = true;
+    }
+    if (!range_dirty_[i]) continue;
+    range_dirty_[i] = false;
+    page->ranges[i].count = ranges_[i].count;
+    page->ranges[i].sum_ns = ranges_[i].sum_ns;
+    std::memcpy(page->ranges[i].hist, ranges_[i].hist, sizeof(ranges_[i].hist));
+  }
+  page->nranges = nranges;
+  page->ranges_dropped = c.ranges_dropped.load(std::memory_order_relaxed);
+  page->steps = steps_;
   fill_comms(page);
   metrics_.drain_dirty([page](uint32_t i, const proto::MetricSlot& s) { page->metrics[i] = s; });
   page->nmetrics = metrics_.size();

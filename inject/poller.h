@@ -31,6 +31,7 @@
 #include "common/protocol.h"
 #include "inject/gpu_clock.h"
 #include "inject/metrics_table.h"
+#include "inject/nvtx_ranges.h"
 #include "inject/op_record.h"
 
 namespace xpu_timer::inject {
@@ -63,6 +64,10 @@ class Poller {
   static void* thread_main(void* self);
   void run();
   void drain_queue();
+  // NVTX ranges and steps: into the page's tables and the flight recorder.
+  void drain_ranges(uint64_t now_ns);
+  void add_step(uint64_t duration_ns, uint64_t now_ns);
+  void record_range(const RangeRecord& r, uint16_t op_name);
   void complete_ready(uint64_t now_ns, bool honour_stop);
   // False when a CUDA error of ours ended timing.
   bool process_head(Pending& p, uint64_t now_ns, bool* done);
@@ -102,6 +107,10 @@ class Poller {
   proto::OpRef last_completed_{};
   std::vector<uint64_t> completed_seq_;  // per CommRegistry index
   MetricsTable metrics_;
+  proto::RangeSlot ranges_[proto::kMaxRanges] = {};
+  bool range_dirty_[proto::kMaxRanges] = {};
+  uint32_t ring_names_ = 0;  // names written to the flight recorder
+  proto::StepCounters steps_{};
   uint64_t metrics_lost_ = 0;
 };
 

@@ -27,6 +27,15 @@ bool safe_target(const char* s) {
   return true;
 }
 
+// A "module:name" from `env`, or `fallback` when unset or unsafe (one warning).
+const char* target_from_env(const char* env, const char* fallback) {
+  const char* target = std::getenv(env);
+  if (target == nullptr || *target == '\0') return fallback;
+  if (safe_target(target)) return target;
+  XPU_TIMER_LOG_WARN("%s='%s' is not module:name: the default is used", env, target);
+  return fallback;
+}
+
 }  // namespace
 
 PythonCallCounters& python_calls() {
@@ -40,14 +49,10 @@ bool python_probes_source(char* out, size_t size) {
     if (size > 0) out[0] = '\0';
     return true;
   }
-  const char* target = std::getenv("XPU_TIMER_DATALOADER_ITER");
-  if (target == nullptr || *target == '\0') {
-    target = "torch.utils.data.dataloader:_BaseDataLoaderIter";
-  } else if (!safe_target(target)) {
-    XPU_TIMER_LOG_WARN("XPU_TIMER_DATALOADER_ITER='%s' is not module:Class: the default is used",
-                       target);
-    target = "torch.utils.data.dataloader:_BaseDataLoaderIter";
-  }
+  const char* target = target_from_env("XPU_TIMER_DATALOADER_ITER",
+                                       "torch.utils.data.dataloader:_BaseDataLoaderIter");
+  const char* step_hook = target_from_env(
+      "XPU_TIMER_OPTIMIZER_HOOK", "torch.optim.optimizer:register_optimizer_step_post_hook");
   int tool = 4;
   if (const char* t = std::getenv("XPU_TIMER_PYTHON_MONITORING_TOOL"); t != nullptr && *t) {
     tool = std::atoi(t);
@@ -56,14 +61,14 @@ bool python_probes_source(char* out, size_t size) {
   const int n = std::snprintf(out, size,
                               "%s\n"
                               "try:\n"
-                              "    _xpu_r = _xpu_timer_probes('%s', %d)\n"
+                              "    _xpu_r = _xpu_timer_probes('%s', %d, '%s')\n"
                               "except Exception as _xpu_e:\n"
                               "    _xpu_r = 'failed: %%r' %% (_xpu_e,)\n"
                               "import ctypes as _xpu_c\n"
                               "_xpu_f = _xpu_c.PyDLL(None).xpu_timer_python_probes\n"
                               "_xpu_f.argtypes = [_xpu_c.c_char_p]\n"
                               "_xpu_f(str(_xpu_r).encode('utf-8', 'replace'))\n",
-                              kPythonProbesSource, target, tool);
+                              kPythonProbesSource, target, tool, step_hook);
   return n > 0 && static_cast<size_t>(n) < size;
 }
 
@@ -93,6 +98,8 @@ XPU_TIMER_HOOK void xpu_timer_python_probes(const char* result) {
   if (std::strstr(result, "dataloader:") != nullptr) {
     probes |= xpu_timer::proto::kPythonProbeDataLoader;
   }
+  if (std::strstr(result, "optimizer") != nullptr)
+    probes |= xpu_timer::proto::kPythonProbeOptimizer;
   python_calls().probes.store(probes, std::memory_order_relaxed);
   XPU_TIMER_LOG_DEBUG("Python probes: %.300s", result);
 }

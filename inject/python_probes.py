@@ -8,12 +8,16 @@
 #    sys.monitoring local events on that one function (no profiler hook, so
 #    it never clashes with torch.profiler or a debugger); before 3.12 by
 #    wrapping the class's __next__.
-# Both report through two functions the library exports, called with ctypes
+#  - training steps: a global optimizer step post-hook (torch's
+#    register_optimizer_step_post_hook, or the "module:function" given) notes
+#    the end of every optimizer step; the time between two is a step. Not
+#    installed when XPU_TIMER_STEP_RANGE names an NVTX range for steps.
+# They report through functions the library exports, called with ctypes
 # (PyDLL: the GIL stays held, no thread switch). Nothing here may raise into
 # the user's program: every callback is guarded.
 
 
-def _xpu_timer_probes(loader_target, monitoring_tool):
+def _xpu_timer_probes(loader_target, monitoring_tool, step_target):
     import ctypes
     import gc
     import sys
@@ -47,6 +51,29 @@ def _xpu_timer_probes(loader_target, monitoring_tool):
 
     gc.callbacks.append(on_gc)
     installed.append("gc")
+
+    import os
+    if not os.environ.get("XPU_TIMER_STEP_RANGE"):
+        hook_module, _, hook_name = step_target.partition(":")
+        register = getattr(sys.modules.get(hook_module), hook_name, None)
+        try:
+            note_step = lib.xpu_timer_python_step
+            note_step.argtypes = []
+            note_step.restype = None
+        except AttributeError:
+            register = None
+        if callable(register):
+            def on_step(optimizer, args, kwargs):
+                try:
+                    note_step()
+                except Exception:
+                    pass
+
+            try:
+                register(on_step)
+                installed.append("optimizer")
+            except Exception:
+                pass
 
     module_name, _, class_name = loader_target.partition(":")
     module = sys.modules.get(module_name)

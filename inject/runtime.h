@@ -19,6 +19,7 @@
 #include "common/status_page.h"
 #include "inject/bounded_queue.h"
 #include "inject/event_pool.h"
+#include "inject/nvtx_ranges.h"
 #include "inject/op_record.h"
 #include "inject/runtime_counters.h"
 #include "inject/sample_gate.h"
@@ -41,6 +42,7 @@ struct HookCounters {
   std::atomic<uint64_t> dropped_queue_full{0};
   std::atomic<uint64_t> skipped_capture{0};
   std::atomic<uint64_t> hook_errors{0};
+  std::atomic<uint64_t> ranges_dropped{0};  // NVTX ranges: queue full, too deep, too many open
 };
 
 struct RuntimeState {
@@ -49,6 +51,8 @@ struct RuntimeState {
   RankIdentity identity;
   pid_t pid = 0;
   BoundedQueue<OpRecord> queue{kQueueCapacity};
+  // Finished NVTX ranges and steps (inject/nvtx_ranges.h), for the Poller.
+  BoundedQueue<RangeRecord> ranges{kQueueCapacity};
   EventPools pools;
   HookCounters counters;
   RuntimeCallCounters runtime_calls;  // inject/hooks_cudart.cc

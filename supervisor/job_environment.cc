@@ -70,6 +70,12 @@ std::vector<std::string> build_job_environment(const std::vector<std::string>& b
       return has_name(e, proto::kEnvNcclProfilerPlugin);
     });
     if (!user_plugin) env.push_back(entry(proto::kEnvNcclProfilerPlugin, watch.inject_lib));
+    // NVTX ranges (inject/nvtx_ranges.h). NVTX loads one tool too: a job run
+    // under Nsight Systems keeps its own, and we then see no ranges.
+    const bool user_nvtx_tool = std::any_of(base.begin(), base.end(), [](const std::string& e) {
+      return has_name(e, proto::kEnvNvtxInjection);
+    });
+    if (!user_nvtx_tool) env.push_back(entry(proto::kEnvNvtxInjection, watch.inject_lib));
   } else if (had_preload) {
     env.push_back(entry(proto::kEnvPreload, preload));
   }

@@ -1,8 +1,7 @@
 #include "supervisor/job_environment.h"
 
-#include <unistd.h>
-
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -26,16 +25,17 @@ TEST(JobEnvironment, PrependsTheLibraryAndSetsTheSocket) {
        entry(proto::kEnvSocket, "/stale"), entry(proto::kEnvSupervisorPid, "1")},
       w);
   EXPECT_TRUE(has(env, "PATH=/bin"));
-  EXPECT_TRUE(has(env, entry(proto::kEnvPreload,
-                             "/opt/x/lib/libxpu_timer_inject.so:/usr/lib/libjemalloc.so")));
+  EXPECT_TRUE(has(
+      env, entry(proto::kEnvPreload, "/opt/x/lib/libxpu_timer_inject.so:/usr/lib/libjemalloc.so")));
   EXPECT_TRUE(has(env, entry(proto::kEnvSocket, "/dev/shm/r/s.sock")));
   EXPECT_TRUE(has(env, entry(proto::kEnvRunDir, "/dev/shm/r")));
   EXPECT_FALSE(has(env, entry(proto::kEnvSocket, "/stale")));
   EXPECT_TRUE(has(env, entry(proto::kEnvNcclProfilerPlugin, "/opt/x/lib/libxpu_timer_inject.so")));
+  EXPECT_TRUE(has(env, entry(proto::kEnvNvtxInjection, "/opt/x/lib/libxpu_timer_inject.so")));
   // Our pid, for the ranks' PR_SET_PTRACER; an inherited one is replaced.
   EXPECT_TRUE(has(env, entry(proto::kEnvSupervisorPid, std::to_string(getpid()))));
   EXPECT_FALSE(has(env, entry(proto::kEnvSupervisorPid, "1")));
-  EXPECT_EQ(env.size(), 6u);
+  EXPECT_EQ(env.size(), 7u);
 }
 
 TEST(JobEnvironment, KeepsTheUsersOwnNcclProfilerPlugin) {
@@ -44,6 +44,13 @@ TEST(JobEnvironment, KeepsTheUsersOwnNcclProfilerPlugin) {
       build_job_environment({entry(proto::kEnvNcclProfilerPlugin, "/their/plugin.so")}, w);
   EXPECT_TRUE(has(env, entry(proto::kEnvNcclProfilerPlugin, "/their/plugin.so")));
   EXPECT_FALSE(has(env, entry(proto::kEnvNcclProfilerPlugin, "/l/inject.so")));
+}
+
+TEST(JobEnvironment, KeepsTheUsersOwnNvtxTool) {
+  const WatchSettings w{"/l/inject.so", "/s", "/r"};
+  const auto env = build_job_environment({entry(proto::kEnvNvtxInjection, "/nsys/libinj.so")}, w);
+  EXPECT_TRUE(has(env, entry(proto::kEnvNvtxInjection, "/nsys/libinj.so")));
+  EXPECT_FALSE(has(env, entry(proto::kEnvNvtxInjection, "/l/inject.so")));
 }
 
 TEST(JobEnvironment, DoesNotPreloadTwice) {

@@ -82,7 +82,21 @@ constexpr FamilyInfo kFamilies[] = {
      "Batches the rank's DataLoader iterator returned."},
     {"xpu_timer_dataloader_wait_seconds_total", "counter",
      "Time the training loop spent in the DataLoader iterator's __next__, waiting for them."},
+    {"xpu_timer_nvtx_range_seconds", "histogram",
+     "Host time of the program's NVTX ranges, by name (the first 63 names; later ones are "
+     "range=\"(other)\")."},
+    {"xpu_timer_nvtx_ranges_dropped_total", "counter",
+     "NVTX ranges not recorded: the rank's range queue was full, they nested deeper than 32, or "
+     "more than 4096 start/end ranges were open."},
+    {"xpu_timer_step_seconds", "histogram",
+     "Duration of the rank's training steps: each XPU_TIMER_STEP_RANGE range (source=\"nvtx\"), "
+     "else the time between two optimizer steps (source=\"optimizer\")."},
+    {"xpu_timer_step_last_seconds", "gauge", "Duration of the rank's latest training step."},
 };
+
+const char* step_source_str(uint32_t source) {
+  return source == static_cast<uint32_t>(proto::StepSource::kNvtxRange) ? "nvtx" : "optimizer";
+}
 
 // std::to_chars: no locale, no format parsing (a scrape of 1024 ranks writes
 // about a million numbers).
@@ -130,6 +144,28 @@ void append_sample_prefix(std::string* out, const char* name, const char* suffix
   out->push_back('{');
   out->append(labels);
   out->append("} ");
+}
+
+// The _bucket (cumulative), _sum and _count lines of one histogram series.
+void append_histogram(std::string* h, const char* name, const std::string& labels,
+                      const uint64_t (&hist)[proto::kHistBuckets], uint64_t sum_ns) {
+  const auto& suffixes = bucket_suffixes();
+  uint64_t cumulative = 0;
+  for (int b = 0; b < proto::kHistBuckets; ++b) {
+    cumulative += hist[b];
+    h->append(name);
+    h->append("_bucket{");
+    h->append(labels);
+    h->append(suffixes[b]);
+    append_u64(h, cumulative);
+    h->push_back('\n');
+  }
+  append_sample_prefix(h, name, "_sum", labels);
+  append_ns_as_seconds(h, sum_ns);
+  h->push_back('\n');
+  append_sample_prefix(h, name, "_count", labels);
+  append_u64(h, cumulative);
+  h->push_back('\n');
 }
 
 void append_label(std::string* out, const char* name, const char* value) {
@@ -291,6 +327,32 @@ void MetricsWriter::add_rank(const RankMetricsInput& in) {
     out.push_back('\n');
   }
 
+  // NVTX ranges: only names that ended at least once; the dropped counter
+  // once the program used NVTX at all (a name exists beyond "(other)").
+  const uint32_t nranges = std::min<uint32_t>(p->nranges, proto::kMaxRanges);
+  std::string range_labels;
+  for (uint32_t i = 0; i < nranges; ++i) {
+    const proto::RangeSlot& r = p->ranges[i];
+    if (r.count == 0) continue;
+    range_labels.assign(labels).append(",range=\"");
+    append_escaped_label_value(&range_labels,
+                               std::string(r.name, strnlen(r.name, proto::kRangeNameBytes)));
+    range_labels.push_back('"');
+    append_histogram(&body_[kRangeLatency], kFamilies[kRangeLatency].name, range_labels, r.hist,
+                     r.sum_ns);
+  }
+  if (nranges > 1 || p->ranges_dropped > 0) gauge(kRangesDropped, p->ranges_dropped);
+  if (p->steps.steps > 0) {
+    std::string step_labels = labels;
+    append_label(&step_labels, "source", step_source_str(p->steps.source));
+    append_histogram(&body_[kStepLatency], kFamilies[kStepLatency].name, step_labels, p->steps.hist,
+                     p->steps.sum_ns);
+    std::string& out = body_[kStepLast];
+    append_sample_prefix(&out, kFamilies[kStepLast].name, "", labels);
+    append_ns_as_seconds(&out, p->steps.last_ns);
+    out.push_back('\n');
+  }
+
   // StatusSnapshot validated nmetrics; the renderer stays safe on any page.
   const uint32_t nmetrics = std::min<uint32_t>(p->nmetrics, proto::kMaxMetrics);
   for (uint32_t i = 0; i < nmetrics; ++i) {
@@ -345,25 +407,7 @@ void MetricsWriter::add_slot(const RankMetricsInput& in, uint32_t index,
 
   line_u64(kOperations, m.count + m.untimed_count);  // every call; the histogram: timed ones
 
-  std::string& h = body_[kLatency];
-  const char* hname = kFamilies[kLatency].name;
-  const auto& suffixes = bucket_suffixes();
-  uint64_t cumulative = 0;
-  for (int b = 0; b < proto::kHistBuckets; ++b) {
-    cumulative += m.hist[b];
-    h.append(hname);
-    h.append("_bucket{");
-    h.append(l);
-    h.append(suffixes[b]);
-    append_u64(&h, cumulative);
-    h.push_back('\n');
-  }
-  append_sample_prefix(&h, hname, "_sum", l);
-  append_ns_as_seconds(&h, m.sum_ns);
-  h.push_back('\n');
-  append_sample_prefix(&h, hname, "_count", l);
-  append_u64(&h, cumulative);
-  h.push_back('\n');
+  append_histogram(&body_[kLatency], kFamilies[kLatency].name, l, m.hist, m.sum_ns);
 
   RateWindow::Totals d{};
   if (rates_ != nullptr) {

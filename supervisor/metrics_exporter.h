@@ -21,11 +21,11 @@
 #pragma once
 
 #include <array>
-#include <map>
-#include <set>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -95,6 +95,10 @@ class MetricsWriter {
     kGcCollected,
     kLoaderBatches,
     kLoaderWait,
+    kRangeLatency,
+    kRangesDropped,
+    kStepLatency,
+    kStepLast,
     kFamilyCount
   };
   // One text buffer per family; reusing them across scrapes keeps their
@@ -134,17 +138,16 @@ class MetricsExporter {
   // mismatch (state "mismatch" while otherwise ok), `mismatches`: how many
   // mismatches the supervisor found so far.
   std::string render(const std::vector<RankRecord>& records, const HangReport& report,
-                     const std::map<pid_t, std::string>* ended = nullptr,
-                     bool job_running = true, const std::set<int>* mismatched = nullptr,
-                     uint64_t mismatches = 0);
+                     const std::map<pid_t, std::string>* ended = nullptr, bool job_running = true,
+                     const std::set<int>* mismatched = nullptr, uint64_t mismatches = 0);
   const MetricsConfig& config() const { return config_; }
 
  private:
   const MetricsConfig config_;
   std::mutex mu_;
-  RateWindow rates_;                            // guarded by mu_
-  proto::StatusSnapshot scratch_;               // guarded by mu_
-  MetricsWriter::Buffers buffers_;              // guarded by mu_
+  RateWindow rates_;                // guarded by mu_
+  proto::StatusSnapshot scratch_;   // guarded by mu_
+  MetricsWriter::Buffers buffers_;  // guarded by mu_
 };
 
 // Label value escaping of the text format: \ " and newline.

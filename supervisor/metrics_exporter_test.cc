@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <memory>
 
 namespace xpu_timer::supervisor {
@@ -352,6 +353,55 @@ TEST(MetricsExporter, PythonSeriesOnlyWhereTheProbesRun) {
   EXPECT_TRUE(has_line(text, "xpu_timer_dataloader_batches_total{" + l + "} 20"));
   EXPECT_TRUE(has_line(text, "xpu_timer_dataloader_wait_seconds_total{" + l + "} 0.250000000"));
   EXPECT_TRUE(has_line(text, "# TYPE xpu_timer_python_gc_pause_seconds_total counter"));
+}
+
+TEST(MetricsExporter, NvtxRangesAndStepsAsHistograms) {
+  auto page = std::make_unique<proto::StatusPage>();
+  RankMetricsInput in;
+  in.rank = 1;
+  in.page = page.get();
+  page->nranges = 3;
+  std::snprintf(page->ranges[0].name, proto::kRangeNameBytes, "(other)");
+  std::snprintf(page->ranges[1].name, proto::kRangeNameBytes, "for\"ward");  // escaped
+  std::snprintf(page->ranges[2].name, proto::kRangeNameBytes, "never_ended");
+  page->ranges[1].count = 3;
+  page->ranges[1].sum_ns = 3500000;
+  page->ranges[1].hist[proto::hist_bucket_for_ns(1000000)] = 2;
+  page->ranges[1].hist[proto::hist_bucket_for_ns(1500000)] += 1;
+  page->ranges_dropped = 2;
+  page->steps.source = static_cast<uint32_t>(proto::StepSource::kNvtxRange);
+  page->steps.steps = 2;
+  page->steps.sum_ns = 2500000000;
+  page->steps.last_ns = 1200000000;
+  page->steps.hist[proto::hist_bucket_for_ns(1200000000)] = 1;
+  page->steps.hist[proto::hist_bucket_for_ns(1300000000)] += 1;
+  MetricsWriter w(config(), nullptr, kNow);
+  w.add_rank(in);
+  const std::string text = w.finish(false);
+  const std::string l = "rank=\"1\",local_rank=\"0\",host=\"\",job_name=\"train\"";
+  const std::string fwd = l + ",range=\"for\\\"ward\"";
+  EXPECT_TRUE(has_line(text, "xpu_timer_nvtx_range_seconds_count{" + fwd + "} 3")) << text;
+  EXPECT_TRUE(has_line(text, "xpu_timer_nvtx_range_seconds_sum{" + fwd + "} 0.003500000"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_nvtx_range_seconds_bucket{" + fwd + ",le=\"+Inf\"} 3"));
+  EXPECT_TRUE(has_line(text, "# TYPE xpu_timer_nvtx_range_seconds histogram"));
+  // Names that never ended (and "(other)" while empty) have no series.
+  EXPECT_EQ(text.find("never_ended"), std::string::npos);
+  EXPECT_EQ(text.find(",range=\"(other)\""), std::string::npos);
+  EXPECT_TRUE(has_line(text, "xpu_timer_nvtx_ranges_dropped_total{" + l + "} 2"));
+  const std::string st = l + ",source=\"nvtx\"";
+  EXPECT_TRUE(has_line(text, "xpu_timer_step_seconds_count{" + st + "} 2"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_step_seconds_sum{" + st + "} 2.500000000"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_step_last_seconds{" + l + "} 1.200000000"));
+
+  // A page without NVTX or steps: none of these families.
+  auto bare = std::make_unique<proto::StatusPage>();
+  in.page = bare.get();
+  MetricsWriter w2(config(), nullptr, kNow);
+  w2.add_rank(in);
+  const std::string none = w2.finish(false);
+  EXPECT_EQ(none.find("xpu_timer_nvtx_range_seconds_count"), std::string::npos);
+  EXPECT_EQ(none.find("xpu_timer_nvtx_ranges_dropped_total{"), std::string::npos);
+  EXPECT_EQ(none.find("xpu_timer_step_seconds_count"), std::string::npos);
 }
 
 TEST(MetricsExporter, IdleKeysExpire) {

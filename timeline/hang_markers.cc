@@ -20,7 +20,8 @@ const RecordData* last_completed(const RankTimeline& t, std::optional<uint64_t> 
                                  std::optional<uint64_t> seq) {
   const RecordData* best = nullptr;
   for (const RecordData& r : t.ring.records) {
-    if (!is_completed(r)) continue;
+    // Host-side ranges are not operations a rank completes on its GPU.
+    if (!is_completed(r) || r.kind == static_cast<uint8_t>(proto::OpKind::kRange)) continue;
     if (comm) {
       if (r.comm_hash != *comm || !is_nccl(r)) continue;
       if (seq && r.seq == *seq) return &r;

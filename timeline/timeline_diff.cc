@@ -17,6 +17,7 @@ void add_side(const LoadedDumps& d, bool side_b, std::map<Key, DiffRow>* rows) {
   for (const RankTimeline& t : d.ranks) {
     for (const recorder::RecordData& r : t.ring.records) {
       if (r.state == static_cast<uint8_t>(recorder::OpState::kFailed)) continue;
+      if (r.kind == static_cast<uint8_t>(proto::OpKind::kRange)) continue;  // GPU work only
       const Key key{op_name(r), dtype_name(r), shape_key(r)};
       DiffRow& row = (*rows)[key];
       DiffStats& s = side_b ? row.b : row.a;

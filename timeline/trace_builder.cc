@@ -15,15 +15,44 @@ using nlohmann::json;
 using recorder::OpState;
 using recorder::RecordData;
 
+// Host-side tracks (records of kind kRange), keyed beside the GPU streams'
+// (device, stream) with devices no GPU has, so that they sort first.
+constexpr int32_t kStepTrack = -4;        // (kStepTrack, 0): "training steps"
+constexpr int32_t kNvtxAsyncTrack = -3;   // (kNvtxAsyncTrack, 0): start/end ranges
+constexpr int32_t kNvtxThreadTrack = -2;  // (kNvtxThreadTrack, tid): push/pop ranges
+
+bool is_range(const RecordData& r) { return r.kind == static_cast<uint8_t>(proto::OpKind::kRange); }
+
+std::pair<int32_t, uint64_t> track_key(const RecordData& r) {
+  if (!is_range(r)) return {r.device, r.stream};
+  if (r.name == static_cast<uint16_t>(proto::OpName::kStep)) return {kStepTrack, 0};
+  if (r.peer < 0) return {kNvtxAsyncTrack, 0};
+  return {kNvtxThreadTrack, r.stream};
+}
+
+// A range's name from its dump's names region ("range #<id>" if absent).
+std::string range_label(const TraceContext& ctx, size_t ri, const RecordData& r) {
+  if (r.name == static_cast<uint16_t>(proto::OpName::kStep)) return "step";
+  const std::vector<std::string>& names = ctx.dumps.ranks[ri].ring.names;
+  if (r.seq < names.size() && !names[r.seq].empty()) return names[r.seq];
+  return "range #" + std::to_string(r.seq);
+}
+
 // Where and when one record is drawn; false when it has no usable time.
 bool place(const TraceContext& ctx, size_t ri, const RecordData& r, Slice* s) {
   const TraceClock& c = ctx.clock;
   s->rank_index = ri;
   s->record = &r;
+  if (is_range(r)) {  // host start and end, on its own track
+    const auto rs = c.at(ri, r.gpu_start_ns), re = c.at(ri, r.gpu_end_ns);
+    if (!rs || !re || *rs > *re) return false;
+    *s = Slice{ri, ctx.tracks[ri].at(track_key(r)), Place::kRange, *rs, *re, &r};
+    return true;
+  }
   const auto launch = c.at(ri, r.launch_ns), ready = c.at(ri, r.ready_ns);
   const auto gs = c.at(ri, r.gpu_start_ns), ge = c.at(ri, r.gpu_end_ns);
   const auto could_start = ready ? ready : launch;
-  const int stream_tid = ctx.tracks[ri].at({r.device, r.stream});
+  const int stream_tid = ctx.tracks[ri].at(track_key(r));
   if (is_pending(r)) {
     if (!could_start) return false;
     *s = Slice{ri, stream_tid, Place::kPending, *could_start, *could_start, &r};
@@ -45,8 +74,9 @@ bool place(const TraceContext& ctx, size_t ri, const RecordData& r, Slice* s) {
   return true;
 }
 
-std::string slice_name(const Slice& s, bool stuck_word) {
+std::string slice_name(const TraceContext& ctx, const Slice& s, bool stuck_word) {
   const RecordData& r = *s.record;
+  if (s.place == Place::kRange) return range_label(ctx, s.rank_index, r);
   if (s.place == Place::kPending) return (stuck_word ? "STUCK " : "PENDING ") + op_label(r);
   if (r.state == static_cast<uint8_t>(OpState::kFailed)) return "FAILED " + op_label(r);
   return op_label(r);
@@ -60,6 +90,17 @@ const char* category(const RecordData& r) {
 json slice_args(const TraceContext& ctx, const Slice& s) {
   const RecordData& r = *s.record;
   json a;
+  if (s.place == Place::kRange) {
+    a["range"] = range_label(ctx, s.rank_index, r);
+    a["thread"] = r.stream;
+    if (r.name == static_cast<uint16_t>(proto::OpName::kNvtxRange)) {
+      a["nvtx"] = r.peer < 0 ? "start/end" : "push/pop";
+      if (r.peer >= 0) a["depth"] = r.peer;
+    }
+    a["duration_ms"] = static_cast<double>(s.span()) / 1e6;
+    a["op_id"] = r.op_id;
+    return a;
+  }
   a["op"] = op_name(r);
   a["state"] = recorder::op_state_str(r.state);
   a["dtype"] = dtype_name(r);
@@ -140,6 +181,9 @@ json meta(const char* name, int pid, int tid, json args) {
 }
 
 std::string track_name(int32_t device, uint64_t stream) {
+  if (device == kStepTrack) return "training steps";
+  if (device == kNvtxAsyncTrack) return "NVTX start/end ranges";
+  if (device == kNvtxThreadTrack) return "NVTX thread " + std::to_string(stream);
   return (device >= 0 ? "GPU" + std::to_string(device) : std::string("GPU?")) + " stream " +
          stream_hex(stream);
 }
@@ -187,7 +231,7 @@ TraceSummary write_trace(const LoadedDumps& dumps, const TraceOptions& options, 
   // Tracks: every (device, stream) a rank's records name.
   ctx.tracks.resize(dumps.ranks.size());
   for (size_t ri = 0; ri < dumps.ranks.size(); ++ri) {
-    for (const RecordData& r : dumps.ranks[ri].ring.records) ctx.tracks[ri][{r.device, r.stream}];
+    for (const RecordData& r : dumps.ranks[ri].ring.records) ctx.tracks[ri][track_key(r)];
     int tid = kHostTid + 1;
     for (auto& [key, t] : ctx.tracks[ri]) t = tid++;
   }
@@ -258,7 +302,7 @@ TraceSummary write_trace(const LoadedDumps& dumps, const TraceOptions& options, 
   }
   for (const auto& [key, track] : by_track) {
     for (const Slice* s : track) {
-      json e = {{"name", slice_name(*s, !no_hang_said)},
+      json e = {{"name", slice_name(ctx, *s, !no_hang_said)},
                 {"cat", category(*s->record)},
                 {"ph", "X"},
                 {"pid", ctx.pid(s->rank_index)},

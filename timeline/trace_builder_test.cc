@@ -299,15 +299,21 @@ TEST(Trace, GroupsLabelEachRankOrAreIgnoredWithAWarning) {
   EXPECT_EQ(warnings[0], "--groups describes 8 ranks but the job has 4; ignored");
 }
 
+// An empty ring of rank 0, created at 1000 s (monotonic) / 1700000000 s (wall).
+recorder::RingSnapshot rank0_snapshot(int world) {
+  recorder::RingSnapshot s;
+  s.rank = 0;
+  s.world_size = world;
+  s.created_mono_ns = 1000 * testing::kSec;
+  s.created_realtime_ns = 1700000000 * testing::kSec;
+  return s;
+}
+
 TEST(Trace, OverlapsEndOnlyFailedAndUntimeableRecords) {
   using recorder::OpState;
   using recorder::RecordData;
   TempDir dir;
-  recorder::RingSnapshot s;
-  s.rank = 0;
-  s.world_size = 2;
-  s.created_mono_ns = 1000 * testing::kSec;
-  s.created_realtime_ns = 1700000000 * testing::kSec;
+  recorder::RingSnapshot s = rank0_snapshot(2);
   const uint64_t base = s.created_mono_ns, us = testing::kUs;
   auto rec = [&](proto::OpName name, OpState state, uint8_t flags, uint64_t launch, uint64_t ready,
                  uint64_t gs, uint64_t ge) {
@@ -368,6 +374,58 @@ TEST(Trace, OverlapsEndOnlyFailedAndUntimeableRecords) {
   EXPECT_EQ(marks[0]["name"], "rank 1 missing: no flight-recorder dump (never_registered)");
   EXPECT_EQ(marks[0]["pid"], 2);
   EXPECT_EQ(marks[0]["tid"], kHostTid);
+}
+
+TEST(Trace, RangesAndStepsAreNamedSlicesOnHostTracks) {
+  using recorder::RecordData;
+  TempDir dir;
+  recorder::RingSnapshot s = rank0_snapshot(1);
+  s.names = {"(other)", "forward", "attention"};
+  const uint64_t base = s.created_mono_ns, us = testing::kUs;
+  auto range = [&](proto::OpName name, uint64_t id, int depth, uint64_t tid, uint64_t start,
+                   uint64_t end) {
+    RecordData d;
+    d.name = static_cast<uint16_t>(name);
+    d.kind = static_cast<uint8_t>(proto::OpKind::kRange);
+    d.state = static_cast<uint8_t>(recorder::OpState::kCompleted);
+    d.flags = recorder::kRecHost;
+    d.device = -1;
+    d.peer = depth;
+    d.stream = tid;
+    d.seq = id;
+    d.launch_ns = d.gpu_start_ns = base + start * us;
+    d.gpu_end_ns = base + end * us;
+    d.op_id = s.records.size();
+    s.records.push_back(d);
+  };
+  range(proto::OpName::kNvtxRange, 2, 1, 42, 10, 20);  // attention, inside forward
+  range(proto::OpName::kNvtxRange, 1, 0, 42, 0, 50);   // forward
+  range(proto::OpName::kNvtxRange, 7, -1, 43, 5, 60);  // start/end, id beyond the names
+  range(proto::OpName::kStep, 0, 0, 42, 0, 100);
+  std::string error;
+  ASSERT_TRUE(recorder::write_ring_image(dir.path() + "/00000-00001.timeline", s, &error)) << error;
+  std::vector<std::string> warnings;
+  const json trace = trace_of({dir.path()}, &warnings);
+  EXPECT_TRUE(warnings.empty()) << warnings[0];
+  const auto threads = thread_names(trace);
+  std::map<std::string, json> by_name;
+  for (const json& e : events_with(trace, "X")) by_name[e["name"].get<std::string>()] = e;
+  ASSERT_EQ(by_name.size(), 4u) << trace.dump(1);
+  const auto track = [&](const std::string& name) {
+    return threads.at({by_name[name]["pid"].get<int>(), by_name[name]["tid"].get<int>()});
+  };
+  EXPECT_EQ(track("forward"), "NVTX thread 42");
+  EXPECT_EQ(track("attention"), "NVTX thread 42");
+  EXPECT_EQ(track("range #7"), "NVTX start/end ranges");
+  EXPECT_EQ(track("step"), "training steps");
+  EXPECT_EQ(by_name["forward"]["cat"], "range");
+  EXPECT_DOUBLE_EQ(by_name["attention"]["ts"].get<double>(), 10.0);
+  EXPECT_DOUBLE_EQ(by_name["attention"]["dur"].get<double>(), 10.0);
+  EXPECT_DOUBLE_EQ(by_name["forward"]["dur"].get<double>(), 50.0);
+  EXPECT_EQ(by_name["attention"]["args"]["depth"], 1);
+  EXPECT_EQ(by_name["attention"]["args"]["nvtx"], "push/pop");
+  EXPECT_EQ(by_name["range #7"]["args"]["nvtx"], "start/end");
+  EXPECT_DOUBLE_EQ(by_name["step"]["dur"].get<double>(), 100.0);
 }
 
 }  // namespace

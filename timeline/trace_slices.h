@@ -23,6 +23,7 @@ enum class Place {
   kEndOnly,  // only the end event: from when it could start to its end
   kPending,  // not completed at dump time: from when it could start to the trace end
   kHost,     // no GPU time: a zero-length slice at its launch on the host track
+  kRange,    // a host-side region (NVTX range, training step): its host start and end
 };
 
 struct Slice {

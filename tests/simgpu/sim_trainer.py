@@ -72,6 +72,17 @@ def parse_args(argv):
     p.add_argument("--await-probes", action="store_true",
                    help="Python only: before the loop, wait (at most 30 s) until xpu-timer's "
                         "Python probes timed SimLoaderIter, so that a test can count every batch")
+    p.add_argument("--nvtx", action="store_true",
+                   help="mark each step with NVTX ranges (real NVTX v3 calls): a start/end "
+                        "'train_step' around push/pop 'forward' (the GEMMs) and 'backward' "
+                        "holding 'allreduce' (the collective), plus one range in domain "
+                        "'NCCL' (ignored unless XPU_TIMER_NVTX_DOMAINS lists it)")
+    p.add_argument("--nvtx-names", type=int, default=0,
+                   help="also push and pop this many distinct names ('layer_<i>') each step")
+    p.add_argument("--optimizer-steps", action="store_true",
+                   help="call the hooks registered with register_step_hook after each step, "
+                        "as torch calls optimizer step post-hooks (run with "
+                        "XPU_TIMER_OPTIMIZER_HOOK=__main__:register_step_hook)")
     p.add_argument("--end-sleep-s", type=float, default=0.0,
                    help="seconds to sleep after the loop, before sim_finalize (0: none)")
     p.add_argument("--exit-code", type=int, default=0,
@@ -110,6 +121,11 @@ def load_workload(directory):
     lib.sim_collective_ex.argtypes = [ctypes.c_int, ctypes.c_long, ctypes.c_int, ctypes.c_int]
     lib.sim_split_allreduce.argtypes = [ctypes.c_int, ctypes.c_long]
     lib.sim_last_error.restype = ctypes.c_char_p
+    lib.sim_nvtx_push.argtypes = [ctypes.c_char_p]
+    lib.sim_nvtx_start.argtypes = [ctypes.c_char_p]
+    lib.sim_nvtx_start.restype = ctypes.c_ulonglong
+    lib.sim_nvtx_end.argtypes = [ctypes.c_ulonglong]
+    lib.sim_nvtx_domain_push.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
     return lib
 
 
@@ -139,9 +155,15 @@ def train_step(lib, args, rank, step, apis, rng):
     if rank == args.crash_rank and step == args.crash_step:
         print("rank %d crashing (%s) at step %d" % (rank, args.crash_kind, step), flush=True)
         crash(lib, args.crash_kind, step)
+    if args.nvtx:
+        lib.sim_nvtx_push(b"forward")
     for g in range(args.gemms_per_step):
         api = apis[(step * args.gemms_per_step + g) % len(apis)]
         check(lib, lib.sim_gemm(args.m, args.n, args.k, args.gemm_batch, api), "sim_gemm")
+    if args.nvtx:
+        lib.sim_nvtx_pop()
+        lib.sim_nvtx_push(b"backward")
+        lib.sim_nvtx_push(b"allreduce")
     host_ms = args.step_ms
     if args.jitter_ms > 0:
         host_ms += rng.uniform(0.0, args.jitter_ms)
@@ -164,14 +186,35 @@ def train_step(lib, args, rank, step, apis, rng):
               "sim_collective")
     else:
         check(lib, lib.sim_collective(kind, args.bytes), "sim_collective")
+    if args.nvtx:
+        lib.sim_nvtx_pop()
+        lib.sim_nvtx_pop()
+        lib.sim_nvtx_domain_push(b"NCCL", b"ncclAllReduce")
+    for i in range(args.nvtx_names):
+        lib.sim_nvtx_push(b"layer_%d" % i)
+        lib.sim_nvtx_pop()
     if args.second_comm_bytes > 0:
         check(lib, lib.sim_split_allreduce(1, args.second_comm_bytes), "sim_split_allreduce")
     check(lib, lib.sim_sync(), "sim_sync")
 
 
-def probes_installed():
-    """Whether xpu-timer's DataLoader probe is on SimLoaderIter (the last
-    thing its probe script installs)."""
+# register_step_hook: the stand-in for torch.optim.optimizer's
+# register_optimizer_step_post_hook (same contract: hook(optimizer, args, kwargs)
+# after every optimizer step).
+STEP_HOOKS = []
+
+
+def register_step_hook(hook):
+    STEP_HOOKS.append(hook)
+
+
+def probes_installed(args):
+    """Whether xpu-timer's probes asked for are in: the optimizer hook, and
+    the DataLoader probe on SimLoaderIter (the last thing its script installs)."""
+    if args.optimizer_steps and not STEP_HOOKS:
+        return False
+    if args.loader_ms <= 0:
+        return True
     if sys.version_info >= (3, 12):
         return any(sys.monitoring.get_tool(t) == "xpu_timer" for t in range(6))
     return hasattr(SimLoaderIter.__dict__["__next__"], "__wrapped__")
@@ -211,16 +254,22 @@ def main(argv):
     loader = SimLoaderIter(args.loader_ms / 1000.0) if args.loader_ms > 0 else None
     if args.await_probes:
         deadline = time.monotonic() + 30
-        while not probes_installed() and time.monotonic() < deadline:
+        while not probes_installed(args) and time.monotonic() < deadline:
             time.sleep(0.01)
-        print("rank %d probes %s" % (rank, "installed" if probes_installed() else "absent"),
+        print("rank %d probes %s" % (rank, "installed" if probes_installed(args) else "absent"),
               flush=True)
     for step in range(args.steps):
         if loader is not None:
             next(loader)
         for _ in range(args.gc_per_step):
             gc.collect()
+        step_range = lib.sim_nvtx_start(b"train_step") if args.nvtx else 0
         train_step(lib, args, rank, step, apis, rng)
+        if args.nvtx:
+            lib.sim_nvtx_end(step_range)
+        if args.optimizer_steps:
+            for hook in STEP_HOOKS:
+                hook(None, (), {})
         if args.verbose:
             print("rank %d step %d done" % (rank, step), flush=True)
     if args.end_sleep_s > 0:

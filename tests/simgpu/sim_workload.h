@@ -95,9 +95,9 @@ int sim_device_malloc(long bytes, int async);
 int sim_device_free(int async);
 /* Kernel launch entry point of sim_launch_kernels. */
 enum SimLaunchApi {
-  SIM_LAUNCH_KERNEL = 0,     /* cudaLaunchKernel */
-  SIM_LAUNCH_NVCC = 1,       /* __cudaLaunchKernel: what nvcc 13 emits for kernel<<<...>>> */
-  SIM_LAUNCH_KERNEL_EXC = 2  /* cudaLaunchKernelExC */
+  SIM_LAUNCH_KERNEL = 0,    /* cudaLaunchKernel */
+  SIM_LAUNCH_NVCC = 1,      /* __cudaLaunchKernel: what nvcc 13 emits for kernel<<<...>>> */
+  SIM_LAUNCH_KERNEL_EXC = 2 /* cudaLaunchKernelExC */
 };
 /* n launches of a user kernel (XPU_TIMER_SIM_KERNEL_US each) through `api`. */
 int sim_launch_kernels(long n, int api);
@@ -108,6 +108,15 @@ int sim_copy(int kind, long bytes, int sync);
 int sim_copy_kind_from_name(const char* name);
 /* cudaDeviceSynchronize. */
 int sim_device_sync(void);
+
+/* NVTX ranges, through the NVTX v3 headers (tests/simgpu/workload_nvtx.cc):
+ * nvtxRangePushA / nvtxRangePop / nvtxRangeStartA / nvtxRangeEnd, and a
+ * push+pop of a registered string in a named domain (as NCCL's own ranges). */
+int sim_nvtx_push(const char* name);
+int sim_nvtx_pop(void);
+unsigned long long sim_nvtx_start(const char* name);
+void sim_nvtx_end(unsigned long long id);
+int sim_nvtx_domain_push(const char* domain, const char* name);
 
 /* Name <-> enum helpers for the trainers' flags; -1 for unknown names.
  * GEMM names: gemmex stridedbatchedex sgemm hgemm sgemmstridedbatched
