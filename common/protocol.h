@@ -278,6 +278,15 @@ struct StepCounters {
   uint64_t sum_ns;
   uint64_t last_ns;  // duration of the latest step
   uint64_t hist[kHistBuckets];
+  // GPU idle time within steps (inject/step_bubbles.h): steps measured, the
+  // union of their matrix product and copy GPU time, the rest of their time,
+  // the latest measured step, and GEMMs/copies in them without a timing.
+  uint64_t measured;
+  uint64_t busy_ns;
+  uint64_t idle_ns;
+  uint64_t last_busy_ns;
+  uint64_t last_window_ns;
+  uint64_t untimed_ops;
 };
 
 // StatusPage::flags

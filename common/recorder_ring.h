@@ -71,6 +71,10 @@ constexpr uint8_t kRecGroup = 4;    // an ncclGroupStart/End block of group_size
 // are its host start and end, `seq` its name id (the names region), `peer`
 // its nesting depth (-1: a start/end range), `stream` the thread id.
 constexpr uint8_t kRecHost = 8;
+// A step (OpName::kStep) whose GPU idle time was measured
+// (inject/step_bubbles.h): `bytes` = GPU busy ns within it, `count` = GEMMs
+// and copies in it without a timing.
+constexpr uint8_t kRecMeasured = 16;
 
 // One operation. All times are CLOCK_MONOTONIC nanoseconds of the rank's host
 // (the GPU's are mapped onto it, see inject/gpu_clock.h); 0 = unknown.

@@ -41,7 +41,7 @@ static_assert(offsetof(MetricSlot, name) == 0 && offsetof(MetricSlot, dtype) == 
               offsetof(MetricSlot, hist) == 56 && offsetof(MetricSlot, untimed_count) == 248 &&
               offsetof(MetricSlot, untimed_bytes) == 256 &&
               offsetof(MetricSlot, untimed_flops) == 264);
-static_assert(sizeof(StatusPage) == 74632 + 16 + 64 * 256 + 224 && alignof(StatusPage) == 8);
+static_assert(sizeof(StatusPage) == 74632 + 16 + 64 * 256 + 272 && alignof(StatusPage) == 8);
 static_assert(sizeof(PythonCounters) == 96 &&
               offsetof(StatusPage, python) ==
                   offsetof(StatusPage, runtime) + sizeof(RuntimeCounters));
@@ -71,8 +71,8 @@ static_assert(offsetof(StatusPage, issued_total) == 72 &&
               offsetof(StatusPage, metrics) == 4856);
 static_assert(sizeof(RangeSlot) == 256 && offsetof(RangeSlot, count) == 48 &&
               offsetof(RangeSlot, hist) == 64 && kRangeNameBytes == 48 && kMaxRanges == 64);
-static_assert(sizeof(StepCounters) == 224 && offsetof(StepCounters, steps) == 8 &&
-              offsetof(StepCounters, hist) == 32);
+static_assert(sizeof(StepCounters) == 272 && offsetof(StepCounters, steps) == 8 &&
+              offsetof(StepCounters, hist) == 32 && offsetof(StepCounters, measured) == 224);
 static_assert(offsetof(StatusPage, nranges) ==
                   offsetof(StatusPage, python) + sizeof(PythonCounters) &&
               offsetof(StatusPage, ranges_dropped) == offsetof(StatusPage, nranges) + 8 &&

@@ -91,6 +91,7 @@ void Poller::run() {
     drain_queue();
     drain_ranges(now);
     if (cuda_ok_) complete_ready(now, /*honour_stop=*/true);
+    settle_steps(now);
     if (!draining_ && !state_->link.alive()) {
       switch_to_pass_through("the supervisor closed its connection");
       draining_ = true;
@@ -143,7 +144,8 @@ void Poller::drain_ranges(uint64_t now_ns) {
     if (r.is_step) {
       steps_.source = static_cast<uint32_t>(proto::StepSource::kOptimizer);
       add_step(duration, now_ns);
-      record_range(r, static_cast<uint16_t>(proto::OpName::kStep));
+      bubbles_.add_step(r.start_ns, r.end_ns,
+                        record_range(r, static_cast<uint16_t>(proto::OpName::kStep)));
       continue;
     }
     if (r.name_id >= proto::kMaxRanges) continue;  // cannot happen: ids are bounded
@@ -155,7 +157,8 @@ void Poller::drain_ranges(uint64_t now_ns) {
     record_range(r, static_cast<uint16_t>(proto::OpName::kNvtxRange));
     if (static_cast<int>(r.name_id) == step_id) {
       add_step(duration, now_ns);
-      record_range(r, static_cast<uint16_t>(proto::OpName::kStep));
+      bubbles_.add_step(r.start_ns, r.end_ns,
+                        record_range(r, static_cast<uint16_t>(proto::OpName::kStep)));
     }
   }
 }
@@ -167,9 +170,9 @@ void Poller::add_step(uint64_t duration_ns, uint64_t /*now_ns*/) {
   ++steps_.hist[proto::hist_bucket_for_ns(duration_ns)];
 }
 
-void Poller::record_range(const RangeRecord& r, uint16_t op_name) {
+uint64_t Poller::record_range(const RangeRecord& r, uint16_t op_name) {
   recorder::RingWriter& ring = state_->ring;
-  if (!ring.ok()) return;
+  if (!ring.ok()) return kNoRingPos;
   const RangeNames& names = range_names();
   if (op_name == static_cast<uint16_t>(proto::OpName::kNvtxRange)) {
     const uint32_t known = names.size();
@@ -190,7 +193,40 @@ void Poller::record_range(const RangeRecord& r, uint16_t op_name) {
   d.launch_ns = r.start_ns;
   d.gpu_start_ns = r.start_ns;
   d.gpu_end_ns = r.end_ns;
-  ring.append(d);
+  const uint64_t pos = ring.append(d);
+  if (op_name == static_cast<uint16_t>(proto::OpName::kStep)) {
+    if (step_records_.size() >= StepBubbles::kMaxPendingSteps) {
+      step_records_.erase(step_records_.begin());
+    }
+    step_records_[pos] = d;
+  }
+  return pos;
+}
+
+void Poller::settle_steps(uint64_t pass_start_ns) {
+  // No operation launched before the horizon is unaccounted: those in
+  // flight are FIFO heads or behind one launched earlier, and one launched
+  // before the previous pass began was in the queue that this pass drained.
+  uint64_t horizon = prev_pass_ns_;
+  prev_pass_ns_ = pass_start_ns;
+  for (const auto& [key, fifo] : fifos_) {
+    if (!fifo.empty()) horizon = std::min(horizon, fifo.front().rec.launch_ns);
+  }
+  bubbles_.settle(horizon, [this](const StepBubbles::Measured& m) {
+    ++steps_.measured;
+    steps_.busy_ns += m.busy_ns;
+    steps_.idle_ns += m.window_ns - m.busy_ns;
+    steps_.last_busy_ns = m.busy_ns;
+    steps_.last_window_ns = m.window_ns;
+    steps_.untimed_ops += m.untimed;
+    auto it = step_records_.find(m.token);
+    if (it == step_records_.end()) return;
+    it->second.flags |= recorder::kRecMeasured;
+    it->second.bytes = m.busy_ns;
+    it->second.count = m.untimed;
+    state_->ring.update(m.token, it->second);
+    step_records_.erase(it);
+  });
 }
 
 void Poller::complete_ready(uint64_t now_ns, bool honour_stop) {
@@ -306,6 +342,15 @@ void Poller::finish(const Pending& p, uint64_t duration_ns, Outcome outcome, uin
     if (!added && metrics_lost_++ == 0) {
       XPU_TIMER_LOG_WARN("more than %d metric keys: further new keys are not aggregated",
                          proto::kMaxMetrics);
+    }
+  }
+  // Step GPU idle time: matrix products and copies are the busy GPU.
+  const auto op_kind = static_cast<proto::OpKind>(r.kind);
+  if (op_kind == proto::OpKind::kGemm || op_kind == proto::OpKind::kMemcpy) {
+    if (timed && p.gpu_start_ns != 0) {
+      bubbles_.add_busy(p.gpu_start_ns, p.gpu_end_ns);
+    } else if (outcome == Outcome::kCounted) {
+      bubbles_.add_untimed(r.launch_ns);
     }
   }
   if (r.flags & OpRecord::kHasPair) return_pair(r);

@@ -29,10 +29,12 @@
 #include <vector>
 
 #include "common/protocol.h"
+#include "common/recorder_ring.h"
 #include "inject/gpu_clock.h"
 #include "inject/metrics_table.h"
 #include "inject/nvtx_ranges.h"
 #include "inject/op_record.h"
+#include "inject/step_bubbles.h"
 
 namespace xpu_timer::inject {
 
@@ -67,7 +69,11 @@ class Poller {
   // NVTX ranges and steps: into the page's tables and the flight recorder.
   void drain_ranges(uint64_t now_ns);
   void add_step(uint64_t duration_ns, uint64_t now_ns);
-  void record_range(const RangeRecord& r, uint16_t op_name);
+  // Appends the flight-recorder record of a range or step; its position
+  // (kNoRingPos without a recorder).
+  uint64_t record_range(const RangeRecord& r, uint16_t op_name);
+  // Measures the steps whose operations are all accounted (step_bubbles.h).
+  void settle_steps(uint64_t pass_start_ns);
   void complete_ready(uint64_t now_ns, bool honour_stop);
   // False when a CUDA error of ours ended timing.
   bool process_head(Pending& p, uint64_t now_ns, bool* done);
@@ -111,6 +117,9 @@ class Poller {
   bool range_dirty_[proto::kMaxRanges] = {};
   uint32_t ring_names_ = 0;  // names written to the flight recorder
   proto::StepCounters steps_{};
+  StepBubbles bubbles_;
+  std::map<uint64_t, recorder::RecordData> step_records_;  // by ring position, until measured
+  uint64_t prev_pass_ns_ = 0;
   uint64_t metrics_lost_ = 0;
 };
 

@@ -92,6 +92,17 @@ constexpr FamilyInfo kFamilies[] = {
      "Duration of the rank's training steps: each XPU_TIMER_STEP_RANGE range (source=\"nvtx\"), "
      "else the time between two optimizer steps (source=\"optimizer\")."},
     {"xpu_timer_step_last_seconds", "gauge", "Duration of the rank's latest training step."},
+    {"xpu_timer_step_gpu_busy_seconds_total", "counter",
+     "GPU time of matrix products and copies within the rank's measured steps (their union)."},
+    {"xpu_timer_step_gpu_idle_seconds_total", "counter",
+     "The rest of those steps: the GPU waited (pipeline bubble, transfers, collectives) or ran "
+     "kernels xpu-timer does not time."},
+    {"xpu_timer_step_bubble_ratio", "gauge",
+     "GPU idle fraction of the latest measured step (an upper bound: untimed kernels count as "
+     "idle)."},
+    {"xpu_timer_step_untimed_operations_total", "counter",
+     "Matrix products and copies within measured steps that were sampled out of timing; not 0: "
+     "the idle time is overstated (set XPU_TIMER_SAMPLE_PER_SEC=0)."},
 };
 
 const char* step_source_str(uint32_t source) {
@@ -347,10 +358,25 @@ void MetricsWriter::add_rank(const RankMetricsInput& in) {
     append_label(&step_labels, "source", step_source_str(p->steps.source));
     append_histogram(&body_[kStepLatency], kFamilies[kStepLatency].name, step_labels, p->steps.hist,
                      p->steps.sum_ns);
-    std::string& out = body_[kStepLast];
-    append_sample_prefix(&out, kFamilies[kStepLast].name, "", labels);
-    append_ns_as_seconds(&out, p->steps.last_ns);
-    out.push_back('\n');
+    auto seconds = [&](Family f, uint64_t ns) {
+      std::string& out = body_[f];
+      append_sample_prefix(&out, kFamilies[f].name, "", labels);
+      append_ns_as_seconds(&out, ns);
+      out.push_back('\n');
+    };
+    seconds(kStepLast, p->steps.last_ns);
+    if (p->steps.measured > 0) {
+      seconds(kStepGpuBusy, p->steps.busy_ns);
+      seconds(kStepGpuIdle, p->steps.idle_ns);
+      gauge(kStepUntimed, p->steps.untimed_ops);
+      if (p->steps.last_window_ns > 0 && p->steps.last_busy_ns <= p->steps.last_window_ns) {
+        std::string& out = body_[kStepBubble];
+        append_sample_prefix(&out, kFamilies[kStepBubble].name, "", labels);
+        append_shortest(&out, 1.0 - static_cast<double>(p->steps.last_busy_ns) /
+                                        static_cast<double>(p->steps.last_window_ns));
+        out.push_back('\n');
+      }
+    }
   }
 
   // StatusSnapshot validated nmetrics; the renderer stays safe on any page.

@@ -99,6 +99,10 @@ class MetricsWriter {
     kRangesDropped,
     kStepLatency,
     kStepLast,
+    kStepGpuBusy,
+    kStepGpuIdle,
+    kStepBubble,
+    kStepUntimed,
     kFamilyCount
   };
   // One text buffer per family; reusing them across scrapes keeps their

@@ -392,6 +392,21 @@ TEST(MetricsExporter, NvtxRangesAndStepsAsHistograms) {
   EXPECT_TRUE(has_line(text, "xpu_timer_step_seconds_count{" + st + "} 2"));
   EXPECT_TRUE(has_line(text, "xpu_timer_step_seconds_sum{" + st + "} 2.500000000"));
   EXPECT_TRUE(has_line(text, "xpu_timer_step_last_seconds{" + l + "} 1.200000000"));
+  // No step measured yet: no GPU idle series.
+  EXPECT_EQ(text.find("xpu_timer_step_bubble_ratio{"), std::string::npos);
+  page->steps.measured = 2;
+  page->steps.busy_ns = 1500000000;
+  page->steps.idle_ns = 1000000000;
+  page->steps.last_busy_ns = 900000000;
+  page->steps.last_window_ns = 1200000000;
+  page->steps.untimed_ops = 3;
+  MetricsWriter w3(config(), nullptr, kNow);
+  w3.add_rank(in);
+  const std::string measured = w3.finish(false);
+  EXPECT_TRUE(has_line(measured, "xpu_timer_step_gpu_busy_seconds_total{" + l + "} 1.500000000"));
+  EXPECT_TRUE(has_line(measured, "xpu_timer_step_gpu_idle_seconds_total{" + l + "} 1.000000000"));
+  EXPECT_TRUE(has_line(measured, "xpu_timer_step_bubble_ratio{" + l + "} 0.25")) << measured;
+  EXPECT_TRUE(has_line(measured, "xpu_timer_step_untimed_operations_total{" + l + "} 3"));
 
   // A page without NVTX or steps: none of these families.
   auto bare = std::make_unique<proto::StatusPage>();

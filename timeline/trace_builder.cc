@@ -98,6 +98,12 @@ json slice_args(const TraceContext& ctx, const Slice& s) {
       if (r.peer >= 0) a["depth"] = r.peer;
     }
     a["duration_ms"] = static_cast<double>(s.span()) / 1e6;
+    if ((r.flags & recorder::kRecMeasured) != 0 && s.span() > 0 && r.bytes <= s.span()) {
+      // GPU idle within the step (inject/step_bubbles.h): an upper bound.
+      a["gpu_busy_ms"] = static_cast<double>(r.bytes) / 1e6;
+      a["gpu_idle_ratio"] = 1.0 - static_cast<double>(r.bytes) / static_cast<double>(s.span());
+      a["untimed_ops"] = r.count;
+    }
     a["op_id"] = r.op_id;
     return a;
   }
@@ -312,6 +318,14 @@ TraceSummary write_trace(const LoadedDumps& dumps, const TraceOptions& options, 
                 {"args", slice_args(ctx, *s)}};
       if (s->place == Place::kPending) e["cname"] = no_hang_said ? "bad" : "terrible";
       if (s->record->state == static_cast<uint8_t>(OpState::kFailed)) e["cname"] = "bad";
+      if (e["args"].contains("gpu_idle_ratio")) {
+        // A counter track per rank: the step's GPU idle percentage.
+        sink->add(json{{"name", "GPU idle % per step"},
+                       {"ph", "C"},
+                       {"pid", ctx.pid(s->rank_index)},
+                       {"ts", ctx.us(s->start)},
+                       {"args", {{"idle", 100.0 * e["args"]["gpu_idle_ratio"].get<double>()}}}});
+      }
       sink->add(e);
     }
   }

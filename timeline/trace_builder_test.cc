@@ -402,6 +402,9 @@ TEST(Trace, RangesAndStepsAreNamedSlicesOnHostTracks) {
   range(proto::OpName::kNvtxRange, 1, 0, 42, 0, 50);   // forward
   range(proto::OpName::kNvtxRange, 7, -1, 43, 5, 60);  // start/end, id beyond the names
   range(proto::OpName::kStep, 0, 0, 42, 0, 100);
+  s.records.back().flags |= recorder::kRecMeasured;  // GPU busy 75 us of its 100
+  s.records.back().bytes = 75 * us;
+  s.records.back().count = 2;
   std::string error;
   ASSERT_TRUE(recorder::write_ring_image(dir.path() + "/00000-00001.timeline", s, &error)) << error;
   std::vector<std::string> warnings;
@@ -426,6 +429,13 @@ TEST(Trace, RangesAndStepsAreNamedSlicesOnHostTracks) {
   EXPECT_EQ(by_name["attention"]["args"]["nvtx"], "push/pop");
   EXPECT_EQ(by_name["range #7"]["args"]["nvtx"], "start/end");
   EXPECT_DOUBLE_EQ(by_name["step"]["dur"].get<double>(), 100.0);
+  EXPECT_DOUBLE_EQ(by_name["step"]["args"]["gpu_idle_ratio"].get<double>(), 0.25);
+  EXPECT_EQ(by_name["step"]["args"]["untimed_ops"], 2);
+  EXPECT_FALSE(by_name["forward"]["args"].contains("gpu_idle_ratio"));
+  const std::vector<json> counters = events_with(trace, "C");
+  ASSERT_EQ(counters.size(), 1u);
+  EXPECT_EQ(counters[0]["name"], "GPU idle % per step");
+  EXPECT_DOUBLE_EQ(counters[0]["args"]["idle"].get<double>(), 25.0);
 }
 
 }  // namespace

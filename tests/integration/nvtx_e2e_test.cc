@@ -5,6 +5,7 @@
 // timeline dump, the steps as a step-time histogram.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <sstream>
 #include <string>
@@ -63,7 +64,7 @@ TEST(NvtxE2E, RangesAndAStepRangeAreCountedExactlyAndDrawnInTheTimeline) {
       sim_job(2, true,
               {"--steps", std::to_string(kSteps), "--gemms-per-step", "2", "--bytes", "4096",
                "--nvtx", "--nvtx-names", std::to_string(kExtraNames), "--end-sleep-s", "60"}),
-      {"XPU_TIMER_STEP_RANGE=train_step"});
+      {"XPU_TIMER_STEP_RANGE=train_step", "XPU_TIMER_SAMPLE_PER_SEC=0"});
   ASSERT_GT(job.port(), 0) << job.log();
   const std::string text = metrics_after_steps(job, kSteps);
   // Names: "(other)" (id 0), train_step (interned first), then in order of
@@ -92,6 +93,33 @@ TEST(NvtxE2E, RangesAndAStepRangeAreCountedExactlyAndDrawnInTheTimeline) {
     EXPECT_EQ(value_of(text, "xpu_timer_step_seconds_sum", r),
               value_of(text, sum, r, range_label("train_step")));
     EXPECT_GT(value_of(text, "xpu_timer_step_last_seconds", r), 0);
+  }
+
+  // Every GEMM is timed (sample rate 0): each step's GPU busy and idle time
+  // is measured once its operations are all accounted, and they add up to
+  // the step's duration.
+  std::string settled;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const auto reply = http_get(job.port(), "/metrics");
+        if (!reply.has_value() || reply->status != 200) return false;
+        settled = reply->body;
+        for (int r = 0; r < 2; ++r) {
+          const double busy = value_of(settled, "xpu_timer_step_gpu_busy_seconds_total", r);
+          const double idle = value_of(settled, "xpu_timer_step_gpu_idle_seconds_total", r);
+          const double steps = value_of(settled, "xpu_timer_step_seconds_sum", r);
+          if (busy < 0 || std::abs(busy + idle - steps) > 1e-8) return false;
+        }
+        return true;
+      },
+      std::chrono::seconds(30)))
+      << settled;
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_GT(value_of(settled, "xpu_timer_step_gpu_busy_seconds_total", r), 0);
+    EXPECT_EQ(value_of(settled, "xpu_timer_step_untimed_operations_total", r), 0);
+    const double ratio = value_of(settled, "xpu_timer_step_bubble_ratio", r);
+    EXPECT_GE(ratio, 0);
+    EXPECT_LT(ratio, 1);
   }
 
   // The timeline dump draws them, named, on host tracks of their own.
