@@ -18,6 +18,17 @@ int hist_bucket_for_ns(uint64_t ns) {
   return kHistBuckets - 1;
 }
 
+size_t clean_name_field(char* name, size_t bytes) {
+  const void* nul = std::memchr(name, '\0', bytes);
+  const size_t n = nul != nullptr ? static_cast<size_t>(static_cast<const char*>(nul) - name) : 0;
+  for (size_t j = 0; j < n; ++j) {
+    const auto c = static_cast<unsigned char>(name[j]);
+    if (c < 0x20 || c >= 0x7f) name[j] = '?';
+  }
+  std::memset(name + n, 0, bytes - n);
+  return n;
+}
+
 const char* op_name_str(OpName name) {
   switch (name) {
     case OpName::kUnknown:

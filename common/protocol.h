@@ -84,6 +84,12 @@ enum class OpName : uint16_t {
   kStep = 97,       // one training iteration (docs/architecture.md "NVTX ranges and steps")
 };
 
+// A fixed-size name field written by another process (a communicator or
+// range name), made safe to print in place: without a NUL in its `bytes` it
+// is "" (unknown), bytes a writer should not have put there become '?', and
+// the bytes after the NUL are zeroed. Returns the name's length.
+size_t clean_name_field(char* name, size_t bytes);
+
 // Name as shown to users ("AllReduce", "GemmEx", ...). Never null.
 const char* op_name_str(OpName name);
 OpKind op_kind_of(OpName name);

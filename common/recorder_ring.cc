@@ -83,22 +83,14 @@ std::string check_header(const HeaderCopy& c, size_t bytes) {
   return {};
 }
 
-// The names region of a checked image into out->names, cleaned (a name with
-// no NUL is "", unprintable bytes are '?'). The caller guards against SIGBUS.
-void collect_names(const HeaderCopy& h, const char* image, RingSnapshot* out) {
-  if (h.version < 2) return;
-  const uint64_t n = h.names < kRingNames ? h.names : kRingNames;
-  const char* region = image + ring_records_bytes(h.capacity);
+// The names region (`count` entries, at most kRingNames) into out->names,
+// cleaned as the status page's names are (proto::clean_name_field).
+void collect_names(const char* region, uint64_t count, RingSnapshot* out) {
+  const uint64_t n = count < kRingNames ? count : kRingNames;
   for (uint64_t i = 0; i < n; ++i) {
     char name[kRingNameBytes];
     std::memcpy(name, region + i * kRingNameBytes, kRingNameBytes);
-    const void* nul = std::memchr(name, '\0', kRingNameBytes);
-    std::string& dst = out->names.emplace_back();
-    if (nul == nullptr) continue;
-    dst.assign(name, static_cast<size_t>(static_cast<const char*>(nul) - name));
-    for (char& c : dst) {
-      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
-    }
+    out->names.emplace_back(name, proto::clean_name_field(name, kRingNameBytes));
   }
 }
 
@@ -351,12 +343,7 @@ bool RingReader::read(RingSnapshot* out, std::string* error, uint64_t from) cons
     out->records.clear();
     return false;
   }
-  // The private copy of the names region, laid out as in an image.
-  HeaderCopy local = seen;
-  local.capacity = 0;
-  std::vector<char> image(ring_records_bytes(0) + names.size());
-  std::memcpy(image.data() + ring_records_bytes(0), names.data(), names.size());
-  collect_names(local, image.data(), out);
+  if (seen.version >= 2) collect_names(names.data(), seen.names, out);
   return true;
 }
 
@@ -387,7 +374,10 @@ bool RingReader::read_image(const void* image, size_t bytes, RingSnapshot* out,
           reinterpret_cast<const Record*>(reinterpret_cast<const char*>(aligned.data()) +
                                           sizeof(RingHeader)),
           out);
-  collect_names(c, reinterpret_cast<const char*>(aligned.data()), out);
+  if (c.version >= 2) {
+    collect_names(reinterpret_cast<const char*>(aligned.data()) + ring_records_bytes(c.capacity),
+                  c.names, out);
+  }
   return true;
 }
 

@@ -301,22 +301,10 @@ bool validate(const StatusPage& p, int32_t pid, int32_t rank, std::string* why) 
   return true;
 }
 
-// A fixed-size name field of the private copy, made safe to print: no NUL
-// in its bytes is "" (unknown), bytes a writer should not have put there
-// become '?', and the bytes after the NUL are zeroed.
-void clean_name(char* name, size_t bytes) {
-  const void* nul = std::memchr(name, '\0', bytes);
-  const size_t n = nul != nullptr ? static_cast<size_t>(static_cast<const char*>(nul) - name) : 0;
-  for (size_t j = 0; j < n; ++j) {
-    const auto c = static_cast<unsigned char>(name[j]);
-    if (c < 0x20 || c >= 0x7f) name[j] = '?';
-  }
-  std::memset(name + n, 0, bytes - n);
-}
-
+// Names of the private copy, made safe to print (protocol.h).
 void clean_names(StatusPage* p) {
-  for (uint32_t i = 0; i < p->ncomms; ++i) clean_name(p->comms[i].name, kCommNameBytes);
-  for (uint32_t i = 0; i < p->nranges; ++i) clean_name(p->ranges[i].name, kRangeNameBytes);
+  for (uint32_t i = 0; i < p->ncomms; ++i) clean_name_field(p->comms[i].name, kCommNameBytes);
+  for (uint32_t i = 0; i < p->nranges; ++i) clean_name_field(p->ranges[i].name, kRangeNameBytes);
 }
 
 // Seqlock reader: copy, then check that seq was even and did not move.

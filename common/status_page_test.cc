@@ -161,7 +161,7 @@ TEST_F(StatusPageFileTest, CommNamesAreReadNulTerminatedAndPrintableOrAsUnknown)
   for (uint32_t i = 0; i < 4; ++i) p->comms[i] = CommSlot{i + 1, 8, 3, 1, 1, 0, 0, {}};
   std::memcpy(p->comms[0].name, "tp_group\0junk", 13);
   std::memset(p->comms[1].name, 'x', kCommNameBytes);  // no NUL: a hostile or torn writer
-  std::memcpy(p->comms[2].name, "a\x01\xff", 4);      // bytes our writer never puts there
+  std::memcpy(p->comms[2].name, "a\x01\xff", 4);       // bytes our writer never puts there
   std::memset(p->comms[3].name, 'y', kCommNameBytes - 1);
   // Past ncomms: not read at all.
   std::memset(p->comms[4].name, 'z', kCommNameBytes);

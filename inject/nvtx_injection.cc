@@ -58,13 +58,19 @@ nvtxStringHandle_t handle_of(uint16_t id) {
 }
 const auto kIgnoredString = reinterpret_cast<nvtxStringHandle_t>(~uintptr_t{0});
 
-uint16_t intern_wide(const wchar_t* w) {
-  char buf[proto::kRangeNameBytes];
+// A wide name as printable ASCII (others '?') into `buf`, cut to size - 1.
+size_t narrow(const wchar_t* w, char* buf, size_t size) {
   size_t n = 0;
-  for (; w[n] != L'\0' && n < sizeof(buf) - 1; ++n) {
+  for (; w != nullptr && w[n] != L'\0' && n < size - 1; ++n) {
     buf[n] = (w[n] >= 0x20 && w[n] < 0x7f) ? static_cast<char>(w[n]) : '?';
   }
-  return range_names().intern(buf, n);
+  buf[n] = '\0';
+  return n;
+}
+
+uint16_t intern_wide(const wchar_t* w) {
+  char buf[proto::kRangeNameBytes];
+  return range_names().intern(buf, narrow(w, buf, sizeof(buf)));
 }
 
 uint16_t intern_ascii(const char* s) {
@@ -247,10 +253,8 @@ nvtxDomainHandle_t NVTX_API domain_create_a(const char* name) {
   return reinterpret_cast<nvtxDomainHandle_t>(new (std::nothrow) Domain{domain_listed(name)});
 }
 nvtxDomainHandle_t NVTX_API domain_create_w(const wchar_t* name) {
-  char buf[128] = {};
-  for (size_t i = 0; name != nullptr && name[i] != L'\0' && i < sizeof(buf) - 1; ++i) {
-    buf[i] = (name[i] >= 0x20 && name[i] < 0x7f) ? static_cast<char>(name[i]) : '?';
-  }
+  char buf[128];
+  narrow(name, buf, sizeof(buf));
   return reinterpret_cast<nvtxDomainHandle_t>(new (std::nothrow) Domain{domain_listed(buf)});
 }
 // A destroyed domain's handle may still be used by a late call: it is kept.

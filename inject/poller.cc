@@ -89,7 +89,7 @@ void Poller::run() {
   while (!stop_.load(std::memory_order_acquire)) {
     const uint64_t now = monotonic_ns();
     drain_queue();
-    drain_ranges(now);
+    drain_ranges();
     if (cuda_ok_) complete_ready(now, /*honour_stop=*/true);
     settle_steps(now);
     if (!draining_ && !state_->link.alive()) {
@@ -108,7 +108,7 @@ void Poller::run() {
   if (stop_.load(std::memory_order_acquire) && !draining_) {
     const uint64_t now = monotonic_ns();
     drain_queue();
-    drain_ranges(now);
+    drain_ranges();
     if (cuda_ok_) complete_ready(now, /*honour_stop=*/false);
     publish(now);
   }
@@ -135,7 +135,7 @@ void Poller::drain_queue() {
   }
 }
 
-void Poller::drain_ranges(uint64_t now_ns) {
+void Poller::drain_ranges() {
   const int step_id = step_range_id();
   if (step_id >= 0) steps_.source = static_cast<uint32_t>(proto::StepSource::kNvtxRange);
   RangeRecord r;
@@ -143,9 +143,7 @@ void Poller::drain_ranges(uint64_t now_ns) {
     const uint64_t duration = r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0;
     if (r.is_step) {
       steps_.source = static_cast<uint32_t>(proto::StepSource::kOptimizer);
-      add_step(duration, now_ns);
-      bubbles_.add_step(r.start_ns, r.end_ns,
-                        record_range(r, static_cast<uint16_t>(proto::OpName::kStep)));
+      add_step(r);
       continue;
     }
     if (r.name_id >= proto::kMaxRanges) continue;  // cannot happen: ids are bounded
@@ -156,18 +154,19 @@ void Poller::drain_ranges(uint64_t now_ns) {
     range_dirty_[r.name_id] = true;
     record_range(r, static_cast<uint16_t>(proto::OpName::kNvtxRange));
     if (static_cast<int>(r.name_id) == step_id) {
-      add_step(duration, now_ns);
-      bubbles_.add_step(r.start_ns, r.end_ns,
-                        record_range(r, static_cast<uint16_t>(proto::OpName::kStep)));
+      add_step(r);
     }
   }
 }
 
-void Poller::add_step(uint64_t duration_ns, uint64_t /*now_ns*/) {
+void Poller::add_step(const RangeRecord& r) {
+  const uint64_t duration_ns = r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0;
   ++steps_.steps;
   steps_.sum_ns += duration_ns;
   steps_.last_ns = duration_ns;
   ++steps_.hist[proto::hist_bucket_for_ns(duration_ns)];
+  bubbles_.add_step(r.start_ns, r.end_ns,
+                    record_range(r, static_cast<uint16_t>(proto::OpName::kStep)));
 }
 
 uint64_t Poller::record_range(const RangeRecord& r, uint16_t op_name) {

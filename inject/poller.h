@@ -67,8 +67,9 @@ class Poller {
   void run();
   void drain_queue();
   // NVTX ranges and steps: into the page's tables and the flight recorder.
-  void drain_ranges(uint64_t now_ns);
-  void add_step(uint64_t duration_ns, uint64_t now_ns);
+  void drain_ranges();
+  // A step: its counters, its flight-recorder record, its GPU idle window.
+  void add_step(const RangeRecord& r);
   // Appends the flight-recorder record of a range or step; its position
   // (kNoRingPos without a recorder).
   uint64_t record_range(const RangeRecord& r, uint16_t op_name);
