@@ -56,15 +56,20 @@ std::string metrics_after_steps(SupervisedJob& job, int steps) {
 }
 
 constexpr int kSteps = 12;
+// 10 ms of simulated GPU time per GEMM (8000^3 at 100 TFLOP/s): a step's busy
+// time must outweigh how far a loaded machine can shift the GPU-to-host clock
+// mapping of the simulated GPU (its stream threads run late when descheduled),
+// or a short step may see none of its GEMMs inside its window.
+constexpr const char* kLongGemm = "8000,8000,8000";
 constexpr int kExtraNames = 70;  // more than the 63 names a rank keeps
 
 TEST(NvtxE2E, RangesAndAStepRangeAreCountedExactlyAndDrawnInTheTimeline) {
-  SupervisedJob job(
-      "nvtx-ranges", {"--hang-timeout", "300"},
-      sim_job(2, true,
-              {"--steps", std::to_string(kSteps), "--gemms-per-step", "2", "--bytes", "4096",
-               "--nvtx", "--nvtx-names", std::to_string(kExtraNames), "--end-sleep-s", "60"}),
-      {"XPU_TIMER_STEP_RANGE=train_step", "XPU_TIMER_SAMPLE_PER_SEC=0"});
+  SupervisedJob job("nvtx-ranges", {"--hang-timeout", "300"},
+                    sim_job(2, true,
+                            {"--steps", std::to_string(kSteps), "--gemms-per-step", "2", "--gemm",
+                             kLongGemm, "--bytes", "4096", "--nvtx", "--nvtx-names",
+                             std::to_string(kExtraNames), "--end-sleep-s", "60"}),
+                    {"XPU_TIMER_STEP_RANGE=train_step", "XPU_TIMER_SAMPLE_PER_SEC=0"});
   ASSERT_GT(job.port(), 0) << job.log();
   const std::string text = metrics_after_steps(job, kSteps);
   // Names: "(other)" (id 0), train_step (interned first), then in order of
