@@ -77,6 +77,16 @@ const char* op_name_str(OpName name) {
       return "NvtxRange";
     case OpName::kStep:
       return "Step";
+    case OpName::kGcPause:
+      return "GcPause";
+    case OpName::kLoaderWait:
+      return "DataLoaderWait";
+    case OpName::kDeviceMalloc:
+      return "cudaMalloc";
+    case OpName::kDeviceFree:
+      return "cudaFree";
+    case OpName::kKernelLaunches:
+      return "KernelLaunches";
   }
   return "Unknown";
 }

@@ -49,8 +49,9 @@ constexpr const char* kEnvNcclProfilerPlugin = "NCCL_PROFILER_PLUGIN";
 // NVTX loads the tool this names at a module's first NVTX call (inject/nvtx_ranges.h).
 constexpr const char* kEnvNvtxInjection = "NVTX_INJECTION64_PATH";
 
-// kRange: a host-side region of the program (an NVTX range, a training step),
-// timed on the CPU; never in flight on a GPU.
+// kRange: a host-side region of the program (an NVTX range, a training step,
+// a garbage collection, a DataLoader wait, a synchronous allocation), timed on
+// the CPU; never in flight on a GPU.
 enum class OpKind : uint8_t { kNone = 0, kGemm = 1, kNccl = 2, kMemcpy = 3, kRange = 4 };
 
 // What was called. Values are part of the protocol: append only.
@@ -80,8 +81,13 @@ enum class OpName : uint16_t {
   kMemcpyOther = 67,  // host to host, or a direction the runtime could not tell us
   kMemcpyPeer = 68,   // cudaMemcpyPeer / cudaMemcpyPeerAsync: between two devices
   // host-side regions (OpKind::kRange)
-  kNvtxRange = 96,  // a push/pop or start/end range of the program's NVTX calls
-  kStep = 97,       // one training iteration (docs/architecture.md "NVTX ranges and steps")
+  kNvtxRange = 96,        // a push/pop or start/end range of the program's NVTX calls
+  kStep = 97,             // one training iteration (docs/architecture.md "NVTX ranges and steps")
+  kGcPause = 98,          // a Python garbage collection (the interpreter's threads wait)
+  kLoaderWait = 99,       // the training loop waiting in its DataLoader's __next__
+  kDeviceMalloc = 100,    // a synchronous cudaMalloc (it waits for the device)
+  kDeviceFree = 101,      // a synchronous cudaFree
+  kKernelLaunches = 102,  // kernels launched through the runtime over an interval (a sample)
 };
 
 // A fixed-size name field written by another process (a communicator or

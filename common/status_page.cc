@@ -146,6 +146,11 @@ bool known(OpName v) {
     case OpName::kMemcpyPeer:
     case OpName::kNvtxRange:
     case OpName::kStep:
+    case OpName::kGcPause:
+    case OpName::kLoaderWait:
+    case OpName::kDeviceMalloc:
+    case OpName::kDeviceFree:
+    case OpName::kKernelLaunches:
       return true;
   }
   return false;

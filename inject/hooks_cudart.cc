@@ -6,7 +6,8 @@
 //    step, one relaxed add to a per-thread shard each (inject/runtime_counters.h);
 //  - device allocations and frees (cudaMalloc, cudaMallocAsync,
 //    cudaMallocFromPoolAsync, cudaFree, cudaFreeAsync) are counted with their
-//    bytes; a free's bytes come from the allocation we saw;
+//    bytes; a free's bytes come from the allocation we saw; the synchronous
+//    ones (cudaMalloc, cudaFree) are also flight-recorder events;
 //  - copies (cudaMemcpy, cudaMemcpyAsync, cudaMemcpyPeer, cudaMemcpyPeerAsync)
 //    are operations like GEMMs (inject/timed_call.h): named by direction,
 //    their bytes counted on every call, timed when sampled, and in the flight
@@ -19,8 +20,10 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "inject/clock.h"
 #include "inject/cuda_runtime_calls.h"
 #include "inject/hook_export.h"
+#include "inject/nvtx_ranges.h"
 #include "inject/real_functions.h"
 #include "inject/runtime.h"
 #include "inject/timed_call.h"
@@ -94,8 +97,9 @@ Allocations& allocations() {
   return *a;
 }
 
-void count_malloc(RuntimeState* st, cudaError_t status, void** ptr, size_t bytes) {
-  if (st == nullptr || status != cudaSuccess || ptr == nullptr || *ptr == nullptr) return;
+// True when it was counted.
+bool count_malloc(RuntimeState* st, cudaError_t status, void** ptr, size_t bytes) {
+  if (st == nullptr || status != cudaSuccess || ptr == nullptr || *ptr == nullptr) return false;
   st->runtime_calls.mallocs.fetch_add(1, std::memory_order_relaxed);
   st->runtime_calls.malloc_bytes.fetch_add(bytes, std::memory_order_relaxed);
   try {
@@ -105,6 +109,21 @@ void count_malloc(RuntimeState* st, cudaError_t status, void** ptr, size_t bytes
   } catch (...) {  // out of memory: this free's bytes will be unknown
     st->counters.hook_errors.fetch_add(1, std::memory_order_relaxed);
   }
+  return true;
+}
+
+// A synchronous allocation or free as a flight-recorder event (host time of
+// the call: cudaMalloc and cudaFree wait for the device). The stream-ordered
+// ones are only counted: an application using them may call them for every
+// tensor, which would crowd GPU work out of the recorder.
+void record_host_call(HostEvent kind, uint64_t start_ns, uint64_t bytes) {
+  RangeRecord r{};
+  r.start_ns = start_ns;
+  r.end_ns = monotonic_ns();
+  r.tid = this_thread_id();
+  r.kind = kind;
+  r.value = bytes;
+  emit_host_event(r);
 }
 
 // Takes the allocation's size out before the real free (another thread may
@@ -139,6 +158,7 @@ cudaError_t counted_free(RealFunction<Fn>& real, void* ptr, Args... args) {
   if (st == nullptr) return fn(ptr, args...);
   bool known = false;
   const uint64_t bytes = take_allocation(ptr, &known);
+  const uint64_t start_ns = monotonic_ns();
   const cudaError_t status = fn(ptr, args...);
   if (status != cudaSuccess) {
     if (known) restore_allocation(ptr, bytes);
@@ -146,6 +166,9 @@ cudaError_t counted_free(RealFunction<Fn>& real, void* ptr, Args... args) {
   }
   st->runtime_calls.frees.fetch_add(1, std::memory_order_relaxed);
   st->runtime_calls.free_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  if constexpr (sizeof...(Args) == 0) {  // cudaFree, not cudaFreeAsync
+    record_host_call(HostEvent::kDeviceFree, start_ns, bytes);
+  }
   return status;
 }
 
@@ -259,8 +282,11 @@ XPU_TIMER_HOOK cudaError_t cudaMalloc(void** ptr, size_t bytes) {
   const auto fn = real_malloc.get();
   if (fn == nullptr) return kNoRealFunction;
   RuntimeState* st = counting_runtime();
+  const uint64_t start_ns = st != nullptr ? monotonic_ns() : 0;
   const cudaError_t status = fn(ptr, bytes);
-  count_malloc(st, status, ptr, bytes);
+  if (count_malloc(st, status, ptr, bytes)) {
+    record_host_call(HostEvent::kDeviceMalloc, start_ns, bytes);
+  }
   return status;
 }
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/protocol.h"
+#include "common/recorder_ring.h"
 #include "inject/clock.h"
 #include "inject/comm_hash.h"
 #include "inject/dtype_mapping.h"
@@ -433,6 +434,43 @@ TEST_F(InjectSimTest, RuntimeCallsAreCountedAndCopiesNamedByDirection) {
   }
   EXPECT_EQ(p->nmetrics, 8u);
   EXPECT_EQ(p->hook_errors, 0u);
+
+  // The flight recorder: the synchronous allocations and frees as events
+  // (the stream-ordered ones only counted), the launches as samples whose
+  // counts add up to every launch once the Poller sampled the last ones
+  // (at most one sampling interval after them).
+  std::string error;
+  auto ring = recorder::RingReader::attach(recorder::ring_path(sup_.dir(), 0, job->pid()),
+                                           job->pid(), 0, &error);
+  ASSERT_NE(ring, nullptr) << error;
+  recorder::RingSnapshot snap;
+  uint64_t launched = 0;
+  ASSERT_TRUE(xpu_timer::testing::wait_until(
+      [&] {
+        launched = 0;
+        if (!ring->read(&snap, &error)) return false;
+        for (const recorder::RecordData& d : snap.records) {
+          if (d.name == static_cast<uint16_t>(OpName::kKernelLaunches)) launched += d.count;
+        }
+        return launched >= 1000;
+      },
+      std::chrono::seconds(static_cast<int>(kTimeoutS))))
+      << error;
+  EXPECT_EQ(launched, 1000u);
+  std::vector<std::pair<uint16_t, uint64_t>> allocs;  // (name, bytes)
+  for (const recorder::RecordData& d : snap.records) {
+    if (d.name == static_cast<uint16_t>(OpName::kDeviceMalloc) ||
+        d.name == static_cast<uint16_t>(OpName::kDeviceFree)) {
+      EXPECT_EQ(d.kind, static_cast<uint8_t>(proto::OpKind::kRange));
+      EXPECT_LE(d.gpu_start_ns, d.gpu_end_ns);
+      allocs.emplace_back(d.name, d.bytes);
+    }
+  }
+  const std::vector<std::pair<uint16_t, uint64_t>> want_allocs = {
+      {static_cast<uint16_t>(OpName::kDeviceMalloc), kBig},
+      {static_cast<uint16_t>(OpName::kDeviceMalloc), 4096},
+      {static_cast<uint16_t>(OpName::kDeviceFree), 4096}};
+  EXPECT_EQ(allocs, want_allocs);
   job->close_stdin();
   EXPECT_EQ(job->wait_exit_code(kTimeout), 0) << job->output();
 }

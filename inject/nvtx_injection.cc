@@ -28,17 +28,8 @@ namespace {
 
 __attribute__((tls_model("initial-exec"))) thread_local uint32_t t_tid = 0;
 
-uint32_t this_tid() {
-  if (t_tid == 0) t_tid = static_cast<uint32_t>(::syscall(SYS_gettid));
-  return t_tid;
-}
-
-void emit(const RangeRecord& r) {
-  if (mode() != Mode::kActive) return;  // never starts the runtime
-  RuntimeState* st = runtime_state();
-  if (st == nullptr) return;
-  if (!st->ranges.try_push(r)) st->counters.ranges_dropped.fetch_add(1, std::memory_order_relaxed);
-}
+uint32_t this_tid() { return this_thread_id(); }
+void emit(const RangeRecord& r) { emit_host_event(r); }
 
 void count_dropped() {
   if (mode() != Mode::kActive) return;
@@ -283,6 +274,18 @@ NvtxFunctionPointer fp(F f) {
 
 }  // namespace
 
+uint32_t this_thread_id() {
+  if (t_tid == 0) t_tid = static_cast<uint32_t>(::syscall(SYS_gettid));
+  return t_tid;
+}
+
+void emit_host_event(const RangeRecord& r) {
+  if (mode() != Mode::kActive) return;  // never starts the runtime
+  RuntimeState* st = runtime_state();
+  if (st == nullptr) return;
+  if (!st->ranges.try_push(r)) st->counters.ranges_dropped.fetch_add(1, std::memory_order_relaxed);
+}
+
 RangeNames& range_names() {
   static auto* names = new RangeNames;  // never destroyed: see open_ranges()
   return *names;
@@ -348,6 +351,6 @@ XPU_TIMER_HOOK void xpu_timer_python_step() {
   r.end_ns = now;
   r.tid = this_tid();
   r.depth = 0;
-  r.is_step = 1;
+  r.kind = HostEvent::kStep;
   emit(r);
 }

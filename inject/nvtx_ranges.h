@@ -21,6 +21,11 @@
 // Cost on the user's thread: a clock read, a lock-free name lookup (a hash of
 // the name) and, at the pop, one queue push. Nothing is recorded before the
 // runtime is active, and a range call never starts the runtime.
+//
+// The same queue carries the rank's other host-side events, for the flight
+// recorder and the timeline: garbage collections and DataLoader waits (the
+// Python probes, inject/python_probes.h) and synchronous device allocations
+// and frees (inject/hooks_cudart.cc).
 #pragma once
 
 #include <cstdint>
@@ -29,21 +34,38 @@
 
 namespace xpu_timer::inject {
 
-// A finished range, or a step, from a user thread to the Poller.
+// What a RangeRecord is.
+enum class HostEvent : uint8_t {
+  kNvtxRange = 0,     // an NVTX range: name_id, depth
+  kStep = 1,          // an optimizer step (the time since the previous one)
+  kGcPause = 2,       // a garbage collection: value = objects freed, depth = generation
+  kLoaderWait = 3,    // a DataLoader __next__ that returned a batch
+  kDeviceMalloc = 4,  // a successful cudaMalloc: value = bytes
+  kDeviceFree = 5,    // a successful cudaFree of a non-null pointer: value = bytes (0: unknown)
+};
+
+// A finished range, step or other host event, from a user thread to the Poller.
 struct RangeRecord {
   uint64_t start_ns;  // CLOCK_MONOTONIC
   uint64_t end_ns;
   uint32_t tid;      // the thread that opened it
   int16_t depth;     // push/pop nesting depth (0: outermost); -1: a start/end range
-  uint16_t name_id;  // RangeNames id (steps: unused)
-  uint8_t is_step;   // 1: an optimizer step (name_id unused)
+  uint16_t name_id;  // RangeNames id (kNvtxRange only)
+  HostEvent kind;
   uint8_t reserved[7];
+  uint64_t value;  // see HostEvent
 };
 
 // Nesting deeper than this is counted as dropped, not recorded.
 constexpr int kMaxRangeDepth = 32;
 // Start/end ranges open at once; more are dropped.
 constexpr int kMaxOpenRanges = 4096;
+
+// Hands a finished event to the Poller (counted as dropped when its queue is
+// full); nothing before the runtime is active, and it never starts it.
+void emit_host_event(const RangeRecord& r);
+// The calling thread's kernel id (cached per thread).
+uint32_t this_thread_id();
 
 // The process's names (one table: the page and the ring index it).
 RangeNames& range_names();

@@ -90,6 +90,7 @@ void Poller::run() {
     const uint64_t now = monotonic_ns();
     drain_queue();
     drain_ranges();
+    sample_launches(now, /*force=*/false);
     if (cuda_ok_) complete_ready(now, /*honour_stop=*/true);
     settle_steps(now);
     if (!draining_ && !state_->link.alive()) {
@@ -109,6 +110,7 @@ void Poller::run() {
     const uint64_t now = monotonic_ns();
     drain_queue();
     drain_ranges();
+    sample_launches(now, /*force=*/true);  // the last interval, however short
     if (cuda_ok_) complete_ready(now, /*honour_stop=*/false);
     publish(now);
   }
@@ -135,18 +137,45 @@ void Poller::drain_queue() {
   }
 }
 
+namespace {
+
+// The flight-recorder name of a host event.
+proto::OpName recorded_as(HostEvent kind) {
+  switch (kind) {
+    case HostEvent::kNvtxRange:
+      return proto::OpName::kNvtxRange;
+    case HostEvent::kStep:
+      return proto::OpName::kStep;
+    case HostEvent::kGcPause:
+      return proto::OpName::kGcPause;
+    case HostEvent::kLoaderWait:
+      return proto::OpName::kLoaderWait;
+    case HostEvent::kDeviceMalloc:
+      return proto::OpName::kDeviceMalloc;
+    case HostEvent::kDeviceFree:
+      return proto::OpName::kDeviceFree;
+  }
+  return proto::OpName::kUnknown;
+}
+
+}  // namespace
+
 void Poller::drain_ranges() {
   const int step_id = step_range_id();
   if (step_id >= 0) steps_.source = static_cast<uint32_t>(proto::StepSource::kNvtxRange);
   RangeRecord r;
   for (int i = 0; i < kMaxDrainPerPass && state_->ranges.try_pop(&r); ++i) {
-    const uint64_t duration = r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0;
-    if (r.is_step) {
+    if (r.kind == HostEvent::kStep) {
       steps_.source = static_cast<uint32_t>(proto::StepSource::kOptimizer);
       add_step(r);
       continue;
     }
+    if (r.kind != HostEvent::kNvtxRange) {  // GC, DataLoader, allocations: records only
+      record_range(r, static_cast<uint16_t>(recorded_as(r.kind)));
+      continue;
+    }
     if (r.name_id >= proto::kMaxRanges) continue;  // cannot happen: ids are bounded
+    const uint64_t duration = r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0;
     proto::RangeSlot& slot = ranges_[r.name_id];
     ++slot.count;
     slot.sum_ns += duration;
@@ -157,6 +186,30 @@ void Poller::drain_ranges() {
       add_step(r);
     }
   }
+}
+
+void Poller::sample_launches(uint64_t now_ns, bool force) {
+  if (!state_->ring.ok()) return;  // no recorder: the counter is on the page anyway
+  if (launch_sample_ns_ == 0) {    // the first pass: the first interval starts
+    launch_sample_ns_ = now_ns;
+    return;
+  }
+  if (!force && now_ns - launch_sample_ns_ < kLaunchSampleNs) return;
+  // Samples add up to the counter: the first one holds what was launched
+  // before the first pass too.
+  const uint64_t launches = state_->runtime_calls.kernel_launches.sum();
+  if (launches == launches_sampled_) {
+    launch_sample_ns_ = now_ns;
+    return;
+  }
+  RangeRecord r{};
+  r.start_ns = launch_sample_ns_;
+  r.end_ns = now_ns;
+  r.depth = -1;
+  r.value = launches - launches_sampled_;
+  record_range(r, static_cast<uint16_t>(proto::OpName::kKernelLaunches));
+  launch_sample_ns_ = now_ns;
+  launches_sampled_ = launches;
 }
 
 void Poller::add_step(const RangeRecord& r) {
@@ -189,6 +242,12 @@ uint64_t Poller::record_range(const RangeRecord& r, uint16_t op_name) {
   d.peer = r.depth;
   d.stream = r.tid;
   d.seq = op_name == static_cast<uint16_t>(proto::OpName::kNvtxRange) ? r.name_id : 0;
+  // GC: objects freed; allocations: bytes; launch samples: kernels launched.
+  if (op_name == static_cast<uint16_t>(proto::OpName::kKernelLaunches)) {
+    d.count = r.value;
+  } else {
+    d.bytes = r.value;
+  }
   d.launch_ns = r.start_ns;
   d.gpu_start_ns = r.start_ns;
   d.gpu_end_ns = r.end_ns;

@@ -66,11 +66,16 @@ class Poller {
   static void* thread_main(void* self);
   void run();
   void drain_queue();
-  // NVTX ranges and steps: into the page's tables and the flight recorder.
+  // NVTX ranges, steps and the other host events (nvtx_ranges.h): into the
+  // page's tables and the flight recorder.
   void drain_ranges();
+  // Every kLaunchSampleNs: the kernels launched since the previous sample, as
+  // one flight-recorder record (a launch is too frequent to record alone).
+  void sample_launches(uint64_t now_ns, bool force);
+  static constexpr uint64_t kLaunchSampleNs = 100'000'000;
   // A step: its counters, its flight-recorder record, its GPU idle window.
   void add_step(const RangeRecord& r);
-  // Appends the flight-recorder record of a range or step; its position
+  // Appends the flight-recorder record of a host event; its position
   // (kNoRingPos without a recorder).
   uint64_t record_range(const RangeRecord& r, uint16_t op_name);
   // Measures the steps whose operations are all accounted (step_bubbles.h).
@@ -122,6 +127,8 @@ class Poller {
   std::map<uint64_t, recorder::RecordData> step_records_;  // by ring position, until measured
   uint64_t prev_pass_ns_ = 0;
   uint64_t metrics_lost_ = 0;
+  uint64_t launch_sample_ns_ = 0;  // the previous launch sample (0: none yet)
+  uint64_t launches_sampled_ = 0;
 };
 
 }  // namespace xpu_timer::inject

@@ -51,19 +51,24 @@ std::string op_label(const RecordData& r) {
     }
   } else if (proto::op_kind_of(static_cast<proto::OpName>(r.name)) == proto::OpKind::kMemcpy) {
     // "MemcpyH2D 64 MiB": a copy's size is what tells copies apart.
-    const double b = static_cast<double>(r.bytes);
-    if (r.bytes >= (1ull << 30)) {
-      std::snprintf(buf, sizeof(buf), " %.3g GiB", b / (1ull << 30));
-    } else if (r.bytes >= (1ull << 20)) {
-      std::snprintf(buf, sizeof(buf), " %.3g MiB", b / (1ull << 20));
-    } else if (r.bytes >= (1ull << 10)) {
-      std::snprintf(buf, sizeof(buf), " %.3g KiB", b / (1ull << 10));
-    } else {
-      std::snprintf(buf, sizeof(buf), " %llu B", static_cast<unsigned long long>(r.bytes));
-    }
-    s += buf;
+    s += " " + size_label(r.bytes);
   }
   return s;
+}
+
+std::string size_label(uint64_t bytes) {
+  char buf[48];
+  const double b = static_cast<double>(bytes);
+  if (bytes >= (1ull << 30)) {
+    std::snprintf(buf, sizeof(buf), "%.3g GiB", b / (1ull << 30));
+  } else if (bytes >= (1ull << 20)) {
+    std::snprintf(buf, sizeof(buf), "%.3g MiB", b / (1ull << 20));
+  } else if (bytes >= (1ull << 10)) {
+    std::snprintf(buf, sizeof(buf), "%.3g KiB", b / (1ull << 10));
+  } else {
+    std::snprintf(buf, sizeof(buf), "%llu B", static_cast<unsigned long long>(bytes));
+  }
+  return buf;
 }
 
 std::string shape_key(const RecordData& r) {

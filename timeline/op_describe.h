@@ -26,6 +26,8 @@ std::string stream_hex(uint64_t stream);
 // "AllReduce #6" (NCCL), "GemmEx 4096x4096x1024" (GEMM, " x8" for a batch),
 // "MemcpyH2D" (others).
 std::string op_label(const recorder::RecordData& r);
+// "64 MiB", "1.5 GiB", "512 B".
+std::string size_label(uint64_t bytes);
 
 // The shape part of the diff key: "m=4096 n=4096 k=1024 batch=1" for a GEMM,
 // "bytes=67108864" otherwise.

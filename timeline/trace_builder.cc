@@ -17,22 +17,56 @@ using recorder::RecordData;
 
 // Host-side tracks (records of kind kRange), keyed beside the GPU streams'
 // (device, stream) with devices no GPU has, so that they sort first.
-constexpr int32_t kStepTrack = -4;        // (kStepTrack, 0): "training steps"
-constexpr int32_t kNvtxAsyncTrack = -3;   // (kNvtxAsyncTrack, 0): start/end ranges
-constexpr int32_t kNvtxThreadTrack = -2;  // (kNvtxThreadTrack, tid): push/pop ranges
+constexpr int32_t kStepTrack = -6;        // (kStepTrack, 0): "training steps"
+constexpr int32_t kNvtxAsyncTrack = -5;   // (kNvtxAsyncTrack, 0): start/end ranges
+constexpr int32_t kNvtxThreadTrack = -4;  // (kNvtxThreadTrack, tid): push/pop ranges
+constexpr int32_t kPythonTrack = -3;      // (kPythonTrack, tid): GC pauses, DataLoader waits
+constexpr int32_t kMemoryTrack = -2;      // (kMemoryTrack, tid): cudaMalloc, cudaFree
 
 bool is_range(const RecordData& r) { return r.kind == static_cast<uint8_t>(proto::OpKind::kRange); }
+bool is_named(const RecordData& r, proto::OpName name) {
+  return r.name == static_cast<uint16_t>(name);
+}
+// A sample of the kernels launched over an interval: a counter, not a slice.
+bool is_launch_sample(const RecordData& r) {
+  return is_range(r) && is_named(r, proto::OpName::kKernelLaunches);
+}
 
 std::pair<int32_t, uint64_t> track_key(const RecordData& r) {
   if (!is_range(r)) return {r.device, r.stream};
-  if (r.name == static_cast<uint16_t>(proto::OpName::kStep)) return {kStepTrack, 0};
+  switch (static_cast<proto::OpName>(r.name)) {
+    case proto::OpName::kStep:
+      return {kStepTrack, 0};
+    case proto::OpName::kGcPause:
+    case proto::OpName::kLoaderWait:
+      return {kPythonTrack, r.stream};
+    case proto::OpName::kDeviceMalloc:
+    case proto::OpName::kDeviceFree:
+      return {kMemoryTrack, r.stream};
+    default:
+      break;
+  }
   if (r.peer < 0) return {kNvtxAsyncTrack, 0};
   return {kNvtxThreadTrack, r.stream};
 }
 
-// A range's name from its dump's names region ("range #<id>" if absent).
+// A range's name from its dump's names region ("range #<id>" if absent); the
+// other host events by what they are.
 std::string range_label(const TraceContext& ctx, size_t ri, const RecordData& r) {
-  if (r.name == static_cast<uint16_t>(proto::OpName::kStep)) return "step";
+  switch (static_cast<proto::OpName>(r.name)) {
+    case proto::OpName::kStep:
+      return "step";
+    case proto::OpName::kGcPause:
+      return "GC gen " + std::to_string(r.peer);
+    case proto::OpName::kLoaderWait:
+      return "DataLoader wait";
+    case proto::OpName::kDeviceMalloc:
+      return "cudaMalloc " + size_label(r.bytes);
+    case proto::OpName::kDeviceFree:
+      return r.bytes != 0 ? "cudaFree " + size_label(r.bytes) : "cudaFree";
+    default:
+      break;
+  }
   const std::vector<std::string>& names = ctx.dumps.ranks[ri].ring.names;
   if (r.seq < names.size() && !names[r.seq].empty()) return names[r.seq];
   return "range #" + std::to_string(r.seq);
@@ -93,9 +127,15 @@ json slice_args(const TraceContext& ctx, const Slice& s) {
   if (s.place == Place::kRange) {
     a["range"] = range_label(ctx, s.rank_index, r);
     a["thread"] = r.stream;
-    if (r.name == static_cast<uint16_t>(proto::OpName::kNvtxRange)) {
+    if (is_named(r, proto::OpName::kNvtxRange)) {
       a["nvtx"] = r.peer < 0 ? "start/end" : "push/pop";
       if (r.peer >= 0) a["depth"] = r.peer;
+    } else if (is_named(r, proto::OpName::kGcPause)) {
+      a["generation"] = r.peer;
+      a["collected"] = r.bytes;
+    } else if (is_named(r, proto::OpName::kDeviceMalloc) ||
+               is_named(r, proto::OpName::kDeviceFree)) {
+      a["bytes"] = r.bytes;
     }
     a["duration_ms"] = static_cast<double>(s.span()) / 1e6;
     if ((r.flags & recorder::kRecMeasured) != 0 && s.span() > 0 && r.bytes <= s.span()) {
@@ -188,10 +228,41 @@ json meta(const char* name, int pid, int tid, json args) {
 
 std::string track_name(int32_t device, uint64_t stream) {
   if (device == kStepTrack) return "training steps";
+  if (device == kPythonTrack)
+    return "Python thread " + std::to_string(stream) + " (GC, DataLoader)";
+  if (device == kMemoryTrack) return "cudaMalloc/cudaFree thread " + std::to_string(stream);
   if (device == kNvtxAsyncTrack) return "NVTX start/end ranges";
   if (device == kNvtxThreadTrack) return "NVTX thread " + std::to_string(stream);
   return (device >= 0 ? "GPU" + std::to_string(device) : std::string("GPU?")) + " stream " +
          stream_hex(stream);
+}
+
+// Kernels launched over an interval (the rank's samples, inject/poller.h).
+struct LaunchSample {
+  int64_t start, end;
+  uint64_t launches;
+};
+
+// A counter track per rank: kernel launches per millisecond over each
+// sample's interval, 0 between samples that do not touch (none launched).
+void append_launch_counter(const TraceContext& ctx, size_t ri, std::vector<LaunchSample>* samples,
+                           TraceSink* sink) {
+  std::sort(samples->begin(), samples->end(),
+            [](const LaunchSample& a, const LaunchSample& b) { return a.start < b.start; });
+  auto add = [&](int64_t t, double per_ms) {
+    sink->add(json{{"name", "kernel launches per ms"},
+                   {"ph", "C"},
+                   {"pid", ctx.pid(ri)},
+                   {"ts", ctx.us(t)},
+                   {"args", {{"launches", per_ms}}}});
+  };
+  for (size_t i = 0; i < samples->size(); ++i) {
+    const LaunchSample& s = (*samples)[i];
+    add(s.start,
+        static_cast<double>(s.launches) * 1e6 /
+            static_cast<double>(static_cast<uint64_t>(s.end) - static_cast<uint64_t>(s.start)));
+    if (i + 1 == samples->size() || (*samples)[i + 1].start > s.end) add(s.end, 0);
+  }
 }
 
 // Process labels from --groups, or none when the layout does not fit the job.
@@ -237,15 +308,29 @@ TraceSummary write_trace(const LoadedDumps& dumps, const TraceOptions& options, 
   // Tracks: every (device, stream) a rank's records name.
   ctx.tracks.resize(dumps.ranks.size());
   for (size_t ri = 0; ri < dumps.ranks.size(); ++ri) {
-    for (const RecordData& r : dumps.ranks[ri].ring.records) ctx.tracks[ri][track_key(r)];
+    for (const RecordData& r : dumps.ranks[ri].ring.records) {
+      if (!is_launch_sample(r)) ctx.tracks[ri][track_key(r)];
+    }
     int tid = kHostTid + 1;
     for (auto& [key, t] : ctx.tracks[ri]) t = tid++;
   }
 
   int64_t first = std::numeric_limits<int64_t>::max(), last = std::numeric_limits<int64_t>::min();
+  std::vector<std::vector<LaunchSample>> launches(dumps.ranks.size());
   for (size_t ri = 0; ri < dumps.ranks.size(); ++ri) {
     size_t unplaced = 0;
     for (const RecordData& r : dumps.ranks[ri].ring.records) {
+      if (is_launch_sample(r)) {
+        const auto rs = clock.at(ri, r.gpu_start_ns), re = clock.at(ri, r.gpu_end_ns);
+        if (!rs || !re || *rs >= *re) {
+          ++unplaced;
+          continue;
+        }
+        launches[ri].push_back(LaunchSample{*rs, *re, r.count});
+        first = std::min(first, *rs);
+        last = std::max(last, *re);
+        continue;
+      }
       Slice s;
       if (!place(ctx, ri, r, &s)) {
         ++unplaced;
@@ -329,6 +414,8 @@ TraceSummary write_trace(const LoadedDumps& dumps, const TraceOptions& options, 
       sink->add(e);
     }
   }
+  for (size_t ri = 0; ri < launches.size(); ++ri)
+    append_launch_counter(ctx, ri, &launches[ri], sink);
   const size_t flows = append_flows(ctx, sink);
   std::vector<int> extra_ranks;
   append_hang_overlays(ctx, sink, &extra_ranks);

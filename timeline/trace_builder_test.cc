@@ -376,47 +376,63 @@ TEST(Trace, OverlapsEndOnlyFailedAndUntimeableRecords) {
   EXPECT_EQ(marks[0]["tid"], kHostTid);
 }
 
+// Appends a completed host-side record (kind range) to `s`: its name, depth
+// or generation (`peer`), thread, and host start and end in microseconds
+// after the ring's creation.
+recorder::RecordData& add_host_record(recorder::RingSnapshot* s, proto::OpName name, int peer,
+                                      uint64_t tid, uint64_t start_us, uint64_t end_us) {
+  recorder::RecordData d;
+  d.name = static_cast<uint16_t>(name);
+  d.kind = static_cast<uint8_t>(proto::OpKind::kRange);
+  d.state = static_cast<uint8_t>(recorder::OpState::kCompleted);
+  d.flags = recorder::kRecHost;
+  d.device = -1;
+  d.peer = peer;
+  d.stream = tid;
+  d.launch_ns = d.gpu_start_ns = s->created_mono_ns + start_us * testing::kUs;
+  d.gpu_end_ns = s->created_mono_ns + end_us * testing::kUs;
+  d.op_id = s->records.size();
+  s->records.push_back(d);
+  return s->records.back();
+}
+
+// `s` written as rank 0's dump in `dir` and converted without warnings: its
+// slices by name and its track names.
+struct HostTrace {
+  HostTrace(const TempDir& dir, const recorder::RingSnapshot& s) {
+    std::string error;
+    EXPECT_TRUE(recorder::write_ring_image(dir.path() + "/00000-00001.timeline", s, &error))
+        << error;
+    std::vector<std::string> warnings;
+    trace = trace_of({dir.path()}, &warnings);
+    EXPECT_TRUE(warnings.empty()) << warnings[0];
+    threads = thread_names(trace);
+    for (const json& e : events_with(trace, "X")) by_name[e["name"].get<std::string>()] = e;
+  }
+  std::string track(const std::string& name) const {
+    const json& e = by_name.at(name);
+    return threads.at({e["pid"].get<int>(), e["tid"].get<int>()});
+  }
+  json trace;
+  std::map<std::pair<int, int>, std::string> threads;
+  std::map<std::string, json> by_name;
+};
+
 TEST(Trace, RangesAndStepsAreNamedSlicesOnHostTracks) {
-  using recorder::RecordData;
   TempDir dir;
   recorder::RingSnapshot s = rank0_snapshot(1);
   s.names = {"(other)", "forward", "attention"};
-  const uint64_t base = s.created_mono_ns, us = testing::kUs;
-  auto range = [&](proto::OpName name, uint64_t id, int depth, uint64_t tid, uint64_t start,
-                   uint64_t end) {
-    RecordData d;
-    d.name = static_cast<uint16_t>(name);
-    d.kind = static_cast<uint8_t>(proto::OpKind::kRange);
-    d.state = static_cast<uint8_t>(recorder::OpState::kCompleted);
-    d.flags = recorder::kRecHost;
-    d.device = -1;
-    d.peer = depth;
-    d.stream = tid;
-    d.seq = id;
-    d.launch_ns = d.gpu_start_ns = base + start * us;
-    d.gpu_end_ns = base + end * us;
-    d.op_id = s.records.size();
-    s.records.push_back(d);
-  };
-  range(proto::OpName::kNvtxRange, 2, 1, 42, 10, 20);  // attention, inside forward
-  range(proto::OpName::kNvtxRange, 1, 0, 42, 0, 50);   // forward
-  range(proto::OpName::kNvtxRange, 7, -1, 43, 5, 60);  // start/end, id beyond the names
-  range(proto::OpName::kStep, 0, 0, 42, 0, 100);
-  s.records.back().flags |= recorder::kRecMeasured;  // GPU busy 75 us of its 100
-  s.records.back().bytes = 75 * us;
-  s.records.back().count = 2;
-  std::string error;
-  ASSERT_TRUE(recorder::write_ring_image(dir.path() + "/00000-00001.timeline", s, &error)) << error;
-  std::vector<std::string> warnings;
-  const json trace = trace_of({dir.path()}, &warnings);
-  EXPECT_TRUE(warnings.empty()) << warnings[0];
-  const auto threads = thread_names(trace);
-  std::map<std::string, json> by_name;
-  for (const json& e : events_with(trace, "X")) by_name[e["name"].get<std::string>()] = e;
-  ASSERT_EQ(by_name.size(), 4u) << trace.dump(1);
-  const auto track = [&](const std::string& name) {
-    return threads.at({by_name[name]["pid"].get<int>(), by_name[name]["tid"].get<int>()});
-  };
+  add_host_record(&s, proto::OpName::kNvtxRange, 1, 42, 10, 20).seq = 2;  // attention, in forward
+  add_host_record(&s, proto::OpName::kNvtxRange, 0, 42, 0, 50).seq = 1;   // forward
+  add_host_record(&s, proto::OpName::kNvtxRange, -1, 43, 5, 60).seq = 7;  // start/end, no name
+  recorder::RecordData& step = add_host_record(&s, proto::OpName::kStep, 0, 42, 0, 100);
+  step.flags |= recorder::kRecMeasured;  // GPU busy 75 us of its 100
+  step.bytes = 75 * testing::kUs;
+  step.count = 2;
+  HostTrace t(dir, s);
+  ASSERT_EQ(t.by_name.size(), 4u) << t.trace.dump(1);
+  auto& by_name = t.by_name;
+  const auto track = [&](const std::string& name) { return t.track(name); };
   EXPECT_EQ(track("forward"), "NVTX thread 42");
   EXPECT_EQ(track("attention"), "NVTX thread 42");
   EXPECT_EQ(track("range #7"), "NVTX start/end ranges");
@@ -432,10 +448,59 @@ TEST(Trace, RangesAndStepsAreNamedSlicesOnHostTracks) {
   EXPECT_DOUBLE_EQ(by_name["step"]["args"]["gpu_idle_ratio"].get<double>(), 0.25);
   EXPECT_EQ(by_name["step"]["args"]["untimed_ops"], 2);
   EXPECT_FALSE(by_name["forward"]["args"].contains("gpu_idle_ratio"));
-  const std::vector<json> counters = events_with(trace, "C");
+  const std::vector<json> counters = events_with(t.trace, "C");
   ASSERT_EQ(counters.size(), 1u);
   EXPECT_EQ(counters[0]["name"], "GPU idle % per step");
   EXPECT_DOUBLE_EQ(counters[0]["args"]["idle"].get<double>(), 25.0);
+}
+
+// GC pauses, DataLoader waits and synchronous allocations are slices on
+// per-thread host tracks; kernel-launch samples are a counter of launches
+// per millisecond whose integral over time is the number launched.
+TEST(Trace, HostEventsAreSlicesAndLaunchSamplesACounter) {
+  TempDir dir;
+  recorder::RingSnapshot s = rank0_snapshot(1);
+  add_host_record(&s, proto::OpName::kGcPause, 2, 42, 0, 30).bytes = 1234;  // objects freed
+  add_host_record(&s, proto::OpName::kLoaderWait, 0, 42, 40, 90);
+  add_host_record(&s, proto::OpName::kDeviceMalloc, 0, 43, 100, 110).bytes = 64ull << 20;
+  add_host_record(&s, proto::OpName::kDeviceFree, 0, 43, 120, 121);                  // size unknown
+  add_host_record(&s, proto::OpName::kKernelLaunches, -1, 0, 0, 100).count = 500;    // 5 per us
+  add_host_record(&s, proto::OpName::kKernelLaunches, -1, 0, 100, 200).count = 100;  // adjacent
+  add_host_record(&s, proto::OpName::kKernelLaunches, -1, 0, 300, 400).count = 200;  // after a gap
+  HostTrace t(dir, s);
+  ASSERT_EQ(t.by_name.size(), 4u) << t.trace.dump(1);
+  auto& by_name = t.by_name;
+  const auto& threads = t.threads;
+  const json& trace = t.trace;
+  const auto track = [&](const std::string& name) { return t.track(name); };
+  EXPECT_EQ(track("GC gen 2"), "Python thread 42 (GC, DataLoader)");
+  EXPECT_EQ(track("DataLoader wait"), "Python thread 42 (GC, DataLoader)");
+  EXPECT_EQ(track("cudaMalloc 64 MiB"), "cudaMalloc/cudaFree thread 43");
+  EXPECT_EQ(track("cudaFree"), "cudaMalloc/cudaFree thread 43");
+  EXPECT_EQ(by_name["GC gen 2"]["args"]["collected"], 1234);
+  EXPECT_EQ(by_name["GC gen 2"]["args"]["generation"], 2);
+  EXPECT_DOUBLE_EQ(by_name["GC gen 2"]["dur"].get<double>(), 30.0);
+  EXPECT_DOUBLE_EQ(by_name["DataLoader wait"]["dur"].get<double>(), 50.0);
+  EXPECT_EQ(by_name["cudaMalloc 64 MiB"]["args"]["bytes"], 64ull << 20);
+  // No track for the samples: they are not slices.
+  std::set<std::string> track_names;
+  for (const auto& [key, name] : threads) track_names.insert(name);
+  EXPECT_EQ(track_names,
+            (std::set<std::string>{"host (launches)", "Python thread 42 (GC, DataLoader)",
+                                   "cudaMalloc/cudaFree thread 43"}));
+  std::vector<std::pair<double, double>> counter;  // (ts us, launches per ms)
+  for (const json& e : events_with(trace, "C")) {
+    ASSERT_EQ(e["name"], "kernel launches per ms");
+    counter.emplace_back(e["ts"].get<double>(), e["args"]["launches"].get<double>());
+  }
+  const std::vector<std::pair<double, double>> want = {
+      {0, 5000}, {100, 1000}, {200, 0}, {300, 2000}, {400, 0}};
+  EXPECT_EQ(counter, want);
+  double launched = 0;  // the counter's integral: launches per ms x ms
+  for (size_t i = 0; i + 1 < counter.size(); ++i) {
+    launched += counter[i].second * (counter[i + 1].first - counter[i].first) / 1000.0;
+  }
+  EXPECT_DOUBLE_EQ(launched, 800.0);
 }
 
 }  // namespace

@@ -1,12 +1,11 @@
 // End to end: the counts, bytes and FLOPs that /metrics reports for each rank
 // are exactly what a known simulated job did.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <map>
 #include <regex>
 #include <sstream>
-
-#include <unistd.h>
 
 #include "tests/integration/supervisor_fixture.h"
 
@@ -15,7 +14,7 @@ namespace {
 
 // Sums of one metric family per (rank, op) from the Prometheus text.
 std::map<std::pair<std::string, std::string>, double> sum_by_rank_op(const std::string& text,
-                                                                    const std::string& family) {
+                                                                     const std::string& family) {
   std::map<std::pair<std::string, std::string>, double> out;
   const std::regex line_re("^" + family + R"(\{([^}]*)\} (\S+)$)");
   const std::regex rank_re(R"(rank="([^"]*)\")"), op_re(R"(op="([^"]*)\")");
@@ -39,12 +38,12 @@ TEST_P(MetricsE2E, PerRankCountsBytesAndFlopsAreExact) {
   const bool every_call_timed = GetParam() == "0";
   // 11 steps of 3 GEMMs rotating over all 7 GEMM entry points (steps 0..10;
   // rank 1 hangs at step 10 after its GEMMs), 10 completed 1 MiB all-reduces.
-  SupervisedJob job(every_call_timed ? "metrics-all" : "metrics-sampled", {"--hang-timeout", "300"},
-                    sim_job(2, false,
-                            {"--steps", "1000", "--gemm-api", "all", "--gemm", "1024,1024,1024",
-                             "--gemm-batch", "2", "--bytes", "1048576", "--hang-rank", "1",
-                             "--hang-step", "10"}),
-                    {"XPU_TIMER_SAMPLE_PER_SEC=" + GetParam()});
+  SupervisedJob job(
+      every_call_timed ? "metrics-all" : "metrics-sampled", {"--hang-timeout", "300"},
+      sim_job(2, false,
+              {"--steps", "1000", "--gemm-api", "all", "--gemm", "1024,1024,1024", "--gemm-batch",
+               "2", "--bytes", "1048576", "--hang-rank", "1", "--hang-step", "10"}),
+      {"XPU_TIMER_SAMPLE_PER_SEC=" + GetParam()});
   ASSERT_TRUE(wait_until(
       [&] {
         auto ranks = job.get_json("/ranks");
@@ -145,11 +144,25 @@ TEST_P(PythonProbesE2E, GcCollectionsAndDataLoaderWaitsAreCountedExactly) {
   if (access(py.path, X_OK) != 0) GTEST_SKIP() << py.path << " is not installed";
   constexpr int kSteps = 20, kGcPerStep = 3;
   constexpr double kLoaderMs = 10;
-  std::vector<std::string> job = {sim_launch_bin(), "--nproc", "2", "--", py.path,
-                                  sim_trainer_py(), "--steps", std::to_string(kSteps),
-                                  "--gemms-per-step", "1", "--bytes", "4096", "--gc-per-step",
-                                  std::to_string(kGcPerStep), "--loader-ms", "10",
-                                  "--await-probes", "--end-sleep-s", "60"};
+  std::vector<std::string> job = {sim_launch_bin(),
+                                  "--nproc",
+                                  "2",
+                                  "--",
+                                  py.path,
+                                  sim_trainer_py(),
+                                  "--steps",
+                                  std::to_string(kSteps),
+                                  "--gemms-per-step",
+                                  "1",
+                                  "--bytes",
+                                  "4096",
+                                  "--gc-per-step",
+                                  std::to_string(kGcPerStep),
+                                  "--loader-ms",
+                                  "10",
+                                  "--await-probes",
+                                  "--end-sleep-s",
+                                  "60"};
   SupervisedJob sup(std::string("probes-") + py.name, {"--hang-timeout", "300"}, job,
                     {"XPU_TIMER_DATALOADER_ITER=__main__:SimLoaderIter"});
   ASSERT_GT(sup.port(), 0) << sup.log();
@@ -192,6 +205,41 @@ TEST_P(PythonProbesE2E, GcCollectionsAndDataLoaderWaitsAreCountedExactly) {
     EXPECT_EQ(rank_value(text, "xpu_timer_python_gc_collections_total", r, "generation=\"1\""), 0);
     EXPECT_GT(rank_value(text, "xpu_timer_python_gc_pause_seconds_total", r, "generation=\"2\""),
               0);
+  }
+
+  // The flight recorder holds each collection and each wait: the timeline
+  // draws them on the rank's Python thread track, as many as were counted.
+  const auto reply = http_post(sup.port(), "/dump/timeline");
+  ASSERT_TRUE(reply.has_value());
+  ASSERT_EQ(reply->status, 200) << reply->body;
+  const std::string dir = nlohmann::json::parse(reply->body).at("dir").get<std::string>();
+  const auto trace = nlohmann::json::parse(read_file(dir + "/timeline.json"));
+  std::map<std::pair<int, int>, std::string> threads;  // (pid, tid) -> track name
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e.value("ph", "") == "M" && e.value("name", "") == "thread_name") {
+      threads[{e.at("pid").get<int>(), e.at("tid").get<int>()}] =
+          e.at("args").at("name").get<std::string>();
+    }
+  }
+  std::map<std::pair<int, std::string>, int> slices;  // (pid, name) -> count
+  std::map<int, double> wait_ms;                      // pid -> DataLoader wait drawn
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e.value("ph", "") != "X" || e.value("cat", "") != "range") continue;
+    const int pid = e.at("pid").get<int>();
+    const std::string name = e.at("name").get<std::string>();
+    ++slices[{pid, name}];
+    if (name == "DataLoader wait") wait_ms[pid] += e.at("dur").get<double>() / 1000.0;
+    if (name == "DataLoader wait" || name.rfind("GC gen ", 0) == 0) {
+      const std::string& track = threads[{pid, e.at("tid").get<int>()}];
+      EXPECT_EQ(track.rfind("Python thread ", 0), 0u) << track;
+    }
+  }
+  for (int pid : {1, 2}) {  // ranks 0 and 1
+    SCOPED_TRACE("pid " + std::to_string(pid));
+    EXPECT_EQ((slices[{pid, "GC gen 2"}]), kSteps * kGcPerStep);
+    EXPECT_EQ((slices[{pid, "GC gen 0"}]), 0);
+    EXPECT_EQ((slices[{pid, "DataLoader wait"}]), kSteps);
+    EXPECT_GE(wait_ms[pid], kSteps * kLoaderMs);
   }
 }
 
