@@ -113,21 +113,6 @@ INSTANTIATE_TEST_SUITE_P(Sampling, MetricsE2E, ::testing::Values("0", ""),
 namespace xpu_timer::testing {
 namespace {
 
-// One value of `family` for `rank` whose labels also contain `extra`
-// (e.g. `generation="2"`); -1 when absent.
-double rank_value(const std::string& text, const std::string& family, const std::string& rank,
-                  const std::string& extra = "") {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(family + "{", 0) != 0) continue;
-    if (line.find("rank=\"" + rank + "\"") == std::string::npos) continue;
-    if (!extra.empty() && line.find(extra) == std::string::npos) continue;
-    return std::stod(line.substr(line.rfind(' ') + 1));
-  }
-  return -1;
-}
-
 struct Interpreter {
   const char* name;
   const char* path;
@@ -181,9 +166,9 @@ TEST_P(PythonProbesE2E, GcCollectionsAndDataLoaderWaitsAreCountedExactly) {
         const auto reply = http_get(sup.port(), "/metrics");
         if (!reply.has_value() || reply->status != 200) return false;
         text = reply->body;
-        for (const char* r : {"0", "1"}) {
-          if (rank_value(text, "xpu_timer_dataloader_batches_total", r) < kSteps) return false;
-          if (rank_value(text, "xpu_timer_python_gc_collections_total", r, "generation=\"2\"") <
+        for (int r : {0, 1}) {
+          if (value_of(text, "xpu_timer_dataloader_batches_total", r) < kSteps) return false;
+          if (value_of(text, "xpu_timer_python_gc_collections_total", r, "generation=\"2\"") <
               kSteps * kGcPerStep) {
             return false;
           }
@@ -192,19 +177,18 @@ TEST_P(PythonProbesE2E, GcCollectionsAndDataLoaderWaitsAreCountedExactly) {
       },
       std::chrono::seconds(30)))
       << text << sup.log();
-  for (const char* r : {"0", "1"}) {
-    SCOPED_TRACE(std::string("rank ") + r);
-    EXPECT_EQ(rank_value(text, "xpu_timer_dataloader_batches_total", r), kSteps);
+  for (int r : {0, 1}) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    EXPECT_EQ(value_of(text, "xpu_timer_dataloader_batches_total", r), kSteps);
     // Each batch sleeps kLoaderMs: the wait is at least that (a sleep never ends early).
-    EXPECT_GE(rank_value(text, "xpu_timer_dataloader_wait_seconds_total", r),
+    EXPECT_GE(value_of(text, "xpu_timer_dataloader_wait_seconds_total", r),
               kSteps * kLoaderMs / 1000.0);
     // Automatic collection is off: only the trainer's gc.collect() calls (generation 2).
-    EXPECT_EQ(rank_value(text, "xpu_timer_python_gc_collections_total", r, "generation=\"2\""),
+    EXPECT_EQ(value_of(text, "xpu_timer_python_gc_collections_total", r, "generation=\"2\""),
               kSteps * kGcPerStep);
-    EXPECT_EQ(rank_value(text, "xpu_timer_python_gc_collections_total", r, "generation=\"0\""), 0);
-    EXPECT_EQ(rank_value(text, "xpu_timer_python_gc_collections_total", r, "generation=\"1\""), 0);
-    EXPECT_GT(rank_value(text, "xpu_timer_python_gc_pause_seconds_total", r, "generation=\"2\""),
-              0);
+    EXPECT_EQ(value_of(text, "xpu_timer_python_gc_collections_total", r, "generation=\"0\""), 0);
+    EXPECT_EQ(value_of(text, "xpu_timer_python_gc_collections_total", r, "generation=\"1\""), 0);
+    EXPECT_GT(value_of(text, "xpu_timer_python_gc_pause_seconds_total", r, "generation=\"2\""), 0);
   }
 
   // The flight recorder holds each collection and each wait: the timeline

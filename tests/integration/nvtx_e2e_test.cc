@@ -15,21 +15,6 @@
 namespace xpu_timer::testing {
 namespace {
 
-// The value of the first line of `family` for `rank` that contains `extra`.
-double value_of(const std::string& text, const std::string& family, int rank,
-                const std::string& extra = "") {
-  std::istringstream in(text);
-  std::string line;
-  const std::string rank_label = "rank=\"" + std::to_string(rank) + "\"";
-  while (std::getline(in, line)) {
-    if (line.rfind(family + "{", 0) != 0) continue;
-    if (line.find(rank_label) == std::string::npos) continue;
-    if (!extra.empty() && line.find(extra) == std::string::npos) continue;
-    return std::stod(line.substr(line.rfind(' ') + 1));
-  }
-  return -1;
-}
-
 std::string range_label(const std::string& name) { return "range=\"" + name + "\""; }
 
 // Waits for both ranks' "loop done", then for /metrics to show `steps`

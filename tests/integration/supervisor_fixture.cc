@@ -1,8 +1,9 @@
 #include "tests/integration/supervisor_fixture.h"
 
+#include <gtest/gtest.h>
 #include <signal.h>
 
-#include <gtest/gtest.h>
+#include <sstream>
 
 #include "common/protocol.h"
 
@@ -77,6 +78,20 @@ bool SupervisedJob::wait_registered(int n, std::chrono::milliseconds timeout) {
         return j.is_array() && static_cast<int>(j.size()) >= n;
       },
       timeout);
+}
+
+double value_of(const std::string& text, const std::string& family, int rank,
+                const std::string& extra) {
+  std::istringstream in(text);
+  std::string line;
+  const std::string rank_label = "rank=\"" + std::to_string(rank) + "\"";
+  while (std::getline(in, line)) {
+    if (line.rfind(family + "{", 0) != 0) continue;
+    if (line.find(rank_label) == std::string::npos) continue;
+    if (!extra.empty() && line.find(extra) == std::string::npos) continue;
+    return std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return -1;
 }
 
 }  // namespace xpu_timer::testing

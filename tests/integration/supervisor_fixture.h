@@ -2,9 +2,8 @@
 // end-to-end tests: real supervisor, real injected library, real sim ranks.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -24,6 +23,12 @@ std::string sim_lib_dir();
 std::vector<std::string> sim_job(int nproc, bool python, const std::vector<std::string>& args);
 // Environment every sim job needs (where the sim libraries are).
 std::vector<std::string> sim_env();
+
+// From Prometheus text: the value of the first sample of `family` for
+// `rank` whose labels also contain `extra` (e.g. `generation="2"`); -1 when
+// there is none.
+double value_of(const std::string& text, const std::string& family, int rank,
+                const std::string& extra = "");
 
 class SupervisedJob {
  public:

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <mutex>
 #include <new>
@@ -53,16 +54,36 @@ uint64_t run_collective(void* arg, uint64_t start_ns) {
   return end;
 }
 
-// Eager send: posting never waits for the receiver.
+// Eager send: posting never waits for the receiver. It takes its number,
+// then publishes its simulated start time under it.
 uint64_t run_send(void* arg, uint64_t start_ns) {
   auto* op = static_cast<OpArgs*>(arg);
   CommState& st = *op->state;
-  st.shm()->sent[st.rank][op->peer].fetch_add(1, std::memory_order_release);
+  const uint64_t number =
+      st.shm()->sent[st.rank][op->peer].fetch_add(1, std::memory_order_acq_rel) + 1;
+  SendTime& t = st.shm()->send_times[st.rank][op->peer][number % kSendTimes];
+  t.seq.store(0, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  t.start_ns.store(start_ns, std::memory_order_relaxed);
+  t.seq.store(number, std::memory_order_release);
   const uint64_t end = start_ns + op->duration_ns;
   sleep_until_ns(end);
   return end;
 }
 
+// Simulated start of send `number`, false once a later send overwrote it.
+bool send_start_ns(const SendTime& t, uint64_t number, uint64_t* out) {
+  const uint64_t before = t.seq.load(std::memory_order_acquire);
+  const uint64_t value = t.start_ns.load(std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (before != number || t.seq.load(std::memory_order_relaxed) != number) return false;
+  *out = value;
+  return true;
+}
+
+// The transfer starts when both sides are there, the later of the two
+// simulated start times (as a collective starts at the last arrival), so
+// the receiving stream's time does not depend on when its worker thread ran.
 uint64_t run_recv(void* arg, uint64_t start_ns) {
   auto* op = static_cast<OpArgs*>(arg);
   CommState& st = *op->state;
@@ -71,7 +92,18 @@ uint64_t run_recv(void* arg, uint64_t start_ns) {
     if (comm_gone(st)) return now_ns();
     sleep_for_ns(kPollNs);
   }
-  const uint64_t end = std::max(start_ns, now_ns()) + op->duration_ns;
+  // The send has its number; its time follows within nanoseconds, unless a
+  // later send (more than kSendTimes ahead) has taken the slot.
+  const SendTime& slot = st.shm()->send_times[op->peer][st.rank][op->seq % kSendTimes];
+  uint64_t send_ns = 0;
+  while (!send_start_ns(slot, op->seq, &send_ns)) {
+    if (slot.seq.load(std::memory_order_acquire) > op->seq || comm_gone(st)) {
+      send_ns = now_ns();
+      break;
+    }
+    sleep_for_ns(kPollNs / 100);
+  }
+  const uint64_t end = std::max(start_ns, send_ns) + op->duration_ns;
   sleep_until_ns(end);
   return end;
 }

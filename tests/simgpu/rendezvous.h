@@ -39,12 +39,24 @@ struct alignas(64) RankSlot {
   SplitEntry split[2];                  // ncclCommSplit arguments, by split seq % 2
 };
 
+// The simulated start time of one send, for the receiver: a seqlock (seq is
+// 0 while the sender rewrites it, else the send's number, counted from 1 per
+// sender and receiver).
+struct SendTime {
+  std::atomic<uint64_t> seq;
+  std::atomic<uint64_t> start_ns;
+};
+// Sends whose start times a receiver can still read: an eager sender that is
+// further ahead overwrites the oldest (the receive then falls back to now).
+constexpr int kSendTimes = 16;
+
 struct SegmentLayout {
   std::atomic<uint32_t> magic;
   std::atomic<uint32_t> nranks;
   std::atomic<uint32_t> left_count;
   RankSlot slots[kMaxRanks];
-  std::atomic<uint64_t> sent[kMaxRanks][kMaxRanks];  // sends posted, [src][dst]
+  std::atomic<uint64_t> sent[kMaxRanks][kMaxRanks];       // sends posted, [src][dst]
+  SendTime send_times[kMaxRanks][kMaxRanks][kSendTimes];  // [src][dst][number % kSendTimes]
 };
 
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shm atomics must be lock-free");

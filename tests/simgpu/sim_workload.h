@@ -68,6 +68,13 @@ int sim_capture_gemm(int m, int n, int k);
 int sim_group_allreduce(int n, long bytes);
 /* Each rank sends `bytes` to rank+1 and receives from rank-1 in one group. */
 int sim_sendrecv_ring(long bytes);
+/* One ncclSend / ncclRecv of `bytes` to / from `peer` on the communication
+ * stream, ordered like sim_collective (a pipeline stage's activations and
+ * gradients). Sends are eager; the receive's stream work completes once the
+ * matching send (the peer's next one to this rank) has started, plus its
+ * transfer time. */
+int sim_send(int peer, long bytes);
+int sim_recv(int peer, long bytes);
 /* AllReduce on a sub-communicator of the ranks with equal rank % ngroups
  * (ncclCommSplit on first use). */
 int sim_split_allreduce(int ngroups, long bytes);

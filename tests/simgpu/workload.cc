@@ -138,6 +138,24 @@ int on_comm_stream(Issue issue) {
   return 0;
 }
 
+// One directed transfer, on the communication stream between the compute
+// stream's work before and after it, as a pipeline stage sends activations.
+int point_to_point(bool send, int peer, long bytes) {
+  const char* what = send ? "sim_send" : "sim_recv";
+  if (int rc = require_init(); rc != 0) return rc;
+  if (bytes < 0) return fail(what, "negative size");
+  if (peer < 0 || peer >= g.world) return fail(what, "peer out of range");
+  const size_t count = static_cast<size_t>(bytes);
+  return on_comm_stream([&]() -> int {
+    if (send) {
+      SIM_NCCL(ncclSend(g.operands, count, ncclInt8, peer, g.comm, g.comm_stream));
+    } else {
+      SIM_NCCL(ncclRecv(g.operands, count, ncclInt8, peer, g.comm, g.comm_stream));
+    }
+    return 0;
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -373,6 +391,10 @@ int sim_sendrecv_ring(long bytes) {
     return 0;
   });
 }
+
+int sim_send(int peer, long bytes) { return point_to_point(true, peer, bytes); }
+
+int sim_recv(int peer, long bytes) { return point_to_point(false, peer, bytes); }
 
 int sim_split_allreduce(int ngroups, long bytes) {
   if (int rc = require_init(); rc != 0) return rc;
