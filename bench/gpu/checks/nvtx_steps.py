@@ -11,24 +11,19 @@ Usage: XPU_CHECK_PORT=P xpu_timer_supervisor --port P -- torchrun --nproc_per_no
 import json
 import os
 import time
-import urllib.request
+import sys
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from metrics_text import http, value  # noqa: E402
 
 PORT = int(os.environ["XPU_CHECK_PORT"])
 STEPS = 20
 
 
 def scrape():
-    with urllib.request.urlopen(f"http://127.0.0.1:{PORT}/metrics", timeout=10) as r:
-        return r.read().decode()
-
-
-def value(text, family, extra=""):
-    for line in text.splitlines():
-        if line.startswith(family + "{") and extra in line:
-            return float(line.rsplit(" ", 1)[1])
-    return None
+    return http(PORT, "/metrics")
 
 
 def main():

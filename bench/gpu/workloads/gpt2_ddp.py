@@ -24,6 +24,9 @@ def main():
     p.add_argument("--seq", type=int, default=1024)
     p.add_argument("--warmup", type=int, default=15)
     p.add_argument("--steps", type=int, default=100)
+    p.add_argument("--nvtx", action="store_true",
+                   help="annotate like Megatron: a train_step range, forward/backward/optimizer "
+                        "ranges and one range per transformer block forward")
     a = p.parse_args()
     rank, dev = common.setup()
     cfg = GPT2Config(n_layer=a.layers, n_embd=a.width, n_head=a.heads, n_positions=a.seq,
@@ -38,6 +41,33 @@ def main():
         out.loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
+
+    if a.nvtx:
+        nvtx = torch.cuda.nvtx
+        # Hooks must return None: a value would replace the block's input or output.
+        def push(module, args):
+            nvtx.range_push(module.xpu_range_name)
+
+        def pop(module, args, out):
+            nvtx.range_pop()
+
+        for i, block in enumerate(model.module.transformer.h):
+            block.xpu_range_name = "block%d" % i
+            block.register_forward_pre_hook(push)
+            block.register_forward_hook(pop)
+
+        def step():  # noqa: F811  the same step, annotated
+            with nvtx.range("train_step"):
+                nvtx.range_push("forward")
+                out = model(input_ids=idx, labels=idx)
+                nvtx.range_pop()
+                nvtx.range_push("backward")
+                out.loss.backward()
+                nvtx.range_pop()
+                nvtx.range_push("optimizer")
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+                nvtx.range_pop()
 
     times = common.run_steps(step, a.warmup, a.steps)
     common.report(rank, "gpt2_ddp", times, {"params": sum(p.numel() for p in model.parameters())})
