@@ -5,7 +5,8 @@
 set -euo pipefail
 
 pkgs=(cmake make g++ pkg-config python3 libunwind-dev libdw-dev libelf-dev libboost-dev
-      nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev prometheus)
+      nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev prometheus
+      etcd-server)  # the multi-node coordination store's tests run a real etcd
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -60,8 +60,7 @@ class Child {
         ChildOptions options = {});
   // The same on the heap, for a braced argv (make_unique cannot deduce one).
   static std::unique_ptr<Child> start(std::vector<std::string> argv,
-                                      std::vector<std::string> env = {},
-                                      ChildOptions options = {});
+                                      std::vector<std::string> env = {}, ChildOptions options = {});
   ~Child();
   Child(const Child&) = delete;
   Child& operator=(const Child&) = delete;
@@ -89,8 +88,8 @@ class Child {
 
  private:
   pid_t pid_ = -1;
-  int pidfd_ = -1;     // readable once the child has ended; -1 without pidfd_open
-  int stdin_fd_ = -1;  // write end of the child's stdin
+  int pidfd_ = -1;      // readable once the child has ended; -1 without pidfd_open
+  int stdin_fd_ = -1;   // write end of the child's stdin
   int output_fd_ = -1;  // read side of the output file
   int ready_read_fd_ = -1;
   std::string ready_buffer_;
@@ -121,7 +120,6 @@ std::string thread_states(pid_t pid);
 // True if no thread of `pid` is in a ptrace or job-control stop ('t' / 'T').
 bool no_thread_stopped(pid_t pid);
 // Waits until `pid` has threads and each one's state letter is in `allowed`.
-bool wait_threads_state(pid_t pid, const std::string& allowed,
-                        std::chrono::milliseconds timeout);
+bool wait_threads_state(pid_t pid, const std::string& allowed, std::chrono::milliseconds timeout);
 
 }  // namespace xpu_timer::testing

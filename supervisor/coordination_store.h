@@ -1,0 +1,68 @@
+// The store through which the supervisors of one job share what their ranks
+// are doing (one per node; each publishes its own ranks' progress and reads
+// the other nodes'). The cluster already runs one; etcd is the one supported
+// (etcd_store.h). Keys a client puts are bound to that client's lease: when
+// the supervisor dies, its keys disappear with the lease, so a node that is
+// gone is seen as gone.
+//
+// Every call is bounded by the store's call timeout, never throws, and on
+// failure returns false and leaves one line in error(); the store stays
+// usable and the next call tries again. Not synchronised: one owner thread,
+// which may block for up to the call timeout in each call (keep the calls off
+// the asio thread's poll loop).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace xpu_timer::supervisor {
+
+struct KeyValue {
+  std::string key;
+  std::string value;
+  int64_t mod_revision = 0;  // the store's revision of the key's last change
+};
+
+class CoordinationStore {
+ public:
+  virtual ~CoordinationStore();
+
+  // Sets `key` to `value` under this client's lease (granted on first use).
+  // The store remembers what it put: when the lease is found gone (it
+  // expired, or the store lost its data) a new one is granted and every key
+  // put and not removed is written again, in this call or keep_alive().
+  virtual bool put(const std::string& key, const std::string& value) = 0;
+  // Every key starting with `prefix` ("" for all), in key order, and the
+  // store's revision at the time of the read (`revision` may be null).
+  virtual bool get_prefix(const std::string& prefix, std::vector<KeyValue>* out,
+                          int64_t* revision) = 0;
+  // Deletes `key` (true also when it did not exist) and forgets it.
+  virtual bool remove(const std::string& key) = 0;
+  // Refreshes the lease; to be called well within its TTL (a third of it).
+  virtual bool keep_alive() = 0;
+  // Why the last failed call failed, naming the store ("etcd 10.0.0.5:2379: ...").
+  virtual const std::string& error() const = 0;
+};
+
+struct StoreEndpoint {
+  std::string host;  // a name, an IPv4 address, or an IPv6 address without brackets
+  int port = 0;
+};
+
+// Parses "etcd://HOST:PORT" (HOST a name, an IPv4 address or [IPv6]). False
+// with one line naming the URL, what is expected and what is wrong otherwise.
+bool parse_store_url(const std::string& url, StoreEndpoint* out, std::string* error);
+
+constexpr std::chrono::milliseconds kDefaultStoreCallTimeout{2000};
+
+// The store named by `url`. Only parses the URL and checks the arguments;
+// the store is first contacted by the first call. Null with one line in
+// `error` for a URL or argument that cannot work.
+std::unique_ptr<CoordinationStore> open_coordination_store(
+    const std::string& url, int lease_ttl_s, std::string* error,
+    std::chrono::milliseconds call_timeout = kDefaultStoreCallTimeout);
+
+}  // namespace xpu_timer::supervisor
