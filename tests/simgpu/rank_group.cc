@@ -63,7 +63,7 @@ bool RankGroup::spawn(int rank) {
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
-    fprintf(stderr, "%s: fork for rank %d: %s\n", kTag, rank, strerror(errno));
+    fprintf(stderr, "%s: fork for rank %d: %s\n", kTag, global_rank(rank), strerror(errno));
     return false;
   }
   if (pid == 0) {
@@ -71,19 +71,18 @@ bool RankGroup::spawn(int rank) {
     // signal mask, set torchrun's environment, exec.
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(127);
     sigprocmask(SIG_SETMASK, &original_mask_, nullptr);
-    const std::string world = std::to_string(config_.nproc);
-    const std::string r = std::to_string(rank);
-    setenv("RANK", r.c_str(), 1);
-    setenv("LOCAL_RANK", r.c_str(), 1);
-    setenv("WORLD_SIZE", world.c_str(), 1);
-    setenv("LOCAL_WORLD_SIZE", world.c_str(), 1);
-    setenv("GROUP_RANK", "0", 1);
+    setenv("RANK", std::to_string(global_rank(rank)).c_str(), 1);
+    setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
+    setenv("WORLD_SIZE", std::to_string(config_.nnodes * config_.nproc).c_str(), 1);
+    setenv("LOCAL_WORLD_SIZE", std::to_string(config_.nproc).c_str(), 1);
+    setenv("GROUP_RANK", std::to_string(config_.node_rank).c_str(), 1);
     setenv("XPU_TIMER_SIM_JOB_ID", config_.job_id.c_str(), 1);
     std::vector<char*> argv;
     for (auto& arg : config_.command) argv.push_back(const_cast<char*>(arg.c_str()));
     argv.push_back(nullptr);
     execvp(argv[0], argv.data());
-    fprintf(stderr, "%s: rank %d: exec %s: %s\n", kTag, rank, argv[0], strerror(errno));
+    fprintf(stderr, "%s: rank %d: exec %s: %s\n", kTag, global_rank(rank), argv[0],
+            strerror(errno));
     _exit(127);
   }
   ranks_[static_cast<size_t>(rank)] = Rank{pid, true};
@@ -136,12 +135,12 @@ void RankGroup::reap() {
     if (!failed_ && !terminating_) {
       failed_ = true;
       exit_code_ = code;
-      fprintf(stderr, "%s: rank %d (pid %d) %s; terminating the other ranks\n", kTag, rank, pid,
-              how.c_str());
+      fprintf(stderr, "%s: rank %d (pid %d) %s; terminating the other ranks\n", kTag,
+              global_rank(rank), pid, how.c_str());
       signal_all(SIGTERM);
       start_termination(monotonic_s());
     } else {
-      fprintf(stderr, "%s: rank %d (pid %d) %s\n", kTag, rank, pid, how.c_str());
+      fprintf(stderr, "%s: rank %d (pid %d) %s\n", kTag, global_rank(rank), pid, how.c_str());
     }
   }
 }
@@ -184,7 +183,6 @@ int RankGroup::run() {
       start_termination(monotonic_s());
     }
   }
-  remove_job_segments(config_.job_id);
   if (received_signal_ != 0) return 128 + received_signal_;
   return failed_ ? exit_code_ : 0;
 }

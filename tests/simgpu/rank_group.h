@@ -14,7 +14,9 @@
 namespace xpu_timer::simgpu {
 
 struct LaunchConfig {
-  int nproc = 1;
+  int nproc = 1;      // ranks of this launcher (LOCAL_WORLD_SIZE)
+  int nnodes = 1;     // launchers of the job (WORLD_SIZE = nnodes * nproc)
+  int node_rank = 0;  // this launcher's (GROUP_RANK; RANK = node_rank * nproc + LOCAL_RANK)
   std::string job_id;
   double grace_s = 5.0;
   std::vector<std::string> command;
@@ -25,7 +27,8 @@ class RankGroup {
   explicit RankGroup(LaunchConfig config);
   // Blocks the signals it will take synchronously; call before run().
   bool block_signals();
-  // Spawns every rank and waits for all. Returns the launcher's exit code:
+  // Spawns every rank and waits for all (the caller removes the job's
+  // segments afterwards, see launcher_nodes.h). Returns the launcher's exit code:
   // 0 if all ranks exited 0; else the first failed rank's exit code, or
   // 128+signal if it was killed by a signal; 128+signal too when the
   // launcher itself was told to stop by SIGTERM/SIGINT/SIGHUP.
@@ -36,6 +39,7 @@ class RankGroup {
     pid_t pid = -1;
     bool running = false;
   };
+  int global_rank(int local_rank) const { return config_.node_rank * config_.nproc + local_rank; }
   bool spawn(int rank);
   void reap();
   void signal_all(int sig);
@@ -53,7 +57,8 @@ class RankGroup {
   double kill_deadline_s_ = 0;
 };
 
-// Removes /dev/shm/xpu_sim_<job id>_* (the job's NCCL rendezvous segments).
+// Removes /dev/shm/xpu_sim_<job id>_* (the job's NCCL rendezvous segments,
+// and the launchers' registry of a multi-node job).
 void remove_job_segments(const std::string& job_id);
 // "SIGSEGV" for 11 and so on ("SIG<n>" when unknown).
 std::string signal_name(int sig);

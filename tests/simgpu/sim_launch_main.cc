@@ -1,5 +1,7 @@
-// xpu_timer_sim_launch --nproc N [--job-id ID] [--grace-s S] -- PROGRAM ARGS...
-// A torchrun stand-in for one node of simulated GPUs (see rank_group.h).
+// xpu_timer_sim_launch --nproc N [--nnodes K --node-rank R] [--job-id ID] [--grace-s S]
+//                      -- PROGRAM ARGS...
+// A torchrun stand-in for one node of simulated GPUs (see rank_group.h); K of
+// them with the same job id make one job of K nodes (see launcher_nodes.h).
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,9 +9,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <memory>
 #include <string>
 
 #include "common/cli_help.h"
+#include "tests/simgpu/launcher_nodes.h"
 #include "tests/simgpu/rank_group.h"
 
 namespace {
@@ -19,6 +23,10 @@ constexpr const char* kTag = "xpu_timer_sim_launch";
 constexpr xpu_timer::FlagHelp kFlags[] = {
     {"--nproc", "N", "ranks to run, 1 to 64 (also --nproc-per-node, --nproc_per_node)", "required",
      nullptr},
+    {"--nnodes", "K", "nodes of the job, one launcher each, 1 to 64; WORLD_SIZE is K * N", "1",
+     nullptr},
+    {"--node-rank", "R", "this launcher's node, 0 to K-1: GROUP_RANK (also --node_rank)", "0",
+     nullptr},
     {"--job-id", "ID", "names the job's shared memory (letters, digits, '.', '_', '-')",
      "generated", "XPU_TIMER_SIM_JOB_ID"},
     {"--grace-s", "S", "seconds from SIGTERM to SIGKILL when the ranks are stopped", "5",
@@ -26,14 +34,19 @@ constexpr xpu_timer::FlagHelp kFlags[] = {
 };
 
 const char kUsage[] =
-    "usage: xpu_timer_sim_launch --nproc N [--job-id ID] [--grace-s SECONDS] -- PROGRAM "
-    "[ARGS...]\n";
+    "usage: xpu_timer_sim_launch --nproc N [--nnodes K --node-rank R] [--job-id ID]\n"
+    "                            [--grace-s SECONDS] -- PROGRAM [ARGS...]\n";
 
 std::string help_text() {
   return std::string(kUsage) +
-         "A torchrun stand-in for one node of simulated GPUs: runs N ranks of PROGRAM with\n"
-         "RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK=0 and XPU_TIMER_SIM_JOB_ID\n"
-         "set, and exits as the first failing rank did.\n\nOptions:\n" +
+         "A torchrun stand-in for simulated GPUs: runs N ranks of PROGRAM with RANK, LOCAL_RANK,\n"
+         "WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK and XPU_TIMER_SIM_JOB_ID set, and exits as\n"
+         "the first failing rank did. Alone it is the only node (GROUP_RANK=0).\n\n"
+         "Several nodes on one machine: start K launchers, in any order, with the same --job-id\n"
+         "(required), --nproc N and --nnodes K, and --node-rank 0 to K-1. Node R runs RANK R*N to\n"
+         "R*N+N-1 of WORLD_SIZE K*N (LOCAL_WORLD_SIZE N, GROUP_RANK R), and the simulated NCCL\n"
+         "joins all K*N ranks into one job. The last launcher to finish removes the job's\n"
+         "shared memory.\n\nOptions:\n" +
          xpu_timer::format_flag_help(kFlags, sizeof(kFlags) / sizeof(kFlags[0]));
 }
 
@@ -59,6 +72,19 @@ std::string generated_job_id() {
   snprintf(buf, sizeof(buf), "sim%d-%lx", static_cast<int>(getpid()),
            static_cast<unsigned long>(ts.tv_nsec ^ (ts.tv_sec << 20)));
   return buf;
+}
+
+// A whole number lo..hi from a flag; exits with a usage error otherwise.
+int whole_number(const std::string& flag, const std::string& text, long lo, long hi,
+                 const char* what) {
+  char* end = nullptr;
+  errno = 0;
+  const long n = strtol(text.c_str(), &end, 10);
+  if (text.empty() || errno != 0 || *end != '\0' || n < lo || n > hi) {
+    usage_error(flag + ": '" + text + "' is not " + what + " (" + std::to_string(lo) + " to " +
+                std::to_string(hi) + ")");
+  }
+  return static_cast<int>(n);
 }
 
 // Seconds >= 0 from a flag or variable; exits with a usage error otherwise.
@@ -91,14 +117,11 @@ int main(int argc, char** argv) {
       ++i;
       break;
     } else if (arg == "--nproc" || arg == "--nproc-per-node" || arg == "--nproc_per_node") {
-      const std::string v = value(arg.c_str());
-      char* end = nullptr;
-      errno = 0;
-      const long n = strtol(v.c_str(), &end, 10);
-      if (v.empty() || errno != 0 || *end != '\0' || n < 1 || n > 64) {
-        usage_error(arg + ": '" + v + "' is not a number of ranks (1 to 64)");
-      }
-      config.nproc = static_cast<int>(n);
+      config.nproc = whole_number(arg, value(arg.c_str()), 1, 64, "a number of ranks");
+    } else if (arg == "--nnodes") {
+      config.nnodes = whole_number(arg, value(arg.c_str()), 1, 64, "a number of nodes");
+    } else if (arg == "--node-rank" || arg == "--node_rank") {
+      config.node_rank = whole_number(arg, value(arg.c_str()), 0, 63, "a node rank");
     } else if (arg == "--job-id") {
       config.job_id = value("--job-id");
       if (!valid_job_id(config.job_id)) {
@@ -117,6 +140,22 @@ int main(int argc, char** argv) {
   for (; i < argc; ++i) config.command.emplace_back(argv[i]);
   if (config.nproc == 0) usage_error("--nproc is required: how many ranks?");
   if (config.command.empty()) usage_error("no program to run (put it after --)");
+  const std::string shape = "--nnodes " + std::to_string(config.nnodes);
+  if (config.node_rank >= config.nnodes) {
+    usage_error("--node-rank " + std::to_string(config.node_rank) + " is not below " + shape +
+                " (node ranks are 0 to " + std::to_string(config.nnodes - 1) + ")");
+  }
+  if (config.nnodes * config.nproc > 64) {
+    usage_error(shape + " of --nproc " + std::to_string(config.nproc) + " makes " +
+                std::to_string(config.nnodes * config.nproc) +
+                " ranks; the simulated NCCL holds at most 64");
+  }
+  if (config.nnodes > 1 && config.job_id.empty()) {
+    const char* inherited = getenv("XPU_TIMER_SIM_JOB_ID");
+    if (inherited == nullptr || *inherited == '\0') {
+      usage_error(shape + " needs --job-id ID, the same for every node's launcher");
+    }
+  }
   if (config.job_id.empty()) {
     const char* inherited = getenv("XPU_TIMER_SIM_JOB_ID");
     config.job_id = inherited != nullptr && *inherited != '\0' ? inherited : generated_job_id();
@@ -127,5 +166,25 @@ int main(int argc, char** argv) {
   }
   xpu_timer::simgpu::RankGroup group(config);
   if (!group.block_signals()) return 1;
-  return group.run();
+  // One node: this launcher owns the job's segments. Several: the last
+  // launcher alive removes them (launcher_nodes.h).
+  std::unique_ptr<xpu_timer::simgpu::LauncherNodes> nodes;
+  if (config.nnodes > 1) {
+    using xpu_timer::simgpu::LauncherNodes;
+    LauncherNodes::JoinError error = LauncherNodes::JoinError::kNone;
+    std::string message;
+    nodes = LauncherNodes::join(config.job_id, config.nnodes, config.nproc, config.node_rank,
+                                &error, &message);
+    if (!nodes) {
+      fprintf(stderr, "%s: %s\n", kTag, message.c_str());
+      return error == LauncherNodes::JoinError::kConflict ? 2 : 1;
+    }
+  }
+  const int code = group.run();
+  if (nodes) {
+    nodes->leave();
+  } else {
+    xpu_timer::simgpu::remove_job_segments(config.job_id);
+  }
+  return code;
 }
