@@ -106,6 +106,7 @@ HangReport classify_snapshot(const Snapshot& snap, double timeout_s) {
     v.registered = s.registered;
     v.pid = s.pid;
     v.local_rank = s.local_rank;
+    v.node = s.node;
     v.host = s.host;
     const uint64_t beat_age_ns =
         proto::heartbeat_age_ns(snap.now_ns, s.heartbeat_ns, s.registered_ns);

@@ -51,6 +51,7 @@ struct RankVerdict {
   bool registered = false;
   pid_t pid = 0;
   int local_rank = -1;
+  int node = -1;  // torchrun's group rank; -1: unknown
   std::string host;
   // kStuck: the operation the hang clock follows (the page's oldest_inflight).
   bool has_op = false;

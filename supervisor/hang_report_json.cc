@@ -18,6 +18,7 @@ nlohmann::json hang_report_json(const HangReport& report) {
     r["rank"] = v.rank;
     r["state"] = rank_state_name(v.state);
     r["registered"] = v.registered;
+    r["node"] = v.node >= 0 ? json(v.node) : json(nullptr);
     if (v.registered) {
       r["pid"] = v.pid;
       r["local_rank"] = v.local_rank;

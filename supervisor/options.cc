@@ -2,11 +2,13 @@
 
 #include <strings.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 
 #include "common/cli_help.h"
+#include "supervisor/coordination_store.h"
 
 namespace xpu_timer::supervisor {
 namespace {
@@ -67,6 +69,12 @@ constexpr FlagHelp kFlags[] = {
      "after the job ended, seconds /metrics still answers (job_running 0) if it was scraped "
      "during the job; a signal ends the wait; 0: none",
      "30", "XPU_TIMER_METRICS_LINGER_S"},
+    {"--coordinator", "URL",
+     "etcd://HOST:PORT: share the ranks' progress with the job's other nodes and decide hangs "
+     "over the whole job; none: this node alone",
+     "none", "XPU_TIMER_COORDINATOR"},
+    {"--job-id", "ID", "names the job in the coordinator (the same on every node)",
+     "TORCHELASTIC_RUN_ID, torchrun's --rdzv-id, else default", "XPU_TIMER_JOB_ID"},
 };
 
 // Variables that set no option, listed after the options.
@@ -88,7 +96,7 @@ constexpr const char* kOtherEnv[][2] = {
 std::string usage_line() {
   return "usage: xpu_timer_supervisor [--port P] [--host H] [--hang-timeout S] [--dump-dir D] "
          "[--on-hang keep|kill] [--poll-ms MS] [--kill-grace S] [--metrics-linger S] "
-         "-- COMMAND [ARGS...]";
+         "[--coordinator etcd://HOST:PORT] [--job-id ID] -- COMMAND [ARGS...]";
 }
 
 std::string help_text() {
@@ -130,6 +138,13 @@ ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup&
       return error(std::string("XPU_TIMER_METRICS_LINGER_S must be a number of seconds 0-") +
                    std::to_string(static_cast<int>(kMaxLingerS)) + ", got '" + v + "'");
     }
+  }
+
+  if (const char* v = env("XPU_TIMER_COORDINATOR"); v != nullptr) o.coordinator = v;
+  if (const char* v = env("XPU_TIMER_JOB_ID"); v != nullptr && *v != '\0') {
+    o.job_id = v;
+  } else if (const char* run = env("TORCHELASTIC_RUN_ID"); run != nullptr && *run != '\0') {
+    o.job_id = run;
   }
 
   size_t i = 0;
@@ -195,6 +210,11 @@ ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup&
       if (!parse_seconds(value, 0.0, &o.kill_grace_s)) {
         return error("--kill-grace must be a number of seconds >= 0, got '" + value + "'");
       }
+    } else if (name == "--coordinator") {
+      o.coordinator = value;
+    } else if (name == "--job-id") {
+      if (value.empty()) return error("--job-id must not be empty");
+      o.job_id = value;
     } else if (name == "--metrics-linger") {
       if (!parse_seconds(value, 0.0, &o.metrics_linger_s) || o.metrics_linger_s > kMaxLingerS) {
         return error("--metrics-linger must be a number of seconds 0-" +
@@ -204,6 +224,28 @@ ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup&
   }
   o.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
   if (o.command.empty()) return error("no command to run (put it after --)");
+  if (o.job_id.empty()) {  // torchrun's rendezvous id names the job on every node
+    for (size_t k = 0; k < o.command.size(); ++k) {
+      const std::string& a = o.command[k];
+      for (const char* flag : {"--rdzv-id", "--rdzv_id"}) {
+        const std::string f = flag;
+        if (a == f && k + 1 < o.command.size()) o.job_id = o.command[k + 1];
+        if (a.rfind(f + "=", 0) == 0) o.job_id = a.substr(f.size() + 1);
+      }
+    }
+  }
+  if (o.job_id.empty()) o.job_id = "default";
+  if (o.coordinator == "none") o.coordinator.clear();
+  if (!o.coordinator.empty()) {
+    StoreEndpoint endpoint;
+    std::string why;
+    if (!parse_store_url(o.coordinator, &endpoint, &why)) return error(why);
+  }
+  for (const char c : o.job_id) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') {
+      return error("the job id must be letters, digits, '.', '_' or '-', got '" + o.job_id + "'");
+    }
+  }
   return result;
 }
 

@@ -23,6 +23,15 @@ struct Options {
   // (docs/metrics.md "Alerts"). Only when /metrics was scraped during the job
   // and no signal asked the supervisor to stop; 0: exit at once.
   double metrics_linger_s = 30.0;
+  // A job spanning several nodes: every node's supervisor shares its ranks'
+  // progress through this store (etcd://HOST:PORT) and decides hangs over
+  // the whole job (docs/architecture.md "Jobs of several nodes"). "": this
+  // node alone.
+  std::string coordinator;
+  // Names the job in the store: every node of one job must give the same.
+  // Default: XPU_TIMER_JOB_ID, else TORCHELASTIC_RUN_ID, else torchrun's
+  // --rdzv-id in the command, else "default".
+  std::string job_id;
   std::vector<std::string> command;  // the job: argv[0] and its arguments
 };
 

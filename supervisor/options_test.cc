@@ -120,5 +120,38 @@ TEST(Options, HelpListsEveryFlagWithItsDefaultAndEnvironmentVariable) {
   EXPECT_EQ(r.options.dump_dir, "./xpu_timer_dump");
 }
 
+// The coordinator and the job's name in it: the option, its variable, and
+// the job id from the launcher when none is given.
+TEST(Options, CoordinatorAndJobId) {
+  ParseResult r = parse({"--", "torchrun", "train.py"});
+  ASSERT_EQ(r.status, ParseResult::Status::kOk);
+  EXPECT_EQ(r.options.coordinator, "");
+  EXPECT_EQ(r.options.job_id, "default");
+  r = parse(
+      {"--coordinator", "etcd://10.0.0.5:2379", "--", "torchrun", "--rdzv-id", "llm7", "t.py"});
+  ASSERT_EQ(r.status, ParseResult::Status::kOk) << r.error;
+  EXPECT_EQ(r.options.coordinator, "etcd://10.0.0.5:2379");
+  EXPECT_EQ(r.options.job_id, "llm7");
+  r = parse({"--", "torchrun", "--rdzv_id=llm8", "t.py"});
+  EXPECT_EQ(r.options.job_id, "llm8");
+  r = parse({"--", "torchrun", "t.py"}, {{"TORCHELASTIC_RUN_ID", "run9"}});
+  EXPECT_EQ(r.options.job_id, "run9");
+  r = parse({"--job-id", "mine", "--", "torchrun", "--rdzv-id", "llm7", "t.py"},
+            {{"XPU_TIMER_JOB_ID", "env"}, {"XPU_TIMER_COORDINATOR", "etcd://[::1]:2379"}});
+  EXPECT_EQ(r.options.job_id, "mine");
+  EXPECT_EQ(r.options.coordinator, "etcd://[::1]:2379");
+  r = parse({"--coordinator", "none", "--", "x"}, {{"XPU_TIMER_COORDINATOR", "etcd://h:1"}});
+  EXPECT_EQ(r.options.coordinator, "");
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"--coordinator", "http://h:2379", "--", "x"},
+        std::vector<std::string>{"--coordinator", "etcd://h", "--", "x"},
+        std::vector<std::string>{"--job-id", "a/b", "--", "x"},
+        std::vector<std::string>{"--job-id", "", "--", "x"}}) {
+    r = parse(bad);
+    EXPECT_EQ(r.status, ParseResult::Status::kError) << bad[1];
+    EXPECT_FALSE(r.error.empty());
+  }
+}
+
 }  // namespace
 }  // namespace xpu_timer::supervisor

@@ -17,6 +17,7 @@ struct RankSample {
   int rank = 0;
   bool registered = false;  // false: expected on this node, never registered
   int local_rank = -1;
+  int node = -1;  // the node (torchrun's group rank) it runs on; -1: unknown
   pid_t pid = 0;
   std::string host;
   bool alive = false;          // process exists and is not a zombie

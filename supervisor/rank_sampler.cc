@@ -39,6 +39,7 @@ RankSample sample_rank(const RankRecord& record, proto::StatusSnapshot* scratch)
   s.rank = record.reg.rank;
   s.registered = true;
   s.local_rank = record.reg.local_rank;
+  s.node = record.reg.group_rank;
   s.pid = record.reg.pid;
   s.host = record.reg.host;
   s.connected = record.connected;

@@ -77,6 +77,10 @@ std::string command_text(const std::vector<std::string>& argv) {
   return out;
 }
 
+// A dead supervisor's entry disappears this long after its last keep-alive.
+constexpr int kCoordinatorLeaseS = 10;
+constexpr int kCoordinatorPublishMs = 1000;
+
 }  // namespace
 
 Supervisor::Supervisor(Options options)
@@ -130,8 +134,27 @@ JobExit Supervisor::run() {
     SUP_LOG_INFO("exit-hook plugins: %s (host %s, timeout %.0f s)", names.c_str(),
                  plugin_settings.host_script.c_str(), plugin_settings.timeout_s);
     if (::access(plugin_settings.host_script.c_str(), R_OK) != 0) {
-      SUP_LOG_WARN("plugin host %s is not readable (%s): plugins will fail; set "
-                   "XPU_TIMER_PLUGIN_HOST", plugin_settings.host_script.c_str(), strerror(errno));
+      SUP_LOG_WARN(
+          "plugin host %s is not readable (%s): plugins will fail; set "
+          "XPU_TIMER_PLUGIN_HOST",
+          plugin_settings.host_script.c_str(), strerror(errno));
+    }
+  }
+  if (!options_.coordinator.empty()) {
+    std::string why;
+    auto store = open_coordination_store(options_.coordinator, kCoordinatorLeaseS, &why);
+    if (store == nullptr) {
+      SUP_LOG_WARN("coordinator %s: %s; deciding over this node's ranks alone",
+                   options_.coordinator.c_str(), why.c_str());
+    } else {
+      SUP_LOG_INFO("coordinator %s, job id '%s'", options_.coordinator.c_str(),
+                   options_.job_id.c_str());
+      job_view_ = std::make_unique<JobView>(
+          std::move(store), options_.coordinator, options_.job_id, kCoordinatorPublishMs,
+          [this](const std::string& reason, int from_node) {
+            boost::asio::post(
+                io_, [this, reason, from_node] { on_remote_dump_request(reason, from_node); });
+          });
     }
   }
   plugins_ = std::make_unique<CrashPluginRunner>(io_, std::move(plugin_settings));
@@ -156,7 +179,9 @@ JobExit Supervisor::run() {
           io_, [this](uint64_t id, const RankRegistration& reg) { return on_register(id, reg); },
           [this](uint64_t id) { registry_.on_disconnect(id); });
       link_server_->set_crash_callbacks(
-          [this](SignalReport r) { crashes_->on_signal_report(std::move(r), registry_.snapshot()); },
+          [this](SignalReport r) {
+            crashes_->on_signal_report(std::move(r), registry_.snapshot());
+          },
           [this](PythonExceptionReport r) {
             crashes_->on_python_exception(std::move(r), registry_.snapshot());
           });
@@ -303,9 +328,10 @@ void Supervisor::start_metrics_linger() {
     linger_over_ = true;
     return;
   }
-  SUP_LOG_INFO("/metrics answers xpu_timer_job_running 0 for %.3g s more, so that Prometheus sees "
-               "the job's end (--metrics-linger; a signal ends the wait)",
-               linger_s);
+  SUP_LOG_INFO(
+      "/metrics answers xpu_timer_job_running 0 for %.3g s more, so that Prometheus sees "
+      "the job's end (--metrics-linger; a signal ends the wait)",
+      linger_s);
   linger_timer_ = std::make_unique<boost::asio::steady_timer>(io_);
   linger_timer_->expires_after(std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::duration<double>(linger_s)));
@@ -360,7 +386,16 @@ void Supervisor::poll() {
     check_collectives(records);
     const Snapshot snap = take_snapshot(records, poll_scratch_.get());
     checker_.note_comm_names(snap);  // for the mismatches of the next polls
-    const HangEvent event = detector_.update(snap);
+    HangEvent event;
+    if (job_view_ && !records.empty()) {
+      // The whole job: this node's ranks and the other nodes' latest.
+      const RankRegistration& any = records.front().reg;
+      job_view_->offer(snap, any.group_rank, any.world_size, any.host,
+                       wants_job_view(snap, options_.hang_timeout_s, detector_.report().hung));
+      event = detector_.update(job_view_->merge(snap));
+    } else {
+      event = detector_.update(snap);
+    }
     {
       std::lock_guard<std::mutex> lock(report_mutex_);
       published_report_ = std::make_shared<const HangReport>(detector_.report());
@@ -416,9 +451,9 @@ void Supervisor::on_mismatch(Mismatch m) {
   j["timeline"] = t.ok ? nlohmann::json{{"dir", t.dir}} : nlohmann::json(nullptr);
   j["stacks"] = nullptr;
   if (stacks_) {
-    const StackDumper::Started started = stacks_->start(
-        stack_targets(registry_.snapshot()), "mismatch",
-        [](std::shared_ptr<const StackDumpReport>) {});
+    const StackDumper::Started started =
+        stacks_->start(stack_targets(registry_.snapshot()), "mismatch",
+                       [](std::shared_ptr<const StackDumpReport>) {});
     if (started.status == StackDumper::StartStatus::kStarted) {
       j["stacks"] = nlohmann::json{{"dir", started.dir}};
       SUP_LOG_INFO("collecting the stacks of the ranks into %s", started.dir.c_str());
@@ -456,6 +491,7 @@ void Supervisor::on_hang_event(HangEvent event, const HangReport& report) {
   }
   SUP_LOG_WARN("hang: %s", report.summary.c_str());
   hang_in_file_ = report;
+  if (job_view_) job_view_->request_dumps("hang");  // nodes that do not see it yet
   dump_timelines_for_hang();
   // Starting the collection only spawns its thread; hang.json then names the
   // folder being written, and is rewritten when the stacks are in.
@@ -474,6 +510,21 @@ void Supervisor::on_hang_event(HangEvent event, const HangReport& report) {
   }
 }
 
+void Supervisor::on_remote_dump_request(const std::string& reason, int from_node) {
+  // A hang this node sees itself was dumped when it saw it (the verdicts
+  // agree: every node judges the same merged snapshot).
+  if (reason == "hang" && hang_in_file_) return;
+  SUP_LOG_INFO("node %d asked every node for its dumps (%s)", from_node, reason.c_str());
+  dump_timelines_now("remote-" + reason, "");
+  if (!stacks_) return;
+  const StackDumper::Started started =
+      stacks_->start(stack_targets(registry_.snapshot()), "remote-" + reason,
+                     [](std::shared_ptr<const StackDumpReport>) {});
+  if (started.status == StackDumper::StartStatus::kStarted) {
+    SUP_LOG_INFO("collecting the stacks of the ranks into %s", started.dir.c_str());
+  }
+}
+
 void Supervisor::start_hang_stacks() {
   if (!stacks_ || !hang_in_file_ || killed_for_hang_) return;
   // A changed hang deserves new stacks only when some rank is stuck in an
@@ -482,8 +533,8 @@ void Supervisor::start_hang_stacks() {
   const std::vector<std::string> keys = stuck_operation_keys(*hang_in_file_);
   bool new_key = false;
   for (const std::string& k : keys) {
-    new_key |= std::find(hangs_collected_.begin(), hangs_collected_.end(), k) ==
-               hangs_collected_.end();
+    new_key |=
+        std::find(hangs_collected_.begin(), hangs_collected_.end(), k) == hangs_collected_.end();
   }
   if (!new_key) return;
   const StackDumper::Started started = stacks_->start(
@@ -646,13 +697,19 @@ int Supervisor::dump_timeline_request(std::string* json_body) {
   json errors = json::array();
   for (const std::string& e : r.errors) errors.push_back(e);
   if (!r.ok) {
-    *json_body = json{{"error", r.errors.empty() ? "no rank has a flight recorder" : r.errors[0]},
-                      {"errors", errors}}.dump();
+    *json_body = json{
+        {"error", r.errors.empty() ? "no rank has a flight recorder" : r.errors[0]},
+        {"errors",
+         errors}}.dump();
     return dump_dir_.empty() ? 503 : 500;
   }
-  *json_body = json{{"dir", r.dir}, {"ranks", r.ranks}, {"operations", r.records},
-                    {"trace", r.trace.empty() ? json(nullptr) : json(r.trace)},
-                    {"errors", errors}}.dump();
+  *json_body = json{
+      {"dir", r.dir},
+      {"ranks", r.ranks},
+      {"operations", r.records},
+      {"trace", r.trace.empty() ? json(nullptr) : json(r.trace)},
+      {"errors",
+       errors}}.dump();
   return 200;
 }
 
@@ -675,6 +732,21 @@ std::string Supervisor::hang_json() const {
     j["collectives_checked"] = collectives_checked_.load(std::memory_order_relaxed);
   }
   j["mismatches"] = std::move(mismatches);
+  if (job_view_) {
+    const JobViewStatus s = job_view_->status();
+    j["coordinator"] =
+        nlohmann::json{{"url", s.url},
+                       {"job_id", s.job_id},
+                       {"connected", s.connected},
+                       {"alarm", s.alarm},
+                       {"other_nodes", s.nodes},
+                       {"rounds", s.rounds},
+                       {"failed_rounds", s.failures},
+                       {"last_error", s.last_error.empty() ? nlohmann::json(nullptr)
+                                                           : nlohmann::json(s.last_error)}};
+  } else {
+    j["coordinator"] = nullptr;
+  }
   return json_text(j, 2);
 }
 

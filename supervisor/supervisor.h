@@ -8,13 +8,13 @@
 // hang report (mutex).
 #pragma once
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
-#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -23,6 +23,7 @@
 #include "supervisor/collective_check.h"
 #include "supervisor/exit_status.h"
 #include "supervisor/hang_detector.h"
+#include "supervisor/job_view.h"
 #include "supervisor/options.h"
 #include "supervisor/rank_registry.h"
 #include "supervisor/timeline_dump.h"
@@ -77,6 +78,8 @@ class Supervisor {
   // collective checker and reports what it finds (collective_check.h).
   void check_collectives(const std::vector<RankRecord>& records);
   void on_mismatch(Mismatch m);
+  // Asio thread: another node asked every node to dump (job_view.h).
+  void on_remote_dump_request(const std::string& reason, int from_node);
 
   Options options_;
   std::string dump_dir_;  // empty when it could not be created
@@ -122,7 +125,7 @@ class Supervisor {
   };
   CollectiveChecker checker_;
   std::map<int, RingCursor> ring_cursors_;
-  std::vector<Mismatch> mismatches_;  // the most recent kMaxMismatchesKept
+  std::vector<Mismatch> mismatches_;            // the most recent kMaxMismatchesKept
   std::vector<nlohmann::json> mismatch_files_;  // the same with their dump folders
   uint64_t mismatch_total_ = 0;
   std::atomic<uint64_t> collectives_checked_{0};
@@ -135,6 +138,9 @@ class Supervisor {
   bool linger_over_ = false;
   std::unique_ptr<boost::asio::steady_timer> linger_timer_;
   std::unique_ptr<boost::asio::signal_set> linger_signals_;
+  // The other nodes of the job (--coordinator); null: this node alone. Its
+  // thread posts dump requests to io_: destroyed before io_.
+  std::unique_ptr<JobView> job_view_;
   // Last member: destroyed first, so its threads end before what they use.
   std::unique_ptr<StackDumper> stacks_;
 };

@@ -1,0 +1,204 @@
+#include "supervisor/job_view.h"
+
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "supervisor/log_tee.h"
+#include "supervisor/rank_sampler.h"
+
+namespace xpu_timer::supervisor {
+
+JobView::JobView(std::unique_ptr<CoordinationStore> store, std::string url, std::string job_id,
+                 int publish_ms, RequestHandler on_request)
+    : store_(std::move(store)),
+      url_(std::move(url)),
+      job_id_(std::move(job_id)),
+      root_("/xpu_timer/" + job_id_),
+      publish_ms_(publish_ms),
+      on_request_(std::move(on_request)) {
+  status_.url = url_;
+  status_.job_id = job_id_;
+  thread_ = std::thread([this] { run(); });
+}
+
+JobView::~JobView() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void JobView::offer(const Snapshot& local, int node, int world_size, const std::string& host,
+                    bool alarm) {
+  if (node < 0) return;
+  NodeProgress p;
+  p.node = node;
+  p.host = host;
+  p.world_size = world_size;
+  p.snapshot = local;
+  std::lock_guard<std::mutex> lock(mu_);
+  mine_ = std::move(p);
+  mine_alarm_ = alarm;
+}
+
+Snapshot JobView::merge(const Snapshot& local) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!status_.connected || !mine_) return local;
+  std::vector<NodeProgress> fresh;
+  for (const NodeProgress& p : others_) {
+    if (p.snapshot.now_unix_s >= local.now_unix_s - kFreshS) fresh.push_back(p);
+  }
+  if (fresh.empty()) return local;
+  return merge_job_snapshot(local, mine_->node, fresh, mine_->world_size);
+}
+
+void JobView::request_dumps(const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    requests_.push_back(reason);
+  }
+  wake_.notify_all();
+}
+
+JobViewStatus JobView::status() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return status_;
+}
+
+void JobView::run() {
+  bool was_connected = true;  // the first failure is news
+  bool ever_connected = false;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    lock.unlock();
+    const bool ok = round();
+    lock.lock();
+    ++status_.rounds;
+    status_.connected = ok;
+    if (!ok) {
+      ++status_.failures;
+      status_.last_error = store_->error();
+      if (was_connected) {
+        SUP_LOG_WARN("coordinator %s: %s; deciding over this node's ranks alone until it answers",
+                     url_.c_str(), status_.last_error.c_str());
+      }
+    } else if (!was_connected || !ever_connected) {
+      SUP_LOG_INFO("coordinator %s: job '%s' shared with %zu other node(s)", url_.c_str(),
+                   job_id_.c_str(), status_.nodes.size());
+      ever_connected = true;
+    }
+    was_connected = ok;
+    wake_.wait_for(lock, std::chrono::milliseconds(publish_ms_),
+                   [this] { return stop_ || !requests_.empty(); });
+  }
+}
+
+bool JobView::round() {
+  std::optional<NodeProgress> mine;
+  bool mine_alarm = false;
+  std::vector<std::string> requests;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    mine = mine_;
+    mine_alarm = mine_alarm_;
+    requests.swap(requests_);
+  }
+  auto requeue = [&] {
+    std::lock_guard<std::mutex> lock(mu_);
+    requests_.insert(requests_.begin(), requests.begin(), requests.end());
+  };
+  // Alarms first: a node that learns of one in this round publishes its
+  // document in this round too.
+  std::vector<KeyValue> kvs;
+  if (mine && mine_alarm != alarm_put_) {
+    const std::string key = root_ + "/alarms/" + std::to_string(mine->node);
+    if (!(mine_alarm ? store_->put(key, "1") : store_->remove(key))) {
+      requeue();
+      return false;
+    }
+    alarm_put_ = mine_alarm;
+  }
+  if (!store_->get_prefix(root_ + "/alarms/", &kvs, nullptr)) {
+    requeue();
+    return false;
+  }
+  const bool alarm = !kvs.empty();
+  const double now_s = unix_now_s();
+  // Quiet periods exchange rarely, once the other nodes are known.
+  bool known_others = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    known_others = !others_.empty();
+  }
+  const bool exchange = alarm || !known_others || now_s - last_exchange_s_ >= kQuietRefreshS;
+  if (exchange && mine &&
+      !store_->put(root_ + "/nodes/" + std::to_string(mine->node), node_progress_text(*mine))) {
+    requeue();
+    return false;
+  }
+  if (!store_->keep_alive()) {
+    requeue();
+    return false;
+  }
+  for (const std::string& reason : requests) {
+    if (!mine) break;  // no node yet: nothing to name the request by
+    char key[96];
+    std::snprintf(key, sizeof(key), "/dumps/%013llu-%d",
+                  static_cast<unsigned long long>(now_s * 1000), mine->node);
+    const std::string k = root_ + key;
+    seen_requests_.insert(k);  // ours: not handed back to us
+    const nlohmann::json v = {{"reason", reason}, {"node", mine->node}};
+    if (!store_->put(k, v.dump())) return false;  // lost: a node that cares saw the hang too
+  }
+
+  std::vector<NodeProgress> others;
+  std::vector<int> nodes;
+  if (exchange) {
+    if (!store_->get_prefix(root_ + "/nodes/", &kvs, nullptr)) return false;
+    for (const KeyValue& kv : kvs) {
+      NodeProgress p;
+      std::string why;
+      if (!parse_node_progress(kv.value, &p, &why)) {
+        if (bad_keys_.insert(kv.key).second) {
+          SUP_LOG_WARN("coordinator %s: ignoring %s: %s", url_.c_str(), kv.key.c_str(),
+                       why.c_str());
+        }
+        continue;
+      }
+      if (mine && p.node == mine->node) continue;
+      nodes.push_back(p.node);
+      others.push_back(std::move(p));
+    }
+  }
+
+  if (!store_->get_prefix(root_ + "/dumps/", &kvs, nullptr)) return false;
+  std::vector<std::pair<std::string, int>> asked;
+  for (const KeyValue& kv : kvs) {
+    if (!seen_requests_.insert(kv.key).second || first_read_) continue;
+    const nlohmann::json v = nlohmann::json::parse(kv.value, nullptr, false);
+    if (!v.is_object() || !v.contains("reason") || !v["reason"].is_string()) continue;
+    const int node =
+        v.contains("node") && v["node"].is_number_integer() ? v["node"].get<int>() : -1;
+    asked.emplace_back(v["reason"].get<std::string>(), node);
+  }
+  first_read_ = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    status_.alarm = alarm;
+    if (exchange) {
+      // Until we published, the others could not know us: exchange again
+      // next period (the rounds before a rank registered).
+      if (mine) last_exchange_s_ = now_s;
+      others_ = std::move(others);
+      status_.nodes = std::move(nodes);
+    }
+  }
+  for (const auto& [reason, node] : asked) on_request_(reason, node);
+  return true;
+}
+
+}  // namespace xpu_timer::supervisor

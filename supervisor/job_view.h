@@ -1,0 +1,117 @@
+// The job beyond this node: the supervisor's link to the coordination store
+// (coordination_store.h) when the job spans several nodes (--coordinator).
+//
+// A thread of its own (store calls block up to their timeout; the asio
+// thread never waits for the store) does, every publish period:
+//   - put or remove <root>/alarms/<node>: whether this node wants the job's
+//     view now (wants_job_view: a rank past half the hang timeout), and read
+//     <root>/alarms/ (a few bytes);
+//   - while any node raises an alarm (and every kQuietRefreshS otherwise):
+//     put <root>/nodes/<node>, this node's latest snapshot (node_progress.h),
+//     and read <root>/nodes/, the other nodes' latest, for merge(). A healthy
+//     job thus costs the store a small read per node per period, not every
+//     node's document (bench/results/, "jobs of several nodes");
+//   - keys are put under the store client's lease, so a dead supervisor's
+//     entries expire;
+//   - put the dump requests queued by request_dumps() as
+//     <root>/dumps/<unix_ms>-<node>, and read <root>/dumps/: a request from
+//     another node that this node has not seen is handed to `on_request`
+//     (once; requests older than this view are only marked seen).
+// <root> is /xpu_timer/<job id>.
+//
+// merge() joins only documents at most kFreshS old: an older one would show
+// its ranks' operations in flight for as long as it is old.
+//
+// Losing the store never harms the job: while calls fail, merge() returns
+// this node's snapshot alone (today's single-node behaviour) and the view
+// says so once in the log and in status(); when the store answers again it
+// says that once too.
+//
+// Threads: offer(), merge(), request_dumps() and status() from the asio
+// thread; the store only from the view's thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "supervisor/coordination_store.h"
+#include "supervisor/node_progress.h"
+
+namespace xpu_timer::supervisor {
+
+struct JobViewStatus {
+  std::string url;
+  std::string job_id;
+  bool connected = false;  // the last round of store calls succeeded
+  bool alarm = false;      // some node wants the job's view: documents exchanged every period
+  std::string last_error;  // of the last failed call ("" if none)
+  std::vector<int> nodes;  // the other nodes seen in the last good read
+  uint64_t rounds = 0;     // publish rounds done (successful or not)
+  uint64_t failures = 0;   // rounds that failed
+};
+
+class JobView {
+ public:
+  // (reason, node that asked), on the view's thread: post it to your own.
+  using RequestHandler = std::function<void(const std::string& reason, int from_node)>;
+
+  JobView(std::unique_ptr<CoordinationStore> store, std::string url, std::string job_id,
+          int publish_ms, RequestHandler on_request);
+  ~JobView();  // stops the thread (bounded by one store call)
+  JobView(const JobView&) = delete;
+  JobView& operator=(const JobView&) = delete;
+
+  static constexpr double kQuietRefreshS = 120;
+  static constexpr double kFreshS = 3;
+
+  // This node's latest snapshot, its node (group rank; -1 while no rank
+  // registered: nothing is published), the job's world size, and whether
+  // it wants the job's view now (wants_job_view).
+  void offer(const Snapshot& local, int node, int world_size, const std::string& host, bool alarm);
+  // `local` joined with the other nodes' ranks (merge_job_snapshot), or
+  // `local` alone while the store is not answering.
+  Snapshot merge(const Snapshot& local) const;
+  // Asks every other node to dump (reason: "hang", ...); published by the
+  // next round.
+  void request_dumps(const std::string& reason);
+  JobViewStatus status() const;
+
+ private:
+  void run();
+  bool round();  // one publish-and-read; false when a store call failed
+
+  std::unique_ptr<CoordinationStore> store_;
+  const std::string url_;
+  const std::string job_id_;
+  const std::string root_;
+  const int publish_ms_;
+  RequestHandler on_request_;
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::optional<NodeProgress> mine_;
+  bool mine_alarm_ = false;
+  std::vector<NodeProgress> others_;
+  std::vector<std::string> requests_;
+  JobViewStatus status_;
+
+  // The view's thread only.
+  std::set<std::string> seen_requests_;
+  bool first_read_ = true;
+  bool alarm_put_ = false;          // our alarm key is in the store
+  double last_exchange_s_ = -1e9;   // unix time of the last documents exchange
+  std::set<std::string> bad_keys_;  // warned about once
+  std::thread thread_;
+};
+
+}  // namespace xpu_timer::supervisor

@@ -1,0 +1,52 @@
+// What one node's supervisor publishes about its ranks for the job's other
+// nodes, and the job-wide snapshot built from every node's (docs/
+// architecture.md "Jobs of several nodes"). Pure: JSON in and out, no I/O,
+// unit-tested on its own.
+//
+// A node publishes its latest Snapshot (the hang detector's input) with the
+// two clocks of the instant it was taken. A reader rebases every time of it
+// onto its own CLOCK_MONOTONIC: a remote time t, taken `d` before the
+// remote snapshot, is placed `d` before the local instant at which the
+// remote snapshot was taken, as the wall clocks say. The hang detector then
+// runs unchanged over the merged snapshot: durations are exact, and the
+// instant of the remote snapshot is good to the nodes' wall-clock agreement
+// (NTP: milliseconds) plus the publication delay (at most one publish
+// period plus the store's latency), small against a hang timeout.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "supervisor/rank_sample.h"
+
+namespace xpu_timer::supervisor {
+
+struct NodeProgress {
+  int node = -1;  // torchrun's group rank of the node's ranks
+  std::string host;
+  int world_size = 0;  // of the job, as the node's ranks registered it
+  Snapshot snapshot;   // the node's own ranks, on its own clocks
+};
+
+// The JSON text a node puts in the store.
+std::string node_progress_text(const NodeProgress& p);
+// Parses another node's text. False with one line for anything that is not
+// such a document (a value written by something else, a truncated one).
+bool parse_node_progress(const std::string& text, NodeProgress* out, std::string* error);
+
+// The job-wide snapshot: `local` (this node's ranks) and the ranks of every
+// node in `others` that is not `local_node`, rebased onto local's clocks,
+// sorted by rank. A rank two nodes claim keeps the local one, else the most
+// recent. With `world_size` > 0, every rank of [0, world_size) that no node
+// reports is added as never registered.
+Snapshot merge_job_snapshot(const Snapshot& local, int local_node,
+                            const std::vector<NodeProgress>& others, int world_size);
+
+// Whether this node needs the job's other nodes now: one of its ranks has an
+// operation in flight launched more than half the hang timeout ago (a hang
+// would be declared within the other half), or `hung`. Until then the nodes
+// exchange their documents only rarely (job_view.h).
+bool wants_job_view(const Snapshot& local, double timeout_s, bool hung);
+
+}  // namespace xpu_timer::supervisor

@@ -1,0 +1,194 @@
+// End to end: a job spanning simulated nodes on one machine. A real etcd;
+// per node a supervisor (--coordinator) over its own xpu_timer_sim_launch
+// (--nnodes/--node-rank, one simulated job across the launchers). Every
+// node must name the same culprit of a hang on another node, by global rank
+// and node; losing etcd must leave the job running and each node deciding
+// alone, with one warning.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tests/harness/etcd_server.h"
+#include "tests/integration/supervisor_fixture.h"
+
+namespace xpu_timer::testing {
+namespace {
+
+constexpr int kNodes = 2;
+constexpr int kPerNode = 2;
+constexpr double kTimeoutS = 3.0;
+
+std::vector<std::string> node_job(int node, const std::string& sim_job_id,
+                                  const std::vector<std::string>& trainer_args) {
+  std::vector<std::string> argv = {sim_launch_bin(),
+                                   "--nproc",
+                                   std::to_string(kPerNode),
+                                   "--nnodes",
+                                   std::to_string(kNodes),
+                                   "--node-rank",
+                                   std::to_string(node),
+                                   "--job-id",
+                                   sim_job_id,
+                                   "--",
+                                   sim_trainer_bin()};
+  argv.insert(argv.end(), trainer_args.begin(), trainer_args.end());
+  return argv;
+}
+
+class MultiNodeE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (EtcdServer::binary().empty()) GTEST_SKIP() << EtcdServer::kEtcdMissing;
+    dir_ = make_temp_dir("multinode-etcd");
+    etcd_ = std::make_unique<EtcdServer>(dir_);
+    ASSERT_TRUE(etcd_->start(dir_ + "/data"));
+  }
+
+  // The supervisors of every node over the same trainer arguments.
+  void start_nodes(const std::string& name, const std::vector<std::string>& trainer_args) {
+    const std::string sim_id = name + "-" + std::to_string(::getpid());
+    for (int node = 0; node < kNodes; ++node) {
+      nodes_.push_back(std::make_unique<SupervisedJob>(
+          name + "-node" + std::to_string(node),
+          std::vector<std::string>{"--coordinator", etcd_->url(), "--job-id", sim_id,
+                                   "--hang-timeout", "3", "--metrics-linger", "0"},
+          node_job(node, sim_id, trainer_args)));
+    }
+    for (auto& n : nodes_) ASSERT_GT(n->port(), 0) << n->log();
+  }
+
+  // Every node's /hang once it shares the job with all the others.
+  void wait_connected() {
+    for (auto& n : nodes_) {
+      nlohmann::json h;
+      ASSERT_TRUE(wait_until(
+          [&] {
+            h = n->get_json("/hang");
+            return h.is_object() && h["coordinator"].is_object() &&
+                   h["coordinator"]["connected"] == true &&
+                   h["coordinator"]["other_nodes"].size() == kNodes - 1;
+          },
+          std::chrono::seconds(60)))
+          << h.dump(2) << n->log();
+    }
+  }
+
+  std::string dir_;
+  std::unique_ptr<EtcdServer> etcd_;
+  std::vector<std::unique_ptr<SupervisedJob>> nodes_;
+};
+
+// Rank 3 (node 1) stops before AllReduce #6; ranks 0-2 wait in it. Node 0
+// sees none of node 1's ranks locally, yet names rank 3 on node 1 missing;
+// both nodes give the same verdict within the timeout + 2 s, and each dumps
+// its own ranks' stacks, which merge into one flame graph of every rank.
+TEST_F(MultiNodeE2E, EveryNodeNamesTheSameCulpritOnAnotherNode) {
+  start_nodes("mn-hang", {"--steps", "100000", "--step-ms", "20", "--collective", "allreduce",
+                          "--bytes", "65536", "--hang-rank", "3", "--hang-step", "5"});
+  std::set<std::string> summaries;
+  std::vector<std::string> stack_dirs;
+  for (int node = 0; node < kNodes; ++node) {
+    SCOPED_TRACE("node " + std::to_string(node));
+    SupervisedJob& n = *nodes_[node];
+    nlohmann::json h;
+    ASSERT_TRUE(wait_until(
+        [&] {
+          h = n.get_json("/hang");
+          return h.is_object() && h["hung"] == true;
+        },
+        std::chrono::seconds(60)))
+        << h.dump(2) << n.log();
+    std::set<int> stuck, missing;
+    for (const auto& r : h.at("ranks")) {
+      const int rank = r.at("rank").get<int>();
+      const std::string state = r.at("state").get<std::string>();
+      EXPECT_EQ(r.at("node"), rank / kPerNode) << r.dump();
+      if (state == "stuck") {
+        stuck.insert(rank);
+        EXPECT_LE(r.at("pending_s").get<double>(), kTimeoutS + 2.0) << "detected too late";
+        EXPECT_EQ(r.at("operation").at("seq"), 6);
+      } else if (state == "missing") {
+        missing.insert(rank);
+      } else {
+        ADD_FAILURE() << "rank " << rank << " in unexpected state " << state;
+      }
+    }
+    EXPECT_EQ(stuck, (std::set<int>{0, 1, 2}));
+    EXPECT_EQ(missing, (std::set<int>{3}));
+    summaries.insert(h.at("summary").get<std::string>().substr(0, 40));
+    // Its own ranks' stacks, in its own dump folder.
+    ASSERT_TRUE(wait_until(
+        [&] {
+          h = n.get_json("/hang");
+          return h["stacks"].is_object() && !h["stacks"].value("in_progress", true);
+        },
+        std::chrono::seconds(60)))
+        << h.dump(2);
+    stack_dirs.push_back(h["stacks"]["dir"].get<std::string>());
+  }
+  EXPECT_EQ(summaries.size(), 1u) << "the nodes disagree";
+
+  // The nodes' folders in one (a shared file system): one flame graph of the
+  // whole job, ranks 0-2 waiting in NCCL where rank 3 never came.
+  const std::string merged = dir_ + "/merged";
+  ASSERT_EQ(::mkdir(merged.c_str(), 0755), 0);
+  int files = 0;
+  for (const std::string& d : stack_dirs) {
+    for (int rank = 0; rank < kNodes * kPerNode; ++rank) {
+      char name[32];
+      std::snprintf(name, sizeof(name), "/%05d-%05d.stacktrace", rank, kNodes * kPerNode);
+      if (!file_exists(d + name)) continue;
+      std::ofstream(merged + name) << read_file(d + name);
+      ++files;
+    }
+  }
+  EXPECT_EQ(files, kNodes * kPerNode);
+  std::ofstream(merged + "/hang.json") << read_file(stack_dirs[0] + "/hang.json");
+  auto viewer =
+      Child::start({build_dir() + "/bin/xpu_timer_stacktrace_viewer", "--path", merged}, {}, {});
+  ASSERT_NE(viewer, nullptr);
+  ASSERT_EQ(viewer->wait_exit_code(std::chrono::seconds(120)), 0) << viewer->output();
+  const std::string cpp = read_file(merged + "/cpp_stack");
+  EXPECT_TRUE(std::regex_search(cpp, std::regex(R"(@libnccl\.so\.2[^;@]*@0-2\|3)"))) << cpp;
+}
+
+// etcd dies while the job runs: the job goes on, each node says once that it
+// decides alone, and no node calls the other node's ranks missing.
+TEST_F(MultiNodeE2E, LosingTheStoreLeavesTheJobRunningAndEachNodeAlone) {
+  start_nodes("mn-lost", {"--steps", "100000", "--step-ms", "20"});
+  wait_connected();
+  etcd_->stop();
+  for (auto& n : nodes_) {
+    nlohmann::json h;
+    // Three failed rounds: time enough for a second warning, if any.
+    ASSERT_TRUE(wait_until(
+        [&] {
+          h = n->get_json("/hang");
+          return h.is_object() && h["coordinator"]["connected"] == false &&
+                 h["coordinator"]["failed_rounds"].get<int>() >= 3;
+        },
+        std::chrono::seconds(60)))
+        << h.dump(2);
+    EXPECT_EQ(h["hung"], false);
+    EXPECT_NE(h["coordinator"]["last_error"], nullptr);
+    const std::string log = n->log();
+    size_t warnings = 0;
+    for (size_t at = log.find("deciding over this node's ranks alone"); at != std::string::npos;
+         at = log.find("deciding over this node's ranks alone", at + 1)) {
+      ++warnings;
+    }
+    EXPECT_EQ(warnings, 1u) << log;
+    EXPECT_FALSE(n->child().wait_for(std::chrono::milliseconds(0)).has_value())
+        << "the supervisor or its job ended: " << log;
+  }
+}
+
+}  // namespace
+}  // namespace xpu_timer::testing
