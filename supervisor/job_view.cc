@@ -97,6 +97,11 @@ void JobView::run() {
   }
 }
 
+bool JobView::stopping() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stop_;
+}
+
 bool JobView::round() {
   std::optional<NodeProgress> mine;
   bool mine_alarm = false;
@@ -140,6 +145,7 @@ bool JobView::round() {
     requeue();
     return false;
   }
+  if (stopping()) return true;  // the supervisor exits: no more waits on the store
   if (!store_->keep_alive()) {
     requeue();
     return false;
@@ -157,6 +163,7 @@ bool JobView::round() {
 
   std::vector<NodeProgress> others;
   std::vector<int> nodes;
+  if (stopping()) return true;
   if (exchange) {
     if (!store_->get_prefix(root_ + "/nodes/", &kvs, nullptr)) return false;
     for (const KeyValue& kv : kvs) {

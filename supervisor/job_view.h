@@ -88,6 +88,9 @@ class JobView {
  private:
   void run();
   bool round();  // one publish-and-read; false when a store call failed
+  // The destructor asked the thread to end: a round stops between calls, so
+  // the supervisor's exit waits for one store call at most.
+  bool stopping() const;
 
   std::unique_ptr<CoordinationStore> store_;
   const std::string url_;
