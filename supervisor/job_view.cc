@@ -92,8 +92,11 @@ void JobView::run() {
       ever_connected = true;
     }
     was_connected = ok;
+    // A dump request is sent at once, unless the store just failed: a
+    // refused connection fails at once, and a pending request must not turn
+    // the retries into a busy loop.
     wake_.wait_for(lock, std::chrono::milliseconds(publish_ms_),
-                   [this] { return stop_ || !requests_.empty(); });
+                   [this, ok] { return stop_ || (ok && !requests_.empty()); });
   }
 }
 

@@ -156,5 +156,26 @@ TEST_F(JobViewProcessTest, WithoutAnAlarmStaleDocumentsAreNotMerged) {
   EXPECT_FALSE(node1.status().alarm);
 }
 
+// With the store gone and a dump request pending, the view retries once per
+// publish period, not in a loop (a refused connection fails at once).
+TEST_F(JobViewProcessTest, AFailingStoreIsRetriedOncePerPeriodWithARequestPending) {
+  Requests ignored;
+  JobView& node0 = view(&ignored);
+  node0.offer(node_snapshot(0, 0, 0.0), 0, 1, "host0", false);
+  ASSERT_TRUE(wait_until([&] { return node0.status().connected; }, seconds(30)));
+  etcd_->stop();
+  node0.request_dumps("hang");
+  const uint64_t failures_before = node0.status().failures;
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(
+      wait_until([&] { return node0.status().failures >= failures_before + 3; }, seconds(30)));
+  const JobViewStatus st = node0.status();
+  const double periods =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() * 1000.0 /
+      kPublishMs;
+  EXPECT_FALSE(st.connected);
+  EXPECT_LE(static_cast<double>(st.failures - failures_before), periods + 2) << st.failures;
+}
+
 }  // namespace
 }  // namespace xpu_timer::supervisor
