@@ -39,7 +39,9 @@ dist: deps
 # Unit tests under ASan+UBSan and under TSan (the supervisor's threads and the
 # injected library's background thread). End-to-end tests are left out: a
 # sanitized libxpu_timer_inject.so cannot be preloaded into unsanitized ranks.
-SAN_TARGETS ?= common_test supervisor_test inject_unit_test
+# The coordination store's tests run a real etcd (the job view's thread).
+SAN_TARGETS ?= common_test supervisor_test inject_unit_test etcd_store_process_test \
+               job_view_process_test
 sanitize: deps
 	cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=Debug -DXPU_TIMER_SANITIZE=address $(CMAKE_FLAGS)
 	cmake --build $(BUILD)-asan -j$(JOBS) --target $(SAN_TARGETS)
