@@ -261,7 +261,6 @@ int run_diff(const Args& a) {
 }  // namespace
 
 int run_timeline_cli(int argc, const char* const* argv) {
-  set_log_tag("gen_trace_timeline");
   Args a;
   int status = 0;
   if (!parse_args(argc, argv, &a, &status)) return status;

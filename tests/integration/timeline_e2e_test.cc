@@ -47,9 +47,7 @@ std::vector<std::string> folders_with_prefix(const std::string& dir, const std::
   return out;
 }
 
-bool is_nccl(const RecordData& r) {
-  return r.kind == static_cast<uint8_t>(proto::OpKind::kNccl);
-}
+bool is_nccl(const RecordData& r) { return r.kind == static_cast<uint8_t>(proto::OpKind::kNccl); }
 
 // The records of one rank for its last NCCL operations, by seq.
 std::map<uint64_t, RecordData> nccl_by_seq(const RingSnapshot& s) {
@@ -62,13 +60,12 @@ std::map<uint64_t, RecordData> nccl_by_seq(const RingSnapshot& s) {
 
 TEST(TimelineE2E, HangDumpHoldsEveryRanksRecentWorkAndTheMissingRanksLastCollective) {
   constexpr int kHangRank = 2;
-  SupervisedJob job("timeline-hang",
-                    {"--hang-timeout", "2", "--on-hang", "kill", "--kill-grace", "3"},
-                    sim_job(4, false,
-                            {"--steps", "100000", "--step-ms", "20", "--collective", "allreduce",
-                             "--bytes", "65536", "--hang-rank", std::to_string(kHangRank),
-                             "--hang-step", "5"}),
-                    {"XPU_TIMER_SAMPLE_PER_SEC=0"});  // every call timed: GPU times on all
+  SupervisedJob job(
+      "timeline-hang", {"--hang-timeout", "2", "--on-hang", "kill", "--kill-grace", "3"},
+      sim_job(4, false,
+              {"--steps", "100000", "--step-ms", "20", "--collective", "allreduce", "--bytes",
+               "65536", "--hang-rank", std::to_string(kHangRank), "--hang-step", "5"}),
+      {"XPU_TIMER_SAMPLE_PER_SEC=0"});  // every call timed: GPU times on all
   const std::string hang_path = job.dump_dir() + "/hang.json";
   nlohmann::json hang;
   ASSERT_TRUE(wait_until(
@@ -132,10 +129,9 @@ TEST(TimelineE2E, HangDumpHoldsEveryRanksRecentWorkAndTheMissingRanksLastCollect
 
   // The converter turns the dump into a trace a viewer loads.
   const std::string trace = dir + "/converted.json";
-  const ExitStatus st =
-      run_to_end({build_dir() + "/bin/xpu_timer_gen_trace_timeline", "--path", dir, "--output",
-                  trace},
-                 {}, dir + "/convert.log", std::chrono::seconds(60));
+  const ExitStatus st = run_to_end(
+      {build_dir() + "/bin/xpu_timer_gen_trace_timeline", "--path", dir, "--output", trace}, {},
+      dir + "/convert.log", std::chrono::seconds(60));
   ASSERT_TRUE(st.exited && st.code == 0) << describe(st) << read_file(dir + "/convert.log");
   const auto doc = nlohmann::json::parse(read_file(trace), nullptr, false);
   ASSERT_FALSE(doc.is_discarded());
@@ -157,8 +153,9 @@ TEST(TimelineE2E, HangDumpHoldsEveryRanksRecentWorkAndTheMissingRanksLastCollect
 
 TEST(TimelineE2E, CrashDumpHoldsTheDeadRanksRing) {
   SupervisedJob job("timeline-crash", {},
-                    sim_job(2, false, {"--steps", "50", "--step-ms", "20", "--crash-rank", "1",
-                                       "--crash-step", "4", "--crash-kind", "segv"}));
+                    sim_job(2, false,
+                            {"--steps", "50", "--step-ms", "20", "--crash-rank", "1",
+                             "--crash-step", "4", "--crash-kind", "segv"}));
   auto status = job.child().wait_for(std::chrono::seconds(60));
   ASSERT_TRUE(status.has_value()) << job.log();
   const auto dirs = folders_with_prefix(job.dump_dir(), "timeline-");
@@ -211,6 +208,9 @@ TEST(TimelineE2E, PostDumpTimelineWritesEveryRankWithoutStoppingTheJob) {
   const auto get = http_get(job.port(), "/dump/timeline");
   ASSERT_TRUE(get.has_value());
   EXPECT_EQ(get->status, 405);
+  // The conversion runs inside the supervisor: its log lines stay the
+  // supervisor's, before and after it.
+  EXPECT_EQ(job.log().find("gen_trace_timeline INFO"), std::string::npos) << job.log();
   job.child().signal(SIGTERM);
   EXPECT_TRUE(job.child().wait_for(std::chrono::seconds(30)).has_value());
 }
