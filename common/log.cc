@@ -12,7 +12,11 @@ namespace xpu_timer {
 namespace {
 char g_tag[48] = "xpu_timer";
 std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
-const char* level_name(LogLevel l) {
+}  // namespace
+
+void set_log_tag(const char* tag) { std::snprintf(g_tag, sizeof(g_tag), "%s", tag); }
+void set_log_level(LogLevel level) { g_level.store(static_cast<int>(level)); }
+const char* log_level_name(LogLevel l) {
   switch (l) {
     case LogLevel::kDebug:
       return "DEBUG";
@@ -25,10 +29,7 @@ const char* level_name(LogLevel l) {
   }
   return "?";
 }
-}  // namespace
 
-void set_log_tag(const char* tag) { std::snprintf(g_tag, sizeof(g_tag), "%s", tag); }
-void set_log_level(LogLevel level) { g_level.store(static_cast<int>(level)); }
 bool log_enabled(LogLevel level) { return static_cast<int>(level) >= g_level.load(); }
 
 void log_line(LogLevel level, const char* fmt, ...) {
@@ -39,7 +40,7 @@ void log_line(LogLevel level, const char* fmt, ...) {
   struct tm tm;
   localtime_r(&ts.tv_sec, &tm);
   int n = std::snprintf(buf, sizeof(buf), "[%02d:%02d:%02d.%03ld %s %s] ", tm.tm_hour, tm.tm_min,
-                        tm.tm_sec, ts.tv_nsec / 1000000, g_tag, level_name(level));
+                        tm.tm_sec, ts.tv_nsec / 1000000, g_tag, log_level_name(level));
   if (n < 0) return;
   va_list ap;
   va_start(ap, fmt);

@@ -14,20 +14,6 @@ namespace {
 
 std::atomic<int> g_copy_fd{-1};
 
-const char* level_name(LogLevel l) {
-  switch (l) {
-    case LogLevel::kDebug:
-      return "DEBUG";
-    case LogLevel::kInfo:
-      return "INFO";
-    case LogLevel::kWarn:
-      return "WARN";
-    case LogLevel::kError:
-      return "ERROR";
-  }
-  return "?";
-}
-
 }  // namespace
 
 bool open_log_copy(const std::string& path) {
@@ -62,7 +48,7 @@ void sup_log(LogLevel level, const char* fmt, ...) {
   localtime_r(&ts.tv_sec, &tm);
   int n = std::snprintf(line, sizeof(line), "[%04d-%02d-%02d %02d:%02d:%02d.%03ld %s] %s\n",
                         tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                        tm.tm_sec, ts.tv_nsec / 1000000, level_name(level), msg);
+                        tm.tm_sec, ts.tv_nsec / 1000000, log_level_name(level), msg);
   if (n < 0) return;
   if (static_cast<size_t>(n) >= sizeof(line)) {
     n = sizeof(line) - 1;
