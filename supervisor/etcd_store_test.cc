@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "supervisor/base64.h"
+#include "tests/harness/etcd_server.h"
 
 namespace xpu_timer::supervisor {
 namespace {
@@ -269,26 +270,10 @@ TEST(EtcdStore, AGoneLeaseIsRegrantedAndCarriesEveryKeyNotRemoved) {
   EXPECT_EQ(store.error(), "");
 }
 
-// A TCP socket bound to a free loopback port (-1 on failure).
-int bound_loopback_socket(int* port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    if (fd >= 0) ::close(fd);
-    return -1;
-  }
-  *port = ntohs(addr.sin_port);
-  return fd;
-}
-
 TEST(EtcdStore, ARefusedConnectionFailsAtOnceAndTheNextCallRetries) {
   // A port nobody listens on: bound, never listened, closed after the call.
   int port = 0;
-  const int fd = bound_loopback_socket(&port);
+  const int fd = xpu_timer::testing::bind_loopback_port(&port);
   ASSERT_GE(fd, 0);
   EtcdStore store = store_at(port);
   const std::string at = "etcd 127.0.0.1:" + std::to_string(port) + ": ";
@@ -312,7 +297,7 @@ TEST(EtcdStore, NoAnswerFailsAtTheDeadline) {
   // Listening, never accepting: the kernel completes the connection and
   // takes the request, and no answer ever comes.
   int port = 0;
-  const int fd = bound_loopback_socket(&port);
+  const int fd = xpu_timer::testing::bind_loopback_port(&port);
   ASSERT_GE(fd, 0);
   ASSERT_EQ(::listen(fd, 8), 0);
   const milliseconds timeout(300);

@@ -14,21 +14,33 @@
 
 namespace xpu_timer::testing {
 
+int bind_loopback_port(int* port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    if (fd >= 0) ::close(fd);
+    return -1;
+  }
+  *port = ntohs(addr.sin_port);
+  return fd;
+}
+
 std::vector<int> free_loopback_ports(int n) {
   std::vector<int> fds;
   std::vector<int> ports;
   for (int i = 0; i < n; ++i) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    int port = 0;
+    const int fd = bind_loopback_port(&port);
+    if (fd < 0) {
       ADD_FAILURE() << "cannot bind a loopback port";
+      continue;
     }
     fds.push_back(fd);
-    ports.push_back(ntohs(addr.sin_port));
+    ports.push_back(port);
   }
   for (int fd : fds) ::close(fd);
   return ports;
@@ -56,6 +68,7 @@ bool EtcdServer::start(const std::string& data_dir) {
   for (int attempt = 0; attempt < 3; ++attempt) {
     if (client_port_ == 0 || attempt > 0) {
       const std::vector<int> ports = free_loopback_ports(2);
+      if (ports.size() != 2) return false;  // the failure is reported
       client_port_ = ports[0];
       peer_port_ = ports[1];
     }

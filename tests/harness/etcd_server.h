@@ -12,6 +12,8 @@
 
 namespace xpu_timer::testing {
 
+// A TCP socket bound to a free loopback port, not listening; -1 on failure.
+int bind_loopback_port(int* port);
 // Loopback ports free right now (held together while chosen, so they differ).
 std::vector<int> free_loopback_ports(int n);
 
