@@ -1,18 +1,32 @@
 // What a job of many nodes costs each supervisor per publish round
-// (supervisor/job_view.h): the size of one node's document, its encoding and
-// decoding, and the job-wide verdict (merge every node's ranks, classify).
-// Ranks are synthetic but shaped like a real job's: 8 per node, each in 4
-// communicators (data, tensor, pipeline parallel and the world), one
-// collective in flight. Run: build/bin/job_scale_bench; the store traffic
-// follows from the document size (bench/results/).
+// (supervisor/job_view.h): the size of one node's document and stamp, their
+// encoding and decoding, the job-wide verdict (merge every node's ranks,
+// classify), and the store traffic of a steady alarm, measured on N real
+// JobViews sharing an etcd kept in memory that counts the bytes its JSON
+// gateway would carry. Ranks are synthetic but shaped like a real job's: 8
+// per node, each in 4 communicators (data, tensor, pipeline parallel and the
+// world), one collective in flight. Run: build/bin/job_scale_bench
+// (bench/results/).
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "supervisor/base64.h"
+#include "supervisor/coordination_store.h"
+#include "supervisor/etcd_messages.h"
 #include "supervisor/hang_detector.h"
+#include "supervisor/job_view.h"
 #include "supervisor/node_progress.h"
+#include "supervisor/rank_sampler.h"
 
 namespace xpu_timer::supervisor {
 namespace {
@@ -106,6 +120,301 @@ void BM_JobVerdict(benchmark::State& state) {
   state.counters["ranks"] = nodes * kRanksPerNode;
 }
 BENCHMARK(BM_JobVerdict)->Arg(2)->Arg(16)->Arg(128)->Unit(benchmark::kMillisecond);
+
+void BM_NodeStamp(benchmark::State& state) {
+  const NodeProgress p = make_node(0, 128);
+  size_t bytes = 0;
+  for (auto _ : state) {
+    std::string text = node_stamp_text(p);
+    bytes = text.size();
+    benchmark::DoNotOptimize(text);
+  }
+  state.counters["stamp_bytes"] = static_cast<double>(bytes);
+}
+BENCHMARK(BM_NodeStamp);
+
+// The same verdict in a steady alarm: the documents were read once; each
+// round decodes the other nodes' stamps and applies them to copies.
+void BM_JobVerdictFromStamps(benchmark::State& state) {
+  const int nodes = static_cast<int>(state.range(0));
+  std::vector<NodeProgress> docs;
+  std::vector<std::string> stamps;
+  std::string error;
+  for (int n = 1; n < nodes; ++n) {
+    const NodeProgress p = make_node(n, nodes);
+    docs.emplace_back();
+    parse_node_progress(node_progress_text(p), &docs.back(), &error);
+    stamps.push_back(node_stamp_text(p));
+  }
+  const NodeProgress local = make_node(0, nodes);
+  std::vector<NodeProgress> others;
+  for (auto _ : state) {
+    others.clear();
+    for (size_t i = 0; i < stamps.size(); ++i) {
+      NodeStamp st;
+      parse_node_stamp(stamps[i], &st, &error);
+      others.push_back(docs[i]);
+      apply_node_stamp(st, &others.back());
+    }
+    const Snapshot merged = merge_job_snapshot(local.snapshot, 0, others, local.world_size);
+    benchmark::DoNotOptimize(classify_snapshot(merged, 300.0));
+  }
+  state.counters["ranks"] = nodes * kRanksPerNode;
+}
+BENCHMARK(BM_JobVerdictFromStamps)->Arg(2)->Arg(16)->Arg(128)->Unit(benchmark::kMillisecond);
+
+// etcd v3 kept in memory, as the supervisors of one job see it through its
+// JSON gateway: keys with their revisions and leases, a read from a
+// revision, and the bytes each request and answer would carry (HTTP heads
+// included: ours as HttpClient writes them, etcd 3.4's as it sent them),
+// per kind of key (alarms, nodes, stamps, dumps; lease for keep-alives).
+// The answers are built as etcd builds them and decoded by the client's own
+// decoder (etcd_messages.h).
+class MemoryEtcd {
+ public:
+  struct Traffic {
+    uint64_t to_etcd = 0;
+    uint64_t from_etcd = 0;
+  };
+
+  void put(const std::string& key, const std::string& value, int64_t lease) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Entry& e = kvs_[key];
+    if (e.version == 0) e.create_revision = revision_ + 1;
+    e.value = value;
+    e.mod_revision = ++revision_;
+    ++e.version;
+    e.lease = lease;
+    count(key, "/v3/kv/put", etcd::put_request(key, value, lease), header().dump());
+  }
+  void remove(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const bool had = kvs_.erase(key) > 0;
+    if (had) ++revision_;
+    nlohmann::json answer = {{"header", header()}};
+    if (had) answer["deleted"] = "1";
+    count(key, "/v3/kv/deleterange", etcd::delete_request(key), answer.dump());
+  }
+  void keep_alive(int64_t lease) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const std::string answer =
+        nlohmann::json{
+            {"result", {{"header", header()}, {"ID", std::to_string(lease)}, {"TTL", "10"}}}}
+            .dump();
+    // Chunked: its size line and the last chunk.
+    count("lease", "/v3/lease/keepalive", etcd::lease_keepalive_request(lease),
+          answer + "xxx\r\n\r\n0\r\n\r\n");
+  }
+  bool range(const std::string& prefix, int64_t min_mod_revision, std::vector<KeyValue>* out,
+             int64_t* revision) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const std::string answer = range_answer(prefix, min_mod_revision);
+    count(prefix, "/v3/kv/range", etcd::range_prefix_request(prefix, min_mod_revision), answer);
+    std::string error;
+    return etcd::read_range(200, answer, out, revision, &error) == etcd::Outcome::kOk;
+  }
+  // The answer to a read of `prefix`, not counted.
+  size_t range_answer_bytes(const std::string& prefix) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return kAnswerHead.size() + 4 + range_answer(prefix, 0).size();
+  }
+  std::map<std::string, Traffic> traffic() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return traffic_;
+  }
+
+  static size_t request_bytes(const std::string& path, const std::string& body) {
+    return ("POST " + path + " HTTP/1.1\r\nHost: etcd-0.cluster.local:2379" +
+            "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+            "\r\nConnection: close\r\n\r\n")
+               .size() +
+           body.size();
+  }
+  static size_t answer_bytes(const std::string& body) {
+    return kAnswerHead.size() + std::to_string(body.size()).size() + 4 + body.size();
+  }
+
+ private:
+  struct Entry {
+    std::string value;
+    int64_t create_revision = 0;
+    int64_t mod_revision = 0;
+    int64_t version = 0;
+    int64_t lease = 0;
+  };
+  // What etcd 3.4.23 sent before the Content-Length value.
+  static inline const std::string kAnswerHead =
+      "HTTP/1.1 200 OK\r\nAccess-Control-Allow-Headers: accept, content-type, authorization\r\n"
+      "Access-Control-Allow-Methods: POST, GET, OPTIONS, PUT, DELETE\r\n"
+      "Access-Control-Allow-Origin: *\r\nContent-Type: application/json\r\n"
+      "Grpc-Metadata-Content-Type: application/grpc\r\n"
+      "Date: Tue, 24 Nov 2026 02:56:35 GMT\r\nContent-Length: ";
+
+  nlohmann::json header() const {
+    return {{"cluster_id", "15118495548433857066"},
+            {"member_id", "13668033151171901709"},
+            {"revision", std::to_string(revision_)},
+            {"raft_term", "2"}};
+  }
+  std::string range_answer(const std::string& prefix, int64_t min_mod_revision) const {
+    nlohmann::json kvs = nlohmann::json::array();
+    size_t in_range = 0;
+    for (auto it = kvs_.lower_bound(prefix); it != kvs_.end() && it->first.rfind(prefix, 0) == 0;
+         ++it) {
+      ++in_range;  // etcd's count is of the whole range
+      const Entry& e = it->second;
+      if (e.mod_revision < min_mod_revision) continue;
+      kvs.push_back({{"key", base64_encode(it->first)},
+                     {"create_revision", std::to_string(e.create_revision)},
+                     {"mod_revision", std::to_string(e.mod_revision)},
+                     {"version", std::to_string(e.version)},
+                     {"value", base64_encode(e.value)},
+                     {"lease", std::to_string(e.lease)}});
+    }
+    nlohmann::json answer = {{"header", header()}};
+    if (!kvs.empty()) answer["kvs"] = std::move(kvs);
+    if (in_range > 0) answer["count"] = std::to_string(in_range);
+    return answer.dump();
+  }
+  // Under mu_: the bytes of one call, under the kind of `key`.
+  void count(const std::string& key, const std::string& path, const std::string& request,
+             const std::string& answer) {
+    std::string kind = key;
+    for (const char* k : {"alarms", "nodes", "stamps", "dumps"}) {
+      if (key.find(std::string("/") + k + "/") != std::string::npos) kind = k;
+    }
+    Traffic& t = traffic_[kind];
+    t.to_etcd += request_bytes(path, request);
+    t.from_etcd += answer_bytes(answer);
+  }
+
+  std::mutex mu_;
+  int64_t revision_ = 1;
+  std::map<std::string, Entry> kvs_;
+  std::map<std::string, Traffic> traffic_;
+};
+
+class MemoryStore final : public CoordinationStore {
+ public:
+  MemoryStore(MemoryEtcd* etcd, int64_t lease) : etcd_(etcd), lease_(lease) {}
+  bool put(const std::string& key, const std::string& value) override {
+    etcd_->put(key, value, lease_);
+    return true;
+  }
+  bool get_prefix(const std::string& prefix, std::vector<KeyValue>* out, int64_t* revision,
+                  int64_t min_mod_revision) override {
+    return etcd_->range(prefix, min_mod_revision, out, revision);
+  }
+  bool remove(const std::string& key) override {
+    etcd_->remove(key);
+    return true;
+  }
+  bool keep_alive() override {
+    etcd_->keep_alive(lease_);
+    return true;
+  }
+  const std::string& error() const override { return error_; }
+
+ private:
+  MemoryEtcd* etcd_;
+  int64_t lease_;
+  std::string error_;
+};
+
+// A steady alarm on `nodes` nodes: node 0 raises it, every node's ranks
+// stand still but for their heartbeats. After the first exchange (every
+// node reads every document once), every node does kRounds more rounds;
+// the counters are per node and round, i.e. per second at the supervisor's
+// publish period of 1 s. "old_*" is the exchange this replaces, from the
+// same model: its document put and every node's document read each round.
+void BM_SteadyAlarmTraffic(benchmark::State& state) {
+  const int nodes = static_cast<int>(state.range(0));
+  constexpr int kPublishMs = 100;  // only makes the run short: the counts are per round
+  constexpr uint64_t kRounds = 5;
+  for (auto _ : state) {
+    MemoryEtcd etcd;
+    std::vector<NodeProgress> steady;
+    std::vector<std::unique_ptr<JobView>> views;
+    for (int n = 0; n < nodes; ++n) {
+      steady.push_back(make_node(n, nodes));
+      views.push_back(std::make_unique<JobView>(
+          std::make_unique<MemoryStore>(&etcd, 7587835224829165000 + n), "etcd://memory", "job",
+          kPublishMs, [](const std::string&, int) {}));
+    }
+    const auto offer_all = [&] {
+      for (int n = 0; n < nodes; ++n) {
+        Snapshot s = steady[n].snapshot;
+        s.now_ns = monotonic_now_ns();
+        s.now_unix_s = unix_now_s();
+        for (RankSample& r : s.ranks) r.heartbeat_ns = s.now_ns - kS / 200;
+        views[n]->offer(s, n, steady[n].world_size, steady[n].host, n == 0);
+      }
+    };
+    const auto wait_for = [&](const std::function<bool()>& done) {
+      for (;;) {
+        offer_all();
+        if (done()) return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    };
+    wait_for([&] {
+      for (const auto& v : views) {
+        const JobViewStatus st = v->status();
+        if (!st.alarm || st.nodes.size() != static_cast<size_t>(nodes - 1)) return false;
+      }
+      return true;
+    });
+    std::vector<JobViewStatus> before;
+    for (const auto& v : views) before.push_back(v->status());
+    std::map<std::string, MemoryEtcd::Traffic> t0 = etcd.traffic();
+    wait_for([&] {
+      for (size_t i = 0; i < views.size(); ++i) {
+        if (views[i]->status().rounds < before[i].rounds + kRounds) return false;
+      }
+      return true;
+    });
+    const std::map<std::string, MemoryEtcd::Traffic> t1 = etcd.traffic();
+    uint64_t rounds = 0;
+    uint64_t docs_read = 0;
+    for (size_t i = 0; i < views.size(); ++i) {
+      const JobViewStatus st = views[i]->status();
+      rounds += st.rounds - before[i].rounds;
+      docs_read += st.docs_read - before[i].docs_read;
+    }
+    views.clear();  // no more rounds
+    const auto per_round = [&](uint64_t bytes) {
+      return static_cast<double>(bytes) / static_cast<double>(rounds);
+    };
+    double to_etcd = 0;
+    double from_etcd = 0;
+    for (const auto& [kind, t] : t1) {
+      const double to = per_round(t.to_etcd - t0[kind].to_etcd);
+      const double from = per_round(t.from_etcd - t0[kind].from_etcd);
+      to_etcd += to;
+      from_etcd += from;
+      if (kind == "nodes" || kind == "stamps") {
+        state.counters[kind + "_to_etcd_B"] = to;
+        state.counters[kind + "_from_etcd_B"] = from;
+      }
+    }
+    state.counters["to_etcd_B"] = to_etcd;
+    state.counters["from_etcd_B"] = from_etcd;
+    state.counters["docs_read"] = static_cast<double>(docs_read);
+    state.counters["old_nodes_to_etcd_B"] = static_cast<double>(MemoryEtcd::request_bytes(
+        "/v3/kv/put", etcd::put_request("/xpu_timer/job/nodes/0", node_progress_text(steady[0]),
+                                        7587835224829165000)));
+    state.counters["old_nodes_from_etcd_B"] =
+        static_cast<double>(etcd.range_answer_bytes("/xpu_timer/job/nodes/"));
+  }
+  state.counters["nodes"] = nodes;
+}
+BENCHMARK(BM_SteadyAlarmTraffic)
+    ->Arg(2)
+    ->Arg(16)
+    ->Arg(128)
+    ->Iterations(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kSecond);
 
 }  // namespace
 }  // namespace xpu_timer::supervisor

@@ -36,9 +36,14 @@ class CoordinationStore {
   // put and not removed is written again, in this call or keep_alive().
   virtual bool put(const std::string& key, const std::string& value) = 0;
   // Every key starting with `prefix` ("" for all), in key order, and the
-  // store's revision at the time of the read (`revision` may be null).
-  virtual bool get_prefix(const std::string& prefix, std::vector<KeyValue>* out,
-                          int64_t* revision) = 0;
+  // store's revision at the time of the read (`revision` may be null). With
+  // `min_mod_revision` > 0, only the keys changed at or after that revision:
+  // a reader that keeps what it read gets only what changed since, by asking
+  // from the revision of its last read + 1. Keys deleted since do not show;
+  // a revision lower than one seen before means the store lost its history
+  // (read everything again).
+  virtual bool get_prefix(const std::string& prefix, std::vector<KeyValue>* out, int64_t* revision,
+                          int64_t min_mod_revision = 0) = 0;
   // Deletes `key` (true also when it did not exist) and forgets it.
   virtual bool remove(const std::string& key) = 0;
   // Refreshes the lease; to be called well within its TTL (a third of it).

@@ -162,11 +162,13 @@ std::string put_request(const std::string& key, const std::string& value, int64_
       .dump();
 }
 
-std::string range_prefix_request(const std::string& prefix) {
+std::string range_prefix_request(const std::string& prefix, int64_t min_mod_revision) {
   // etcd reads key "\0" with range_end "\0" as every key.
   const std::string key = prefix.empty() ? std::string(1, '\0') : prefix;
-  return json{{"key", base64_encode(key)}, {"range_end", base64_encode(prefix_range_end(prefix))}}
-      .dump();
+  json request = {{"key", base64_encode(key)},
+                  {"range_end", base64_encode(prefix_range_end(prefix))}};
+  if (min_mod_revision > 0) request["min_mod_revision"] = int64_string(min_mod_revision);
+  return request.dump();
 }
 
 std::string delete_request(const std::string& key) {

@@ -22,7 +22,10 @@ std::string prefix_range_end(const std::string& prefix);
 std::string lease_grant_request(int64_t ttl_s);
 std::string lease_keepalive_request(int64_t lease);
 std::string put_request(const std::string& key, const std::string& value, int64_t lease);
-std::string range_prefix_request(const std::string& prefix);
+// With `min_mod_revision` > 0, etcd answers only the keys whose last change
+// is at or after that revision (RangeRequest.min_mod_revision); its "count"
+// still counts every key of the range.
+std::string range_prefix_request(const std::string& prefix, int64_t min_mod_revision = 0);
 std::string delete_request(const std::string& key);
 
 enum class Outcome {

@@ -37,6 +37,10 @@ TEST(EtcdMessages, RequestBodies) {
   // "job/" .. "job0"; "" is every key: "\0" .. "\0".
   EXPECT_EQ(range_prefix_request("job/"), R"({"key":"am9iLw==","range_end":"am9iMA=="})");
   EXPECT_EQ(range_prefix_request(""), R"({"key":"AA==","range_end":"AA=="})");
+  // Only what changed at or after revision 42 (0: everything, as above).
+  EXPECT_EQ(range_prefix_request("job/", 42),
+            R"({"key":"am9iLw==","min_mod_revision":"42","range_end":"am9iMA=="})");
+  EXPECT_EQ(range_prefix_request("job/", 0), R"({"key":"am9iLw==","range_end":"am9iMA=="})");
   EXPECT_EQ(delete_request("job/n0"), R"({"key":"am9iL24w"})");
 }
 

@@ -23,8 +23,8 @@ class EtcdStore final : public CoordinationStore {
   EtcdStore(const StoreEndpoint& endpoint, int lease_ttl_s, std::chrono::milliseconds call_timeout);
 
   bool put(const std::string& key, const std::string& value) override;
-  bool get_prefix(const std::string& prefix, std::vector<KeyValue>* out,
-                  int64_t* revision) override;
+  bool get_prefix(const std::string& prefix, std::vector<KeyValue>* out, int64_t* revision,
+                  int64_t min_mod_revision = 0) override;
   bool remove(const std::string& key) override;
   bool keep_alive() override;
   const std::string& error() const override { return error_; }

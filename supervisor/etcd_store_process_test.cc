@@ -34,10 +34,12 @@ std::unique_ptr<EtcdStore> client(int port, int ttl_s = 10, milliseconds timeout
   return std::make_unique<EtcdStore>(StoreEndpoint{"127.0.0.1", port}, ttl_s, timeout);
 }
 
-// The keys under `prefix` as one string "k=v k=v", or "error: ..." .
-std::string listing(CoordinationStore& store, const std::string& prefix) {
+// The keys under `prefix` (changed at or after `min_mod_revision`, with
+// one) as one string "k=v k=v", or "error: ..." .
+std::string listing(CoordinationStore& store, const std::string& prefix,
+                    int64_t min_mod_revision = 0) {
   std::vector<KeyValue> kvs;
-  if (!store.get_prefix(prefix, &kvs, nullptr)) return "error: " + store.error();
+  if (!store.get_prefix(prefix, &kvs, nullptr, min_mod_revision)) return "error: " + store.error();
   std::string out;
   for (const KeyValue& kv : kvs) out += (out.empty() ? "" : " ") + kv.key + "=" + kv.value;
   return out;
@@ -137,6 +139,43 @@ TEST_F(EtcdStoreProcessTest, TwoClientsSeeEachOthersKeys) {
             "job/progress/0=comm 7 seq 41 job/progress/1=comm 7 seq 40");
   ASSERT_TRUE(node1->remove("job/progress/1")) << node1->error();
   EXPECT_EQ(listing(*node0, "job/progress/"), "job/progress/0=comm 7 seq 41");
+}
+
+// What a reader that keeps what it read asks: only what changed since.
+TEST_F(EtcdStoreProcessTest, AReadFromARevisionGetsOnlyTheKeysChangedSince) {
+  std::unique_ptr<EtcdStore> writer = client(client_port_);
+  std::unique_ptr<EtcdStore> reader = client(client_port_);
+  ASSERT_TRUE(writer->put("job/a", "1")) << writer->error();
+  ASSERT_TRUE(writer->put("job/b", "2")) << writer->error();
+  ASSERT_TRUE(writer->put("job/c", "3")) << writer->error();
+  std::vector<KeyValue> kvs;
+  int64_t read_at = 0;
+  ASSERT_TRUE(reader->get_prefix("job/", &kvs, &read_at)) << reader->error();
+  ASSERT_EQ(kvs.size(), 3u);
+
+  // Changed, added, deleted, and a key outside the prefix.
+  ASSERT_TRUE(writer->put("job/b", "22")) << writer->error();
+  ASSERT_TRUE(writer->put("job/d", "4")) << writer->error();
+  ASSERT_TRUE(writer->remove("job/c")) << writer->error();
+  ASSERT_TRUE(writer->put("jobs/x", "5")) << writer->error();
+  int64_t read_again = 0;
+  ASSERT_TRUE(reader->get_prefix("job/", &kvs, &read_again, read_at + 1)) << reader->error();
+  ASSERT_EQ(kvs.size(), 2u);  // not a, not the deleted c
+  EXPECT_EQ(kvs[0].key, "job/b");
+  EXPECT_EQ(kvs[0].value, "22");
+  EXPECT_GT(kvs[0].mod_revision, read_at);
+  EXPECT_EQ(kvs[1].key, "job/d");
+  EXPECT_EQ(read_again, read_at + 4);  // one revision per change
+
+  // Nothing since: nothing, at the same revision; 0 is everything.
+  int64_t nothing_at = 0;
+  ASSERT_TRUE(reader->get_prefix("job/", &kvs, &nothing_at, read_again + 1)) << reader->error();
+  EXPECT_TRUE(kvs.empty());
+  EXPECT_EQ(nothing_at, read_again);
+  EXPECT_EQ(listing(*reader, "job/", 0), "job/a=1 job/b=22 job/d=4");
+  // The bound is inclusive: from b's own revision, b is in.
+  EXPECT_EQ(listing(*reader, "job/", read_at + 1), "job/b=22 job/d=4");
+  EXPECT_EQ(listing(*reader, "job/", read_at + 2), "job/d=4");
 }
 
 TEST_F(EtcdStoreProcessTest, ALapsedLeaseLosesItsKeysAndTheNextCallRestoresThem) {

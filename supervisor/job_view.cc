@@ -136,15 +136,19 @@ bool JobView::round() {
   }
   const bool alarm = !kvs.empty();
   const double now_s = unix_now_s();
-  // Quiet periods exchange rarely, once the other nodes are known.
+  // Quiet periods exchange rarely, once the other nodes are known: every
+  // rank of the world is on this node or in another node's document (nodes
+  // start at different times; one that came before the others must not wait
+  // for the quiet refresh to learn of them).
   bool known_others = false;
-  {
+  if (mine) {
     std::lock_guard<std::mutex> lock(mu_);
-    known_others = !others_.empty();
+    size_t ranks = mine->snapshot.ranks.size();
+    for (const NodeProgress& p : others_) ranks += p.snapshot.ranks.size();
+    known_others = !others_.empty() && ranks >= static_cast<size_t>(mine->world_size);
   }
   const bool exchange = alarm || !known_others || now_s - last_exchange_s_ >= kQuietRefreshS;
-  if (exchange && mine &&
-      !store_->put(root_ + "/nodes/" + std::to_string(mine->node), node_progress_text(*mine))) {
+  if (exchange && mine && !publish(*mine)) {
     requeue();
     return false;
   }
@@ -165,25 +169,8 @@ bool JobView::round() {
   }
 
   std::vector<NodeProgress> others;
-  std::vector<int> nodes;
   if (stopping()) return true;
-  if (exchange) {
-    if (!store_->get_prefix(root_ + "/nodes/", &kvs, nullptr)) return false;
-    for (const KeyValue& kv : kvs) {
-      NodeProgress p;
-      std::string why;
-      if (!parse_node_progress(kv.value, &p, &why)) {
-        if (bad_keys_.insert(kv.key).second) {
-          SUP_LOG_WARN("coordinator %s: ignoring %s: %s", url_.c_str(), kv.key.c_str(),
-                       why.c_str());
-        }
-        continue;
-      }
-      if (mine && p.node == mine->node) continue;
-      nodes.push_back(p.node);
-      others.push_back(std::move(p));
-    }
-  }
+  if (exchange && !read_others(mine, &others)) return false;
 
   if (!store_->get_prefix(root_ + "/dumps/", &kvs, nullptr)) return false;
   std::vector<std::pair<std::string, int>> asked;
@@ -203,11 +190,109 @@ bool JobView::round() {
       // Until we published, the others could not know us: exchange again
       // next period (the rounds before a rank registered).
       if (mine) last_exchange_s_ = now_s;
+      status_.nodes.clear();
+      for (const NodeProgress& p : others) status_.nodes.push_back(p.node);
       others_ = std::move(others);
-      status_.nodes = std::move(nodes);
     }
   }
   for (const auto& [reason, node] : asked) on_request_(reason, node);
+  return true;
+}
+
+bool JobView::publish(const NodeProgress& mine) {
+  const std::string node = std::to_string(mine.node);
+  const uint64_t id = node_document_id(mine);
+  if (id != put_doc_) {
+    if (!store_->put(root_ + "/nodes/" + node, node_progress_text(mine))) return false;
+    put_doc_ = id;
+  }
+  // After the document: a reader that sees this stamp finds its document.
+  return store_->put(root_ + "/stamps/" + node, node_stamp_text(mine));
+}
+
+bool JobView::read_others(const std::optional<NodeProgress>& mine,
+                          std::vector<NodeProgress>* others) {
+  const int me = mine ? mine->node : -1;
+  const auto ignore = [this](const KeyValue& kv, const std::string& why) {
+    if (bad_keys_.insert(kv.key).second) {
+      SUP_LOG_WARN("coordinator %s: ignoring %s: %s", url_.c_str(), kv.key.c_str(), why.c_str());
+    }
+  };
+  // Stamps before documents: the document a stamp names was put before it,
+  // so the read of the documents that follows finds it (or a newer one).
+  std::vector<KeyValue> kvs;
+  if (!store_->get_prefix(root_ + "/stamps/", &kvs, nullptr)) return false;
+  std::vector<NodeStamp> stamps;
+  for (const KeyValue& kv : kvs) {
+    NodeStamp st;
+    std::string why;
+    if (!parse_node_stamp(kv.value, &st, &why)) {
+      ignore(kv, why);
+    } else if (st.node != me) {
+      stamps.push_back(std::move(st));
+    }
+  }
+
+  // The documents changed since the last read, or all of them.
+  const std::string nodes = root_ + "/nodes/";
+  int64_t revision = 0;
+  if (!store_->get_prefix(nodes, &kvs, &revision, read_all_docs_ ? 0 : docs_revision_ + 1)) {
+    return false;
+  }
+  if (!read_all_docs_ && revision < docs_revision_) {
+    SUP_LOG_INFO(
+        "coordinator %s: the store's revision went back from %lld to %lld (it lost its data): "
+        "reading every node's document again",
+        url_.c_str(), static_cast<long long>(docs_revision_), static_cast<long long>(revision));
+    read_all_docs_ = true;
+    if (!store_->get_prefix(nodes, &kvs, &revision, 0)) return false;
+  }
+  const bool all = read_all_docs_;
+  if (all) {  // what is not read now is gone
+    docs_.clear();
+    unreadable_docs_.clear();
+  }
+  read_all_docs_ = false;
+  docs_revision_ = revision;
+  std::set<std::string> arrived;  // keys, readable or not
+  for (const KeyValue& kv : kvs) {
+    arrived.insert(kv.key);
+    NodeProgress p;
+    std::string why;
+    if (!parse_node_progress(kv.value, &p, &why)) {
+      ignore(kv, why);
+      unreadable_docs_.insert(kv.key);
+      continue;
+    }
+    unreadable_docs_.erase(kv.key);
+    if (p.node != me) docs_[p.node] = std::move(p);
+  }
+
+  for (const NodeStamp& st : stamps) {
+    const auto it = docs_.find(st.node);
+    if (it != docs_.end()) {
+      NodeProgress p = it->second;
+      if (apply_node_stamp(st, &p)) {
+        others->push_back(std::move(p));
+        continue;
+      }
+    }
+    // We lack the document this stamp belongs to. One read just now is
+    // newer than the stamp (put between our two reads): the next stamp
+    // matches it. One we cannot read stays unread (warned about once).
+    // Otherwise the store lost it or we missed it: read every document next
+    // round. Meanwhile the node's previous snapshot stands (merge() drops it
+    // once it is kFreshS old).
+    const std::string key = nodes + std::to_string(st.node);
+    if (arrived.count(key) == 0 && unreadable_docs_.count(key) == 0) read_all_docs_ = true;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const NodeProgress& p : others_) {
+      if (p.node == st.node) others->push_back(p);
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  status_.docs_read += kvs.size();
+  if (all) ++status_.full_reads;
   return true;
 }
 

@@ -6,11 +6,16 @@
 //   - put or remove <root>/alarms/<node>: whether this node wants the job's
 //     view now (wants_job_view: a rank past half the hang timeout), and read
 //     <root>/alarms/ (a few bytes);
-//   - while any node raises an alarm (and every kQuietRefreshS otherwise):
-//     put <root>/nodes/<node>, this node's latest snapshot (node_progress.h),
-//     and read <root>/nodes/, the other nodes' latest, for merge(). A healthy
-//     job thus costs the store a small read per node per period, not every
-//     node's document (bench/results/, "jobs of several nodes");
+//   - while any node raises an alarm (and every kQuietRefreshS otherwise),
+//     exchange the nodes' latest snapshots (node_progress.h) for merge():
+//     put <root>/nodes/<node>, this node's document, only when it changed
+//     but for its times, and <root>/stamps/<node>, its times (a few hundred
+//     bytes); read every stamp, and of <root>/nodes/ only the documents
+//     changed since the last read (the store's min_mod_revision). A healthy
+//     job thus costs the store a small read per node per period, and a
+//     steady hang (where only times move) each node's stamp out and the
+//     others' stamps in, not every node's document (bench/results/,
+//     "job-scale");
 //   - keys are put under the store client's lease, so a dead supervisor's
 //     entries expire;
 //   - put the dump requests queued by request_dumps() as
@@ -19,8 +24,13 @@
 //     (once; requests older than this view are only marked seen).
 // <root> is /xpu_timer/<job id>.
 //
-// merge() joins only documents at most kFreshS old: an older one would show
-// its ranks' operations in flight for as long as it is old.
+// The view keeps the documents it read, by node, and applies to each the
+// node's latest stamp. A stamp that names a document the view lacks (the
+// store lost or missed a change: its revision went back, a read raced a
+// put) keeps that node's previous snapshot and makes the next read take
+// every document again. merge() joins only snapshots whose stamp is at most
+// kFreshS old: an older one would show its ranks' operations in flight for
+// as long as it is old; a node whose stamp is gone is not merged at all.
 //
 // Losing the store never harms the job: while calls fail, merge() returns
 // this node's snapshot alone (today's single-node behaviour) and the view
@@ -35,6 +45,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -57,6 +68,11 @@ struct JobViewStatus {
   std::vector<int> nodes;  // the other nodes seen in the last good read
   uint64_t rounds = 0;     // publish rounds done (successful or not)
   uint64_t failures = 0;   // rounds that failed
+  // Documents the store sent (this node's own included; none in a steady
+  // hang), and reads that took every document (the first one, then only
+  // after the store lost its data or this view missed a change).
+  uint64_t docs_read = 0;
+  uint64_t full_reads = 0;
 };
 
 class JobView {
@@ -88,6 +104,11 @@ class JobView {
  private:
   void run();
   bool round();  // one publish-and-read; false when a store call failed
+  // Publishes this node's document (if it changed) and stamp.
+  bool publish(const NodeProgress& mine);
+  // Reads the stamps and the changed documents into `others` (the other
+  // nodes' snapshots, stamps applied); false when a store call failed.
+  bool read_others(const std::optional<NodeProgress>& mine, std::vector<NodeProgress>* others);
   // The destructor asked the thread to end: a round stops between calls, so
   // the supervisor's exit waits for one store call at most.
   bool stopping() const;
@@ -114,6 +135,14 @@ class JobView {
   bool alarm_put_ = false;          // our alarm key is in the store
   double last_exchange_s_ = -1e9;   // unix time of the last documents exchange
   std::set<std::string> bad_keys_;  // warned about once
+  // The documents exchange (the view's thread only): what this node put,
+  // and what it read of the others.
+  uint64_t put_doc_ = 0;                   // id of our document in the store (0: none)
+  std::map<int, NodeProgress> docs_;       // the documents read, by node (their ids in .doc)
+  int64_t docs_revision_ = 0;              // the store's revision at the last read of them
+  bool read_all_docs_ = true;              // the next read takes every document
+  std::set<std::string> unreadable_docs_;  // keys of documents that did not parse
+
   std::thread thread_;
 };
 

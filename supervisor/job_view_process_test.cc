@@ -1,6 +1,8 @@
 // Two JobViews (two nodes' supervisors) on a real etcd: documents are
-// exchanged while an alarm stands and merged, dump requests reach the other
-// node once, and requests older than a view are not replayed to it.
+// exchanged while an alarm stands and merged, in a steady hang only the
+// stamps move (a document is read again only when it changes, or when etcd
+// lost its data), a node that stops is dropped, dump requests reach the
+// other node once, and requests older than a view are not replayed to it.
 // Skipped, with the reason, where etcd is not installed.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -46,6 +48,36 @@ Snapshot node_snapshot(int rank, int node, double ago_s) {
   r.oldest_inflight.launch_ns = s.now_ns - static_cast<uint64_t>(ago_s * 1e9);
   s.ranks.push_back(r);
   return s;
+}
+
+// A node in a steady hang: its rank's AllReduce was launched `ago_s` before
+// the node was made and never ends; only the clocks and the heartbeat move.
+class SteadyNode {
+ public:
+  SteadyNode(int rank, int node, double ago_s)
+      : base_(node_snapshot(rank, node, ago_s)), made_(std::chrono::steady_clock::now()) {}
+  Snapshot now() const {
+    Snapshot s = base_;
+    s.now_ns = monotonic_now_ns();
+    s.now_unix_s = unix_now_s();
+    for (RankSample& r : s.ranks) r.heartbeat_ns = s.now_ns;
+    return s;
+  }
+  // Something else moves: a new collective is issued.
+  void issue() {
+    for (RankSample& r : base_.ranks) ++r.issued_total;
+  }
+  double age_s() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - made_).count();
+  }
+
+ private:
+  Snapshot base_;
+  std::chrono::steady_clock::time_point made_;
+};
+
+double in_flight_s(const Snapshot& m, size_t i) {
+  return static_cast<double>(m.now_ns - m.ranks[i].oldest_inflight.launch_ns) / 1e9;
 }
 
 struct Requests {
@@ -154,6 +186,224 @@ TEST_F(JobViewProcessTest, WithoutAnAlarmStaleDocumentsAreNotMerged) {
   ASSERT_TRUE(wait_until([&] { return node1.merge(node_snapshot(1, 1, 0.0)).ranks.size() == 1; },
                          seconds(30)));
   EXPECT_FALSE(node1.status().alarm);
+}
+
+// Nodes start at different times. A node that learnt of one other node
+// before the third published must not wait the quiet refresh (2 minutes) to
+// learn of it: the nodes exchange until every rank of the world is known.
+TEST_F(JobViewProcessTest, ANodeThatStartsLastIsLearntWithoutWaitingForTheQuietRefresh) {
+  Requests ignored;
+  JobView& node0 = view(&ignored);
+  JobView& node1 = view(&ignored);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        node0.offer(node_snapshot(0, 0, 0.0), 0, 3, "host0", false);
+        node1.offer(node_snapshot(1, 1, 0.0), 1, 3, "host1", false);
+        return node0.status().nodes == std::vector<int>{1};
+      },
+      seconds(30)));
+  JobView& node2 = view(&ignored);
+  // Far less than kQuietRefreshS: the test's own bound is 30 s.
+  static_assert(JobView::kQuietRefreshS > 60);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        node0.offer(node_snapshot(0, 0, 0.0), 0, 3, "host0", false);
+        node1.offer(node_snapshot(1, 1, 0.0), 1, 3, "host1", false);
+        node2.offer(node_snapshot(2, 2, 0.0), 2, 3, "host2", false);
+        return node0.status().nodes == std::vector<int>{1, 2} &&
+               node1.status().nodes == std::vector<int>{0, 2};
+      },
+      seconds(30)))
+      << "node 0 knows " << node0.status().nodes.size() << " other node(s)";
+  EXPECT_FALSE(node0.status().alarm);
+  // Then quiet: every rank known, the documents are no longer read.
+  const uint64_t read = node0.status().docs_read;
+  const uint64_t rounds = node0.status().rounds;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        node0.offer(node_snapshot(0, 0, 0.0), 0, 3, "host0", false);
+        return node0.status().rounds >= rounds + 5;
+      },
+      seconds(30)));
+  EXPECT_EQ(node0.status().docs_read, read);
+}
+
+// The weak point of exchanging whole documents: in a steady hang each node
+// read every node's document every round. Now, after the first exchange,
+// only stamps are read, and the merged snapshot still has node 0's rank
+// with fresh times (older than kFreshS, its document alone would not be
+// merged); a document that changes is read again, once.
+TEST_F(JobViewProcessTest, InASteadyAlarmOnlyAChangedDocumentIsReadAgain) {
+  Requests ignored;
+  JobView& node0 = view(&ignored);
+  JobView& node1 = view(&ignored);
+  SteadyNode n0(0, 0, 2.0), n1(1, 1, 0.0);
+  const auto offer = [&] {
+    node0.offer(n0.now(), 0, 2, "host0", true);
+    node1.offer(n1.now(), 1, 2, "host1", false);
+  };
+  Snapshot merged;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        offer();
+        merged = node1.merge(n1.now());
+        return node1.status().alarm && merged.ranks.size() == 2;
+      },
+      seconds(30)));
+  const JobViewStatus first = node1.status();
+  EXPECT_GE(first.docs_read, 1u);
+  EXPECT_EQ(first.full_reads, 1u);
+
+  // Long enough for the document read to be older than kFreshS.
+  const auto rounds = static_cast<uint64_t>((JobView::kFreshS + 1) * 1000 / kPublishMs);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        offer();
+        return node1.status().rounds >= first.rounds + rounds;
+      },
+      seconds(60)));
+  const double elapsed_s = n0.age_s();
+  merged = node1.merge(n1.now());
+  const JobViewStatus steady = node1.status();
+  EXPECT_EQ(steady.docs_read, first.docs_read) << "documents read again in a steady hang";
+  EXPECT_EQ(steady.full_reads, 1u);
+  EXPECT_EQ(steady.nodes, std::vector<int>{0});
+  ASSERT_EQ(merged.ranks.size(), 2u) << "node 0 not merged: its times are not fresh";
+  EXPECT_EQ(merged.ranks[0].node, 0);
+  // Node 0's AllReduce, launched 2 s before n0 was made, as old on node 1's
+  // clock as it is (less at most the stamp's age); its heartbeat fresh.
+  EXPECT_LE(in_flight_s(merged, 0), 2.0 + elapsed_s + 0.05);
+  EXPECT_GE(in_flight_s(merged, 0), 2.0 + elapsed_s - JobView::kFreshS);
+  EXPECT_LE(static_cast<double>(merged.now_ns - merged.ranks[0].heartbeat_ns) / 1e9,
+            JobView::kFreshS);
+
+  // Node 0 issues a collective: its document is read again, then no more.
+  n0.issue();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        offer();
+        merged = node1.merge(n1.now());
+        return merged.ranks.size() == 2 && merged.ranks[0].issued_total == 7;
+      },
+      seconds(30)));
+  const JobViewStatus changed = node1.status();
+  EXPECT_GT(changed.docs_read, steady.docs_read);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        offer();
+        return node1.status().rounds >= changed.rounds + 10;
+      },
+      seconds(30)));
+  EXPECT_EQ(node1.status().docs_read, changed.docs_read);
+}
+
+// A node whose document cannot be read (written by something else, or
+// another build) is left out, warned about once, and does not make every
+// read take every document again.
+TEST_F(JobViewProcessTest, AnUnreadableDocumentIsNotReadAgainAndAgain) {
+  std::string error;
+  std::unique_ptr<CoordinationStore> other = open_coordination_store(etcd_->url(), 10, &error);
+  ASSERT_NE(other, nullptr) << error;
+  NodeProgress five;
+  five.node = 5;
+  five.host = "host5";
+  five.world_size = 6;
+  five.snapshot = node_snapshot(5, 5, 0.0);
+  ASSERT_TRUE(other->put("/xpu_timer/job/nodes/5", "not a document")) << other->error();
+  ASSERT_TRUE(other->put("/xpu_timer/job/stamps/5", node_stamp_text(five))) << other->error();
+
+  Requests ignored;
+  JobView& node0 = view(&ignored);
+  JobView& node1 = view(&ignored);
+  SteadyNode n0(0, 0, 2.0), n1(1, 1, 0.0);
+  const auto offer = [&] {
+    node0.offer(n0.now(), 0, 6, "host0", true);
+    node1.offer(n1.now(), 1, 6, "host1", false);
+  };
+  ASSERT_TRUE(wait_until(
+      [&] {
+        offer();
+        return node1.status().nodes == std::vector<int>{0};
+      },
+      seconds(30)));
+  const JobViewStatus before = node1.status();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        offer();
+        return node1.status().rounds >= before.rounds + 10;
+      },
+      seconds(30)));
+  const JobViewStatus after = node1.status();
+  EXPECT_EQ(after.full_reads, before.full_reads);
+  EXPECT_EQ(after.docs_read, before.docs_read);
+  EXPECT_EQ(after.nodes, std::vector<int>{0});
+}
+
+// A node whose supervisor stops publishing is dropped from the merge once
+// its stamp is kFreshS old (long before its keys expire with its lease),
+// and no longer listed once they do.
+TEST_F(JobViewProcessTest, ANodeThatStopsIsDroppedFromTheMerge) {
+  Requests ignored;
+  JobView& node0 = view(&ignored);
+  JobView& node1 = view(&ignored);
+  SteadyNode n0(0, 0, 2.0), n1(1, 1, 0.0);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        node0.offer(n0.now(), 0, 2, "host0", true);
+        node1.offer(n1.now(), 1, 2, "host1", true);
+        return node1.merge(n1.now()).ranks.size() == 2;
+      },
+      seconds(30)));
+  views_.front().reset();  // node 0's supervisor is gone; its keys stay until its lease ends
+  ASSERT_TRUE(wait_until(
+      [&] {
+        node1.offer(n1.now(), 1, 2, "host1", true);
+        return node1.merge(n1.now()).ranks.size() == 1;
+      },
+      seconds(30)));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        node1.offer(n1.now(), 1, 2, "host1", true);
+        return node1.status().nodes.empty();
+      },
+      seconds(60)));
+  EXPECT_EQ(node1.merge(n1.now()).ranks.size(), 1u);
+}
+
+// etcd restarted empty (its revision starts again from 1): the view reads
+// every document again, and so gets a document node 0 changed meanwhile.
+TEST_F(JobViewProcessTest, AnEtcdThatLostItsDataIsReadInFullAgain) {
+  Requests ignored;
+  JobView& node0 = view(&ignored);
+  JobView& node1 = view(&ignored);
+  SteadyNode n0(0, 0, 2.0), n1(1, 1, 0.0);
+  const auto offer = [&] {
+    node0.offer(n0.now(), 0, 2, "host0", true);
+    node1.offer(n1.now(), 1, 2, "host1", false);
+  };
+  // Enough rounds that etcd's revision is well past where a new one starts.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        offer();
+        return node1.merge(n1.now()).ranks.size() == 2 && node1.status().rounds >= 30;
+      },
+      seconds(30)));
+  const uint64_t full_reads = node1.status().full_reads;
+  const int port = etcd_->client_port();
+  etcd_->stop();
+  n0.issue();
+  ASSERT_TRUE(etcd_->start(dir_ + "/fresh"));
+  ASSERT_EQ(etcd_->client_port(), port) << "etcd had to move to other ports";
+  Snapshot merged;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        offer();
+        merged = node1.merge(n1.now());
+        return merged.ranks.size() == 2 && merged.ranks[0].issued_total == 7;
+      },
+      seconds(60)));
+  EXPECT_GT(node1.status().full_reads, full_reads);
+  EXPECT_TRUE(node1.status().connected);
 }
 
 // With the store gone and a dump request pending, the view retries once per

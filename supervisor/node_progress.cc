@@ -11,7 +11,19 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kFormat = 1;  // bumped on an incompatible change of the document
+// Bumped on an incompatible change of the document or the stamp. 2: the
+// document's times are those of its last change; the stamp has the latest.
+constexpr int kFormat = 2;
+
+// FNV-1a, 64 bits: a document's id. 0 is kept for "no id".
+uint64_t fnv1a(const std::string& text) {
+  uint64_t h = 14695981039346656037ull;
+  for (const char c : text) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  return h == 0 ? 1 : h;
+}
 
 json op_ref_json(const proto::OpRef& o) {
   return json{{"name", o.name},           {"kind", o.kind},
@@ -32,7 +44,8 @@ json comm_json(const proto::CommSlot& c) {
               {"name", name}};
 }
 
-json sample_json(const RankSample& s) {
+// `with_times` false: the heartbeat as 0 (what a document's id covers).
+json sample_json(const RankSample& s, bool with_times) {
   json comms = json::array();
   for (const proto::CommSlot& c : s.comms) comms.push_back(comm_json(c));
   return json{{"rank", s.rank},
@@ -45,7 +58,7 @@ json sample_json(const RankSample& s) {
               {"connected", s.connected},
               {"page_ok", s.page_ok},
               {"registered_ns", s.registered_ns},
-              {"heartbeat_ns", s.heartbeat_ns},
+              {"heartbeat_ns", with_times ? s.heartbeat_ns : 0},
               {"issued_total", s.issued_total},
               {"completed_total", s.completed_total},
               {"inflight_count", s.inflight_count},
@@ -151,19 +164,38 @@ void rebase(RankSample* s, const Rebase& at) {
   }
 }
 
-}  // namespace
-
-std::string node_progress_text(const NodeProgress& p) {
+// The document without its id; `with_times` false: its times as 0.
+json document_json(const NodeProgress& p, bool with_times) {
   json ranks = json::array();
-  for (const RankSample& s : p.snapshot.ranks) ranks.push_back(sample_json(s));
+  for (const RankSample& s : p.snapshot.ranks) ranks.push_back(sample_json(s, with_times));
   return json{{"format", kFormat},
               {"node", p.node},
               {"host", p.host},
               {"world_size", p.world_size},
-              {"now_ns", p.snapshot.now_ns},
-              {"now_unix_s", p.snapshot.now_unix_s},
-              {"ranks", std::move(ranks)}}
-      .dump();
+              {"now_ns", with_times ? p.snapshot.now_ns : 0},
+              {"now_unix_s", with_times ? p.snapshot.now_unix_s : 0.0},
+              {"ranks", std::move(ranks)}};
+}
+
+// The format of a document or stamp, checked first so that another
+// version's text says so rather than what it lacks.
+bool check_format(const json& j, std::string* error) {
+  const int format = get<int>(j, "format");
+  if (format == kFormat) return true;
+  *error = "format " + std::to_string(format) + ", this build reads " + std::to_string(kFormat);
+  return false;
+}
+
+}  // namespace
+
+uint64_t node_document_id(const NodeProgress& p) {
+  return fnv1a(document_json(p, /*with_times=*/false).dump());
+}
+
+std::string node_progress_text(const NodeProgress& p) {
+  json j = document_json(p, /*with_times=*/true);
+  j["doc"] = node_document_id(p);
+  return j.dump();
 }
 
 bool parse_node_progress(const std::string& text, NodeProgress* out, std::string* error) {
@@ -173,13 +205,10 @@ bool parse_node_progress(const std::string& text, NodeProgress* out, std::string
     return false;
   }
   try {
-    if (get<int>(j, "format") != kFormat) {
-      *error = "format " + std::to_string(get<int>(j, "format")) + ", this build reads " +
-               std::to_string(kFormat);
-      return false;
-    }
+    if (!check_format(j, error)) return false;
     NodeProgress p;
     p.node = get<int>(j, "node");
+    p.doc = get<uint64_t>(j, "doc");
     p.host = get<std::string>(j, "host");
     p.world_size = get<int>(j, "world_size");
     p.snapshot.now_ns = get<uint64_t>(j, "now_ns");
@@ -197,6 +226,66 @@ bool parse_node_progress(const std::string& text, NodeProgress* out, std::string
     *error = std::string("malformed: ") + e.what();
     return false;
   }
+}
+
+std::string node_stamp_text(const NodeProgress& p) {
+  // Heartbeats as their age at the stamp's instant, so that the reader
+  // gets them back exactly (modulo 2^64) in about half the digits.
+  json ago = json::array();
+  for (const RankSample& s : p.snapshot.ranks) {
+    ago.push_back(static_cast<int64_t>(p.snapshot.now_ns - s.heartbeat_ns));
+  }
+  return json{{"format", kFormat},
+              {"node", p.node},
+              {"doc", node_document_id(p)},
+              {"now_ns", p.snapshot.now_ns},
+              {"now_unix_s", p.snapshot.now_unix_s},
+              {"heartbeat_ago_ns", std::move(ago)}}
+      .dump();
+}
+
+bool parse_node_stamp(const std::string& text, NodeStamp* out, std::string* error) {
+  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    *error = "not a JSON object";
+    return false;
+  }
+  try {
+    if (!check_format(j, error)) return false;
+    NodeStamp st;
+    st.node = get<int>(j, "node");
+    st.doc = get<uint64_t>(j, "doc");
+    st.now_ns = get<uint64_t>(j, "now_ns");
+    st.now_unix_s = get<double>(j, "now_unix_s");
+    const json& ago = j.at("heartbeat_ago_ns");
+    if (!ago.is_array()) throw std::out_of_range("heartbeat_ago_ns: not an array");
+    for (const json& a : ago) {
+      if (!a.is_number_integer()) throw std::out_of_range("heartbeat_ago_ns: not integers");
+      st.heartbeat_ns.push_back(st.now_ns - static_cast<uint64_t>(a.get<int64_t>()));
+    }
+    if (st.node < 0 || st.doc == 0 || !std::isfinite(st.now_unix_s)) {
+      *error = "node, doc or now_unix_s out of range";
+      return false;
+    }
+    *out = std::move(st);
+    return true;
+  } catch (const std::exception& e) {
+    *error = std::string("malformed: ") + e.what();
+    return false;
+  }
+}
+
+bool apply_node_stamp(const NodeStamp& stamp, NodeProgress* p) {
+  if (stamp.doc == 0 || stamp.node != p->node || stamp.doc != p->doc ||
+      stamp.heartbeat_ns.size() != p->snapshot.ranks.size()) {
+    return false;
+  }
+  p->snapshot.now_ns = stamp.now_ns;
+  p->snapshot.now_unix_s = stamp.now_unix_s;
+  for (size_t i = 0; i < stamp.heartbeat_ns.size(); ++i) {
+    p->snapshot.ranks[i].heartbeat_ns = stamp.heartbeat_ns[i];
+  }
+  return true;
 }
 
 Snapshot merge_job_snapshot(const Snapshot& local, int local_node,

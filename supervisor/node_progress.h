@@ -12,6 +12,14 @@
 // instant of the remote snapshot is good to the nodes' wall-clock agreement
 // (NTP: milliseconds) plus the publication delay (at most one publish
 // period plus the store's latency), small against a hang timeout.
+//
+// In a steady hang only a document's times move (its clocks and its ranks'
+// heartbeats), so a node publishes them apart: the document when anything
+// else in it changed, and a stamp (its times alone, a few hundred bytes)
+// every round. A document's id is a hash of everything but those times; the
+// stamp names the id of the document its times belong to, so a reader that
+// holds that document (read once) applies the stamp to it and has the
+// node's latest snapshot, exactly.
 #pragma once
 
 #include <cstdint>
@@ -27,13 +35,35 @@ struct NodeProgress {
   std::string host;
   int world_size = 0;  // of the job, as the node's ranks registered it
   Snapshot snapshot;   // the node's own ranks, on its own clocks
+  uint64_t doc = 0;    // set by parse_node_progress: the document's id
 };
 
-// The JSON text a node puts in the store.
+// The times of one node's snapshot: what changes in a steady hang.
+struct NodeStamp {
+  int node = -1;
+  uint64_t doc = 0;  // the id of the document these times belong to
+  uint64_t now_ns = 0;
+  double now_unix_s = 0;
+  std::vector<uint64_t> heartbeat_ns;  // one per rank, in the document's order
+};
+
+// The id of `p`'s document: a hash of its text without the times a stamp
+// carries (p.doc is not read). Equal ids: equal documents but for the times.
+uint64_t node_document_id(const NodeProgress& p);
+// The JSON text a node puts in the store, carrying its id.
 std::string node_progress_text(const NodeProgress& p);
 // Parses another node's text. False with one line for anything that is not
 // such a document (a value written by something else, a truncated one).
 bool parse_node_progress(const std::string& text, NodeProgress* out, std::string* error);
+
+// The stamp of `p` (the id of its document and its times), as JSON text.
+std::string node_stamp_text(const NodeProgress& p);
+// Parses another node's stamp; false with one line otherwise.
+bool parse_node_stamp(const std::string& text, NodeStamp* out, std::string* error);
+// Puts the stamp's times in `p`, a document of the same node read earlier.
+// False (and `p` unchanged) when the stamp belongs to another document: the
+// reader lacks the document the node published last.
+bool apply_node_stamp(const NodeStamp& stamp, NodeProgress* p);
 
 // The job-wide snapshot: `local` (this node's ranks) and the ranks of every
 // node in `others` that is not `local_node`, rebased onto local's clocks,

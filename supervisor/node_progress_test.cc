@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "supervisor/hang_detector.h"
 
@@ -103,15 +105,18 @@ TEST(NodeProgress, AnythingElseIsOneLineAndNoCrash) {
   for (const std::string& bad :
        {std::string(""), std::string("[]"), std::string("{\"format\":1}"),
         std::string("{\"format\":2,\"node\":0}"), good.substr(0, good.size() / 2),
-        std::string("{\"format\":1,\"node\":-3,\"host\":\"h\",\"world_size\":4,\"now_ns\":1,"
-                    "\"now_unix_s\":1,\"ranks\":[]}"),
-        std::string("{\"format\":1,\"node\":0,\"host\":\"h\",\"world_size\":4,\"now_ns\":1,"
-                    "\"now_unix_s\":1,\"ranks\":[{\"rank\":\"zero\"}]}")}) {
+        std::string("{\"format\":2,\"node\":-3,\"doc\":5,\"host\":\"h\",\"world_size\":4,"
+                    "\"now_ns\":1,\"now_unix_s\":1,\"ranks\":[]}"),
+        std::string("{\"format\":2,\"node\":0,\"doc\":5,\"host\":\"h\",\"world_size\":4,"
+                    "\"now_ns\":1,\"now_unix_s\":1,\"ranks\":[{\"rank\":\"zero\"}]}")}) {
     error.clear();
     EXPECT_FALSE(parse_node_progress(bad, &out, &error)) << bad;
     EXPECT_FALSE(error.empty());
     EXPECT_EQ(error.find('\n'), std::string::npos) << error;
   }
+  // Another version's document says so.
+  EXPECT_FALSE(parse_node_progress("{\"format\":1}", &out, &error));
+  EXPECT_EQ(error, "format 1, this build reads 2");
   // Every truncation of a good document fails cleanly.
   for (size_t n = 0; n < good.size(); n += 7) {
     EXPECT_FALSE(parse_node_progress(good.substr(0, n), &out, &error));
@@ -204,6 +209,132 @@ TEST(NodeProgress, TheJobViewIsWantedFromHalfTheTimeout) {
   EXPECT_TRUE(wants_job_view(local, 3.0, true));
   local.ranks[0] = rank_in_allreduce(0, 0, now, 1.6, 6, 6);
   EXPECT_TRUE(wants_job_view(local, 3.0, false));
+}
+
+// A document's id covers everything but the times a stamp carries: the
+// clocks and the heartbeats move, the id stays; anything else changes it.
+TEST(NodeProgress, ADocumentsIdIgnoresOnlyItsTimes) {
+  const uint64_t now = 5000 * kS;
+  const NodeProgress p =
+      node_with(1, now, 1.7e9,
+                {rank_in_allreduce(2, 1, now, 3.5, 6, 6), rank_in_allreduce(3, 1, now, 3.5, 6, 6)});
+  NodeProgress later = p;
+  later.snapshot.now_ns += 7 * kS;
+  later.snapshot.now_unix_s += 7;
+  later.snapshot.ranks[0].heartbeat_ns += 7 * kS;
+  EXPECT_EQ(node_document_id(later), node_document_id(p));
+  for (const auto& change : std::vector<void (*)(NodeProgress*)>{
+           [](NodeProgress* q) { q->snapshot.ranks[1].completed_total += 1; },
+           [](NodeProgress* q) { q->snapshot.ranks[0].oldest_inflight.started_ns += 1; },
+           [](NodeProgress* q) { q->snapshot.ranks[0].alive = false; },
+           [](NodeProgress* q) { q->snapshot.ranks[1].registered_ns += 1; },
+           [](NodeProgress* q) { q->snapshot.ranks.pop_back(); },
+           [](NodeProgress* q) { q->world_size = 8; },
+       }) {
+    NodeProgress changed = later;
+    change(&changed);
+    EXPECT_NE(node_document_id(changed), node_document_id(p));
+  }
+  // The text carries the id; parsing gives it back.
+  NodeProgress back;
+  std::string error;
+  ASSERT_TRUE(parse_node_progress(node_progress_text(p), &back, &error)) << error;
+  EXPECT_EQ(back.doc, node_document_id(p));
+  EXPECT_NE(back.doc, 0u);
+}
+
+// A node's document read once, then only its stamps: applying the latest
+// stamp gives exactly the snapshot the node has now, and merges as such.
+TEST(NodeProgress, AStampAppliedToItsDocumentGivesTheLatestSnapshot) {
+  const uint64_t then = 5000 * kS;
+  NodeProgress p = node_with(
+      1, then, 1.7e9,
+      {rank_in_allreduce(2, 1, then, 3.5, 6, 6), rank_in_allreduce(3, 1, then, 3.5, 6, 6)});
+  p.snapshot.ranks[1].heartbeat_ns = 0;  // no heartbeat yet: stays 0
+  NodeProgress read_then;
+  std::string error;
+  ASSERT_TRUE(parse_node_progress(node_progress_text(p), &read_then, &error)) << error;
+
+  // 20 s later, nothing moved but the clocks and rank 2's heartbeat (one
+  // even a little after the snapshot's instant).
+  NodeProgress now = p;
+  now.snapshot.now_ns = then + 20 * kS;
+  now.snapshot.now_unix_s = 1.7e9 + 20;
+  now.snapshot.ranks[0].heartbeat_ns = now.snapshot.now_ns + 3;
+  const std::string stamp_text = node_stamp_text(now);
+  EXPECT_LT(stamp_text.size(), 200u) << stamp_text;
+  NodeStamp stamp;
+  ASSERT_TRUE(parse_node_stamp(stamp_text, &stamp, &error)) << error;
+  EXPECT_EQ(stamp.node, 1);
+  EXPECT_EQ(stamp.doc, read_then.doc);
+  EXPECT_EQ(stamp.heartbeat_ns, (std::vector<uint64_t>{then + 20 * kS + 3, 0}));
+
+  NodeProgress applied = read_then;
+  ASSERT_TRUE(apply_node_stamp(stamp, &applied));
+  EXPECT_EQ(node_progress_text(applied), node_progress_text(now));
+
+  // Merged 0.5 s after the stamp's instant: its AllReduce is 20 + 3.5 s in
+  // flight on our clock, its heartbeat 0.5 s old.
+  Snapshot local;
+  local.now_ns = 77 * kS;
+  local.now_unix_s = 1.7e9 + 20.5;
+  const Snapshot merged = merge_job_snapshot(local, 0, {applied}, 0);
+  ASSERT_EQ(merged.ranks.size(), 2u);
+  EXPECT_NEAR(static_cast<double>(local.now_ns - merged.ranks[0].oldest_inflight.launch_ns) / 1e9,
+              24.0, 1e-6);
+  EXPECT_NEAR(
+      static_cast<double>(static_cast<int64_t>(local.now_ns - merged.ranks[0].heartbeat_ns)) / 1e9,
+      0.5, 1e-6);
+}
+
+// A stamp of another document (the node changed it since it was read) or
+// of another node is refused and leaves the document as it was.
+TEST(NodeProgress, AStampOfAnotherDocumentIsRefused) {
+  const uint64_t now = 5000 * kS;
+  const NodeProgress p = node_with(1, now, 1.7e9, {rank_in_allreduce(2, 1, now, 3.5, 6, 6)});
+  NodeProgress read;
+  std::string error;
+  ASSERT_TRUE(parse_node_progress(node_progress_text(p), &read, &error)) << error;
+  const std::string before = node_progress_text(read);
+
+  NodeProgress changed = p;
+  changed.snapshot.ranks[0].completed_total += 1;
+  NodeStamp stamp;
+  ASSERT_TRUE(parse_node_stamp(node_stamp_text(changed), &stamp, &error)) << error;
+  EXPECT_FALSE(apply_node_stamp(stamp, &read));
+  NodeProgress other_node = p;
+  other_node.node = 2;
+  ASSERT_TRUE(parse_node_stamp(node_stamp_text(other_node), &stamp, &error)) << error;
+  EXPECT_FALSE(apply_node_stamp(stamp, &read));
+  EXPECT_EQ(node_progress_text(read), before);
+}
+
+TEST(NodeProgress, AnythingElseThanAStampIsOneLineAndNoCrash) {
+  const uint64_t now = 5000 * kS;
+  const std::string good =
+      node_stamp_text(node_with(1, now, 1.7e9, {rank_in_allreduce(2, 1, now, 3.5, 6, 6)}));
+  NodeStamp out;
+  std::string error;
+  ASSERT_TRUE(parse_node_stamp(good, &out, &error)) << error;
+  for (const std::string& bad :
+       {std::string(""), std::string("[]"), std::string("{\"format\":2}"),
+        std::string("{\"format\":1,\"node\":1}"),
+        std::string("{\"format\":2,\"node\":1,\"doc\":0,\"now_ns\":1,\"now_unix_s\":1,"
+                    "\"heartbeat_ago_ns\":[]}"),
+        std::string("{\"format\":2,\"node\":-1,\"doc\":5,\"now_ns\":1,\"now_unix_s\":1,"
+                    "\"heartbeat_ago_ns\":[]}"),
+        std::string("{\"format\":2,\"node\":1,\"doc\":5,\"now_ns\":1,\"now_unix_s\":1,"
+                    "\"heartbeat_ago_ns\":[1.5]}"),
+        std::string("{\"format\":2,\"node\":1,\"doc\":5,\"now_ns\":1,\"now_unix_s\":1,"
+                    "\"heartbeat_ago_ns\":{}}")}) {
+    error.clear();
+    EXPECT_FALSE(parse_node_stamp(bad, &out, &error)) << bad;
+    EXPECT_FALSE(error.empty()) << bad;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  }
+  for (size_t n = 0; n < good.size(); n += 3) {
+    EXPECT_FALSE(parse_node_stamp(good.substr(0, n), &out, &error));
+  }
 }
 
 }  // namespace
