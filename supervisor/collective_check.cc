@@ -32,6 +32,22 @@ const char* first_difference(const Fingerprint& a, const Fingerprint& b) {
   return "";
 }
 
+// The distinct nodes of `ranks` (sorted; those of unknown node left out).
+std::vector<int> nodes_of(const Mismatch& m, const std::vector<int>& ranks) {
+  std::set<int> nodes;
+  for (const int r : ranks) {
+    auto it = m.nodes.find(r);
+    if (it != m.nodes.end()) nodes.insert(it->second);
+  }
+  return {nodes.begin(), nodes.end()};
+}
+
+std::string rank_list(const std::vector<int>& v) {
+  std::string s;
+  for (const int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  return s;
+}
+
 }  // namespace
 
 Fingerprint fingerprint_of(const recorder::RecordData& d) {
@@ -55,6 +71,36 @@ std::string fingerprint_text(const Fingerprint& f) {
   const char* op = proto::red_op_str(f.red_op);
   if (*op != '\0') s += std::string(" ") + op;
   return s;
+}
+
+Mismatch mismatch_of(uint64_t comm_hash, uint64_t seq, uint32_t nranks,
+                     const std::map<int, Fingerprint>& by_rank) {
+  Mismatch m;
+  m.comm_hash = comm_hash;
+  m.seq = seq;
+  m.nranks = nranks;
+  // Group the ranks by fingerprint, the largest group first.
+  for (const auto& [rank, f] : by_rank) {
+    auto g = std::find_if(m.groups.begin(), m.groups.end(),
+                          [&f = f](const auto& x) { return x.first == f; });
+    if (g == m.groups.end()) {
+      m.groups.push_back({f, {rank}});
+    } else {
+      g->second.push_back(rank);
+    }
+    m.ranks.push_back(rank);
+  }
+  std::stable_sort(m.groups.begin(), m.groups.end(),
+                   [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
+  if (m.groups.size() < 2) return m;
+  m.kind = first_difference(m.groups[0].first, m.groups[1].first);
+  if (m.groups[0].second.size() > m.groups[1].second.size()) {
+    for (size_t i = 1; i < m.groups.size(); ++i) {
+      m.odd_ranks.insert(m.odd_ranks.end(), m.groups[i].second.begin(), m.groups[i].second.end());
+    }
+    std::sort(m.odd_ranks.begin(), m.odd_ranks.end());
+  }
+  return m;
 }
 
 void CollectiveChecker::add(int rank, const recorder::RecordData& d) {
@@ -108,42 +154,18 @@ std::vector<Mismatch> CollectiveChecker::check(uint64_t now_ns, double now_unix_
         continue;
       }
       if (!any_special && !e.reported) {
-        // Group the ranks by fingerprint.
-        std::vector<std::pair<Fingerprint, std::vector<int>>> groups;
+        size_t distinct = 0;
         for (const auto& [rank, f] : e.by_rank) {
-          auto g = std::find_if(groups.begin(), groups.end(),
-                                [&f = f](const auto& x) { return x.first == f; });
-          if (g == groups.end()) {
-            groups.push_back({f, {rank}});
-          } else {
-            g->second.push_back(rank);
-          }
+          if (!(f == e.by_rank.begin()->second)) distinct = 2;
         }
         const bool everyone = e.nranks > 0 && e.by_rank.size() >= e.nranks;
-        if (groups.size() > 1 && e.disagreed_ns == 0)
-          e.disagreed_ns = std::max<uint64_t>(now_ns, 1);
-        if (groups.size() > 1 && !everyone &&
-            now_ns - std::min(now_ns, e.disagreed_ns) < kSettleNs) {
+        const uint64_t settle = cross_node_.count(comm) != 0 ? cross_node_settle_ns_ : kSettleNs;
+        if (distinct > 1 && e.disagreed_ns == 0) e.disagreed_ns = std::max<uint64_t>(now_ns, 1);
+        if (distinct > 1 && !everyone && now_ns - std::min(now_ns, e.disagreed_ns) < settle) {
           e.dirty = true;  // look again at the next check, with more members
-        } else if (groups.size() > 1) {
-          Mismatch m;
-          m.comm_hash = comm;
+        } else if (distinct > 1) {
+          Mismatch m = mismatch_of(comm, it->first.second, e.nranks, e.by_rank);
           m.comm_name = comm_name(comm);
-          m.seq = it->first.second;
-          m.nranks = e.nranks;
-          std::stable_sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) {
-            return a.second.size() > b.second.size();
-          });
-          m.kind = first_difference(groups[0].first, groups[1].first);
-          if (groups[0].second.size() > groups[1].second.size()) {
-            for (size_t i = 1; i < groups.size(); ++i) {
-              m.odd_ranks.insert(m.odd_ranks.end(), groups[i].second.begin(),
-                                 groups[i].second.end());
-            }
-            std::sort(m.odd_ranks.begin(), m.odd_ranks.end());
-          }
-          for (const auto& [rank, f] : e.by_rank) m.ranks.push_back(rank);
-          m.groups = std::move(groups);
           m.last_launch_ns = e.last_launch_ns;
           m.detected_ns = now_ns;
           m.detected_at_unix_s = now_unix_s;
@@ -168,6 +190,21 @@ std::vector<Mismatch> CollectiveChecker::check(uint64_t now_ns, double now_unix_
 }
 
 void CollectiveChecker::note_comm_names(const Snapshot& snap) {
+  std::map<uint64_t, uint32_t> members;  // comm -> this node's ranks in it
+  std::map<uint64_t, int32_t> sizes;
+  for (const RankSample& s : snap.ranks) {
+    for (const proto::CommSlot& c : s.comms) {
+      if (c.flags & proto::kCommFlagUnknownIdentity) continue;
+      ++members[c.comm_hash];
+      sizes[c.comm_hash] = c.nranks;
+    }
+  }
+  for (const auto& [comm, n] : members) {
+    if (sizes[comm] > 0 && n < static_cast<uint32_t>(sizes[comm]) &&
+        cross_node_.size() < kMaxNames) {
+      cross_node_.insert(comm);
+    }
+  }
   for (const RankSample& s : snap.ranks) {
     for (const proto::CommSlot& c : s.comms) {
       if (c.name[0] == '\0' || (c.flags & proto::kCommFlagUnknownIdentity)) continue;
@@ -175,6 +212,11 @@ void CollectiveChecker::note_comm_names(const Snapshot& snap) {
       names_[c.comm_hash] = comm_slot_name(c);
     }
   }
+}
+
+void CollectiveChecker::mark_reported(uint64_t comm_hash, uint64_t seq) {
+  auto it = entries_.find(Key{comm_hash, seq});
+  if (it != entries_.end()) it->second.reported = true;
 }
 
 std::string CollectiveChecker::comm_name(uint64_t comm_hash) const {
@@ -198,7 +240,11 @@ std::string mismatch_sentence(const Mismatch& m) {
     s += " (" + std::to_string(m.nranks) + " ranks)";
   }
   s += ": " + m.kind + " mismatch";
-  if (!m.odd_ranks.empty()) s += ", the odd one out: " + ranks_phrase(m.odd_ranks);
+  if (!m.odd_ranks.empty()) {
+    s += ", the odd one out: " + ranks_phrase(m.odd_ranks);
+    const std::vector<int> nodes = nodes_of(m, m.odd_ranks);
+    if (!nodes.empty()) s += (nodes.size() == 1 ? " on node " : " on nodes ") + rank_list(nodes);
+  }
   return s;
 }
 
@@ -210,6 +256,7 @@ nlohmann::json mismatch_json(const Mismatch& m) {
                         {"dtype", proto::dtype_str(static_cast<proto::DType>(f.dtype))},
                         {"count", f.count},
                         {"fingerprint", fingerprint_text(f)}};
+    if (!m.nodes.empty()) g["nodes"] = nodes_of(m, ranks);
     g["root"] = f.root >= 0 ? nlohmann::json(f.root) : nlohmann::json(nullptr);
     const char* op = proto::red_op_str(f.red_op);
     g["red_op"] = *op != '\0' ? nlohmann::json(op) : nlohmann::json(nullptr);
@@ -224,6 +271,9 @@ nlohmann::json mismatch_json(const Mismatch& m) {
           {"kind", m.kind},
           {"ranks", m.ranks},
           {"odd_ranks", m.odd_ranks},
+          // A job of several nodes: the nodes of the odd ranks (null on one node).
+          {"odd_nodes",
+           m.nodes.empty() ? nlohmann::json(nullptr) : nlohmann::json(nodes_of(m, m.odd_ranks))},
           {"fingerprints", groups},
           {"detected_at_unix_s", m.detected_at_unix_s},
           // From the last rank's host call of this collective to the verdict.

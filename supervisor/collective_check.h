@@ -30,12 +30,11 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/recorder_ring.h"
 #include "supervisor/rank_sample.h"
@@ -44,11 +43,12 @@ namespace xpu_timer::supervisor {
 
 // What must agree across the ranks of one collective.
 struct Fingerprint {
-  uint16_t name = 0;  // proto::OpName
-  uint8_t dtype = 0;  // proto::DType
+  uint16_t name = 0;   // proto::OpName
+  uint8_t dtype = 0;   // proto::DType
   uint8_t red_op = 0;  // ncclRedOp_t + 1, 0 = none
   int32_t root = -1;   // Broadcast / Reduce; -1 otherwise
-  uint64_t count = 0;  // elements as passed to NCCL (AllGather: send count, ReduceScatter: receive count)
+  uint64_t count =
+      0;  // elements as passed to NCCL (AllGather: send count, ReduceScatter: receive count)
   uint32_t group_size = 1;  // > 1 or a group record: not compared field by field
   bool p2p_or_group = false;
   bool operator==(const Fingerprint& o) const {
@@ -73,6 +73,9 @@ struct Mismatch {
   // larger than the others, e.g. two ranks: which one is wrong is unknown).
   std::vector<int> odd_ranks;
   std::vector<int> ranks;  // every rank seen in this collective, sorted
+  // A job of several nodes: the node of each rank (rank -> node); empty for
+  // a mismatch among one node's ranks.
+  std::map<int, int> nodes;
   uint64_t last_launch_ns = 0;  // CLOCK_MONOTONIC: the latest host call among the records
   uint64_t detected_ns = 0;     // CLOCK_MONOTONIC
   double detected_at_unix_s = 0;
@@ -92,6 +95,17 @@ class CollectiveChecker {
   void note_comm_names(const Snapshot& snap);
   // "" when no page named it.
   std::string comm_name(uint64_t comm_hash) const;
+
+  // A job of several nodes (job_fingerprints.h): a disagreement on a
+  // communicator with members on other nodes waits `ns` (instead of
+  // kSettleNs) for the job-wide comparison, which sees every member and
+  // reports it; mark_reported() then keeps it from being reported here too.
+  // Without an answer from the other nodes it is reported with the members
+  // of this node after `ns`. Which communicators have members elsewhere is
+  // learnt from the pages (note_comm_names: fewer members here than its
+  // size).
+  void set_cross_node_settle(uint64_t ns) { cross_node_settle_ns_ = ns; }
+  void mark_reported(uint64_t comm_hash, uint64_t seq);
 
   uint64_t compared() const { return compared_; }  // collectives checked on >= 2 ranks
   size_t pending() const { return entries_.size(); }
@@ -125,9 +139,18 @@ class CollectiveChecker {
   std::deque<std::pair<uint64_t, Key>> order_;  // (first_seen_ns, key), oldest first
   std::set<uint64_t> unaligned_;
   std::map<uint64_t, std::string> names_;  // comm_hash -> name, at most kMaxNames
+  std::set<uint64_t> cross_node_;          // communicators with members on other nodes
+  uint64_t cross_node_settle_ns_ = kSettleNs;
   uint64_t compared_ = 0;
   uint64_t now_hint_ns_ = 0;
 };
+
+// The mismatch of collective `seq` on `comm_hash` among the fingerprints of
+// `by_rank`: the ranks grouped by fingerprint (largest group first), what
+// differs first and the odd ones out; no name, times or summary. The groups
+// are one when every rank agrees.
+Mismatch mismatch_of(uint64_t comm_hash, uint64_t seq, uint32_t nranks,
+                     const std::map<int, Fingerprint>& by_rank);
 
 // "ranks 0,2,3 issued AllReduce bf16 x 524288 sum and rank 1 AllGather bf16
 // x 262144 as collective #12 on comm 1a2b3c4d5e6f7a8b (4 ranks)"; with a

@@ -11,13 +11,14 @@
 namespace xpu_timer::supervisor {
 
 JobView::JobView(std::unique_ptr<CoordinationStore> store, std::string url, std::string job_id,
-                 int publish_ms, RequestHandler on_request)
+                 int publish_ms, RequestHandler on_request, MismatchHandler on_mismatch)
     : store_(std::move(store)),
       url_(std::move(url)),
       job_id_(std::move(job_id)),
       root_("/xpu_timer/" + job_id_),
       publish_ms_(publish_ms),
-      on_request_(std::move(on_request)) {
+      on_request_(std::move(on_request)),
+      on_mismatch_(on_mismatch ? std::move(on_mismatch) : [](Mismatch, int) {}) {
   status_.url = url_;
   status_.job_id = job_id_;
   thread_ = std::thread([this] { run(); });
@@ -95,8 +96,9 @@ void JobView::run() {
     // A dump request is sent at once, unless the store just failed: a
     // refused connection fails at once, and a pending request must not turn
     // the retries into a busy loop.
-    wake_.wait_for(lock, std::chrono::milliseconds(publish_ms_),
-                   [this, ok] { return stop_ || (ok && !requests_.empty()); });
+    wake_.wait_for(lock, std::chrono::milliseconds(publish_ms_), [this, ok] {
+      return stop_ || (ok && (!requests_.empty() || !fp_pending_.empty()));
+    });
   }
 }
 
@@ -134,7 +136,8 @@ bool JobView::round() {
     requeue();
     return false;
   }
-  const bool alarm = !kvs.empty();
+  // A node's alarm, or job-wide mismatches (handed on, not alarms).
+  const bool alarm = note_alarm_keys(kvs);
   const double now_s = unix_now_s();
   // Quiet periods exchange rarely, once the other nodes are known: every
   // rank of the world is on this node or in another node's document (nodes
@@ -196,7 +199,7 @@ bool JobView::round() {
     }
   }
   for (const auto& [reason, node] : asked) on_request_(reason, node);
-  return true;
+  return !mine || stopping() || fingerprint_round(mine->node);
 }
 
 bool JobView::publish(const NodeProgress& mine) {

@@ -54,7 +54,9 @@
 #include <thread>
 #include <vector>
 
+#include "supervisor/collective_check.h"
 #include "supervisor/coordination_store.h"
+#include "supervisor/job_fingerprints.h"
 #include "supervisor/node_progress.h"
 
 namespace xpu_timer::supervisor {
@@ -73,15 +75,21 @@ struct JobViewStatus {
   // after the store lost its data or this view missed a change).
   uint64_t docs_read = 0;
   uint64_t full_reads = 0;
+  // The nodes whose collective fingerprints this one compares with its own
+  // (job_fingerprints.h), as of the last comparison.
+  std::vector<int> fingerprint_peers;
 };
 
 class JobView {
  public:
   // (reason, node that asked), on the view's thread: post it to your own.
   using RequestHandler = std::function<void(const std::string& reason, int from_node)>;
+  // A job-wide collective mismatch some node published (job_fingerprints.h),
+  // each once, on the view's thread: post it to your own.
+  using MismatchHandler = std::function<void(Mismatch m, int from_node)>;
 
   JobView(std::unique_ptr<CoordinationStore> store, std::string url, std::string job_id,
-          int publish_ms, RequestHandler on_request);
+          int publish_ms, RequestHandler on_request, MismatchHandler on_mismatch = nullptr);
   ~JobView();  // stops the thread (bounded by one store call)
   JobView(const JobView&) = delete;
   JobView& operator=(const JobView&) = delete;
@@ -101,6 +109,21 @@ class JobView {
   void request_dumps(const std::string& reason);
   JobViewStatus status() const;
 
+  // The job-wide collective comparison (job_fingerprints.h). This node's
+  // window and its communicators: published by the next round (when it
+  // changed), which then reads the windows of this node's peers
+  // (fingerprint_peers over the other nodes' documents).
+  void offer_fingerprints(NodeFingerprints window, std::set<uint64_t> comms);
+  // The peers' windows read since the last call.
+  std::vector<NodeFingerprints> take_peer_fingerprints();
+  // This node and a peer disagree on (comm, seq): the next round reads every
+  // node's window, completes the mismatch with them and `mine`, and
+  // publishes it under <root>/alarms/mismatch-<comm>-<seq> for every node's
+  // MismatchHandler (this one's too). Removed from the store after
+  // kMismatchKeepS.
+  void publish_mismatch(uint64_t comm_hash, uint64_t seq, NodeFingerprints mine);
+  static constexpr double kMismatchKeepS = 60;
+
  private:
   void run();
   bool round();  // one publish-and-read; false when a store call failed
@@ -109,6 +132,13 @@ class JobView {
   // Reads the stamps and the changed documents into `others` (the other
   // nodes' snapshots, stamps applied); false when a store call failed.
   bool read_others(const std::optional<NodeProgress>& mine, std::vector<NodeProgress>* others);
+  // The fingerprint part of a round (job_view_collectives.cc); false when a
+  // store call failed.
+  bool fingerprint_round(int my_node);
+  // The keys under <root>/alarms/: hands new mismatches to on_mismatch_;
+  // whether a node's alarm stands.
+  bool note_alarm_keys(const std::vector<KeyValue>& kvs);
+  std::string fingerprints_key(int node) const;
   // The destructor asked the thread to end: a round stops between calls, so
   // the supervisor's exit waits for one store call at most.
   bool stopping() const;
@@ -119,6 +149,7 @@ class JobView {
   const std::string root_;
   const int publish_ms_;
   RequestHandler on_request_;
+  MismatchHandler on_mismatch_;
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
@@ -128,6 +159,15 @@ class JobView {
   std::vector<NodeProgress> others_;
   std::vector<std::string> requests_;
   JobViewStatus status_;
+  struct PendingMismatch {
+    uint64_t comm_hash = 0;
+    uint64_t seq = 0;
+    NodeFingerprints mine;
+  };
+  std::optional<NodeFingerprints> fp_offer_;
+  std::set<uint64_t> fp_comms_;
+  std::vector<NodeFingerprints> fp_peer_docs_;
+  std::vector<PendingMismatch> fp_pending_;
 
   // The view's thread only.
   std::set<std::string> seen_requests_;
@@ -142,6 +182,11 @@ class JobView {
   int64_t docs_revision_ = 0;              // the store's revision at the last read of them
   bool read_all_docs_ = true;              // the next read takes every document
   std::set<std::string> unreadable_docs_;  // keys of documents that did not parse
+  // The fingerprint exchange (the view's thread only): the window text in
+  // the store, the mismatches seen, and those this node put (unix time, key).
+  std::string fp_put_text_;
+  std::set<std::string> seen_mismatches_;
+  std::vector<std::pair<double, std::string>> mismatches_put_;
 
   std::thread thread_;
 };

@@ -80,6 +80,13 @@ std::string command_text(const std::vector<std::string>& argv) {
 // A dead supervisor's entry disappears this long after its last keep-alive.
 constexpr int kCoordinatorLeaseS = 10;
 constexpr int kCoordinatorPublishMs = 1000;
+// How often a node of several offers its collectives' fingerprints and
+// compares its peers' (job_fingerprints.h): at most 2048 numbers per
+// communicator in each, so up to ~400 collectives a second per communicator
+// are all compared. A disagreement waits for it on this node three periods
+// and two seconds (then it is reported with this node's members only).
+constexpr uint64_t kFingerprintPeriodNs = 5ull * 1000 * 1000 * 1000;
+constexpr uint64_t kCrossNodeSettleNs = 3 * kFingerprintPeriodNs + 2ull * 1000 * 1000 * 1000;
 
 }  // namespace
 
@@ -154,7 +161,13 @@ JobExit Supervisor::run() {
           [this](const std::string& reason, int from_node) {
             boost::asio::post(
                 io_, [this, reason, from_node] { on_remote_dump_request(reason, from_node); });
+          },
+          [this](Mismatch m, int from_node) {
+            boost::asio::post(io_, [this, m = std::move(m), from_node]() mutable {
+              on_job_mismatch(std::move(m), from_node);
+            });
           });
+      checker_.set_cross_node_settle(kCrossNodeSettleNs);
     }
   }
   plugins_ = std::make_unique<CrashPluginRunner>(io_, std::move(plugin_settings));
@@ -390,6 +403,8 @@ void Supervisor::poll() {
     if (job_view_ && !records.empty()) {
       // The whole job: this node's ranks and the other nodes' latest.
       const RankRegistration& any = records.front().reg;
+      fingerprints_.note_members(snap);
+      exchange_fingerprints(any.group_rank);
       job_view_->offer(snap, any.group_rank, any.world_size, any.host,
                        wants_job_view(snap, options_.hang_timeout_s, detector_.report().hung));
       event = detector_.update(job_view_->merge(snap));
@@ -414,7 +429,10 @@ void Supervisor::check_collectives(const std::vector<RankRecord>& records) {
     if (cur.pid != r.reg.pid) cur = RingCursor{r.reg.pid, 0, 0};  // a new process: its own ring
     std::string error;
     if (!r.ring->read(&snap, &error, cur.next)) continue;  // truncated: the rank is going away
-    for (const recorder::RecordData& d : snap.records) checker_.add(r.reg.rank, d);
+    for (const recorder::RecordData& d : snap.records) {
+      checker_.add(r.reg.rank, d);
+      if (job_view_) fingerprints_.add(r.reg.rank, d);
+    }
     // A position being rewritten as we read it is retried on the next poll
     // (a few times: a record is rewritten only when its state changes).
     if (snap.first_skipped != UINT64_MAX && snap.first_skipped >= cur.next && cur.retries < 3) {
@@ -439,7 +457,53 @@ void Supervisor::check_collectives(const std::vector<RankRecord>& records) {
       if (!m.comm_name.empty()) m.summary = mismatch_sentence(m);
     }
   }
-  for (Mismatch& m : found) on_mismatch(std::move(m));
+  for (Mismatch& m : found) {
+    // Reported job-wide already (on_job_mismatch)?
+    if (!reported_collectives_.insert({m.comm_hash, m.seq}).second) continue;
+    on_mismatch(std::move(m));
+  }
+}
+
+void Supervisor::exchange_fingerprints(int node) {
+  if (node < 0) return;
+  const uint64_t now = monotonic_now_ns();
+  if (now - std::min(now, fingerprints_offered_ns_) >= kFingerprintPeriodNs) {
+    fingerprints_offered_ns_ = now;
+    job_view_->offer_fingerprints(fingerprints_.window(node), fingerprints_.comms());
+  }
+  for (const NodeFingerprints& peer : job_view_->take_peer_fingerprints()) {
+    for (const Disagreement& d : compare_windows(fingerprints_, peer, job_reported_after_,
+                                                 &job_unaligned_, &job_compared_through_)) {
+      uint64_t& after = job_reported_after_[d.comm_hash];
+      after = std::max(after, d.seq);
+      SUP_LOG_INFO(
+          "collective #%llu on comm %s: node %d's ranks and node %d's disagree; "
+          "asking every node for its fingerprints",
+          static_cast<unsigned long long>(d.seq), comm_hex(d.comm_hash).c_str(), node, peer.node);
+      // The job-wide groups need every node's window: the view's thread reads
+      // them and publishes the mismatch for every node (on_job_mismatch).
+      job_view_->publish_mismatch(d.comm_hash, d.seq, fingerprints_.window(node));
+    }
+  }
+  nlohmann::json through = nlohmann::json::object();
+  for (const auto& [comm, seq] : job_compared_through_) through[comm_hex(comm)] = seq;
+  nlohmann::json unaligned = nlohmann::json::array();
+  for (const uint64_t comm : job_unaligned_) unaligned.push_back(comm_hex(comm));
+  std::lock_guard<std::mutex> lock(report_mutex_);
+  job_fingerprint_status_ = {{"compared_through", std::move(through)},
+                             {"unaligned", std::move(unaligned)}};
+}
+
+void Supervisor::on_job_mismatch(Mismatch m, int from_node) {
+  uint64_t& after = job_reported_after_[m.comm_hash];
+  after = std::max(after, m.seq);
+  checker_.mark_reported(m.comm_hash, m.seq);
+  if (!reported_collectives_.insert({m.comm_hash, m.seq}).second) return;  // reported here
+  m.comm_name = checker_.comm_name(m.comm_hash);
+  m.detected_ns = monotonic_now_ns();
+  m.summary = mismatch_sentence(m);
+  SUP_LOG_INFO("node %d found a collective mismatch across the job's nodes", from_node);
+  on_mismatch(std::move(m));
 }
 
 void Supervisor::on_mismatch(Mismatch m) {
@@ -742,8 +806,22 @@ std::string Supervisor::hang_json() const {
                        {"other_nodes", s.nodes},
                        {"rounds", s.rounds},
                        {"failed_rounds", s.failures},
+                       // Other nodes' documents read, and reads of all of them.
+                       {"documents_read", s.docs_read},
+                       {"full_reads", s.full_reads},
                        {"last_error", s.last_error.empty() ? nlohmann::json(nullptr)
                                                            : nlohmann::json(s.last_error)}};
+    // The job-wide collective comparison: the nodes this one compares with,
+    // per communicator the highest collective found in agreement with them,
+    // and the communicators no longer compared (sequences diverged).
+    nlohmann::json fp = nlohmann::json{{"peers", s.fingerprint_peers}};
+    {
+      std::lock_guard<std::mutex> lock(report_mutex_);
+      fp["compared_through"] =
+          job_fingerprint_status_.value("compared_through", nlohmann::json::object());
+      fp["unaligned"] = job_fingerprint_status_.value("unaligned", nlohmann::json::array());
+    }
+    j["coordinator"]["collectives"] = std::move(fp);
   } else {
     j["coordinator"] = nullptr;
   }

@@ -23,6 +23,7 @@
 #include "supervisor/collective_check.h"
 #include "supervisor/exit_status.h"
 #include "supervisor/hang_detector.h"
+#include "supervisor/job_fingerprints.h"
 #include "supervisor/job_view.h"
 #include "supervisor/options.h"
 #include "supervisor/rank_registry.h"
@@ -80,6 +81,11 @@ class Supervisor {
   void on_mismatch(Mismatch m);
   // Asio thread: another node asked every node to dump (job_view.h).
   void on_remote_dump_request(const std::string& reason, int from_node);
+  // Asio thread, a job of several nodes (job_fingerprints.h): offers this
+  // node's fingerprints, compares the ones read from its peer nodes, and
+  // reports a mismatch that some node published.
+  void exchange_fingerprints(int node);
+  void on_job_mismatch(Mismatch m, int from_node);
 
   Options options_;
   std::string dump_dir_;  // empty when it could not be created
@@ -131,6 +137,15 @@ class Supervisor {
   std::atomic<uint64_t> collectives_checked_{0};
   std::set<int> mismatched_ranks_;
   static constexpr size_t kMaxMismatchesKept = 64;
+  // Asio thread only: every collective reported (comm, seq), from this node
+  // or job-wide, and the job-wide comparison's state (job_fingerprints.h).
+  std::set<std::pair<uint64_t, uint64_t>> reported_collectives_;
+  FingerprintLog fingerprints_;
+  std::map<uint64_t, uint64_t> job_reported_after_;    // comm -> highest seq reported
+  std::map<uint64_t, uint64_t> job_compared_through_;  // comm -> highest seq compared
+  std::set<uint64_t> job_unaligned_;
+  uint64_t fingerprints_offered_ns_ = 0;
+  nlohmann::json job_fingerprint_status_;  // report_mutex_: what GET /hang shows of it
   // Asio thread only, at the job's end: a signal asked us to stop (no
   // linger), and what the exit still waits for.
   bool stopped_by_signal_ = false;

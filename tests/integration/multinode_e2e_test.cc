@@ -122,6 +122,8 @@ TEST_F(MultiNodeE2E, EveryNodeNamesTheSameCulpritOnAnotherNode) {
     }
     EXPECT_EQ(stuck, (std::set<int>{0, 1, 2}));
     EXPECT_EQ(missing, (std::set<int>{3}));
+    // Collective #6 that rank 3 never issued is no mismatch.
+    EXPECT_TRUE(h.at("mismatches").empty()) << h.dump(2);
     summaries.insert(h.at("summary").get<std::string>().substr(0, 40));
     // Its own ranks' stacks, in its own dump folder.
     ASSERT_TRUE(wait_until(
@@ -157,6 +159,61 @@ TEST_F(MultiNodeE2E, EveryNodeNamesTheSameCulpritOnAnotherNode) {
   ASSERT_EQ(viewer->wait_exit_code(std::chrono::seconds(120)), 0) << viewer->output();
   const std::string cpp = read_file(merged + "/cpp_stack");
   EXPECT_TRUE(std::regex_search(cpp, std::regex(R"(@libnccl\.so\.2[^;@]*@0-2\|3)"))) << cpp;
+}
+
+// Rank 3 (node 1) issues an AllGather as collective #6 of the world
+// communicator, where ranks 0-2 all-reduce; nothing hangs. Neither node sees
+// every member, node 0 none of the odd one: the nodes compare their windows
+// of fingerprints through etcd, and every node reports the same mismatch,
+// with rank 3 on node 1 the odd one out, once.
+TEST_F(MultiNodeE2E, EveryNodeNamesTheOddRankOfACollectiveMismatchAcrossNodes) {
+  start_nodes("mn-mismatch", {"--steps", "100000", "--step-ms", "20", "--collective", "allreduce",
+                              "--bytes", "65536", "--comm-name", "world", "--mismatch-rank", "3",
+                              "--mismatch-step", "5", "--mismatch-kind", "op"});
+  for (int node = 0; node < kNodes; ++node) {
+    SCOPED_TRACE("node " + std::to_string(node));
+    SupervisedJob& n = *nodes_[node];
+    nlohmann::json h;
+    ASSERT_TRUE(wait_until(
+        [&] {
+          h = n.get_json("/hang");
+          return h.is_object() && h["mismatches"].is_array() && !h["mismatches"].empty();
+        },
+        std::chrono::seconds(90)))
+        << h.dump(2) << n.log();
+    const nlohmann::json& m = h["mismatches"][0];
+    EXPECT_EQ(m.at("seq"), 6) << m.dump(2);
+    EXPECT_EQ(m.at("kind"), "op") << m.dump(2);
+    EXPECT_EQ(m.at("nranks"), 4);
+    EXPECT_EQ(m.at("comm_name"), "world") << m.dump(2);
+    EXPECT_EQ(m.at("ranks"), nlohmann::json::array({0, 1, 2, 3})) << m.dump(2);
+    EXPECT_EQ(m.at("odd_ranks"), nlohmann::json::array({3})) << m.dump(2);
+    EXPECT_EQ(m.at("odd_nodes"), nlohmann::json::array({1})) << m.dump(2);
+    ASSERT_EQ(m.at("fingerprints").size(), 2u) << m.dump(2);
+    const nlohmann::json& most = m.at("fingerprints")[0];
+    const nlohmann::json& odd = m.at("fingerprints")[1];
+    EXPECT_EQ(most.at("ranks"), nlohmann::json::array({0, 1, 2}));
+    EXPECT_EQ(most.at("nodes"), nlohmann::json::array({0, 1}));
+    EXPECT_EQ(most.at("op"), "AllReduce");
+    EXPECT_EQ(odd.at("ranks"), nlohmann::json::array({3}));
+    EXPECT_EQ(odd.at("op"), "AllGather");
+    EXPECT_NE(m.at("summary").get<std::string>().find("the odd one out: rank 3 on node 1"),
+              std::string::npos)
+        << m.dump(2);
+    // Each node's own evidence: its ranks' timelines.
+    EXPECT_TRUE(m.at("timeline").is_object()) << m.dump(2);
+    EXPECT_EQ(h["hung"], false);
+  }
+  // Once per node, though both nodes may find it and the store carries it to
+  // both (and node 1's own checker saw ranks 2 and 3 disagree).
+  for (auto& n : nodes_) {
+    nlohmann::json h = n->get_json("/hang");
+    EXPECT_EQ(h["mismatches"].size(), 1u) << h.dump(2);
+    const std::string log = n->log();
+    const size_t first = log.find("collective mismatch:");
+    EXPECT_EQ(log.find("collective mismatch:", first + 1), std::string::npos)
+        << "reported twice: " << log;
+  }
 }
 
 // etcd dies while the job runs: the job goes on, each node says once that it
