@@ -1,5 +1,6 @@
 #include "supervisor/job_view.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -46,12 +47,36 @@ void JobView::offer(const Snapshot& local, int node, int world_size, const std::
   mine_alarm_ = alarm;
 }
 
-Snapshot JobView::merge(const Snapshot& local) const {
+Snapshot JobView::merge(const Snapshot& local, double timeout_s) const {
   std::lock_guard<std::mutex> lock(mu_);
   if (!status_.connected || !mine_) return local;
+  const double fresh_s = std::max(kFreshS, timeout_s * kFreshFraction);
   std::vector<NodeProgress> fresh;
-  for (const NodeProgress& p : others_) {
-    if (p.snapshot.now_unix_s >= local.now_unix_s - kFreshS) fresh.push_back(p);
+  for (const auto& [node, p] : last_known_) {
+    const double age_s = local.now_unix_s - p.snapshot.now_unix_s;
+    if (age_s <= fresh_s) {
+      fresh.push_back(p);
+    } else if (status_.alarm) {
+      // Its news is late (a busy node or store) or its supervisor is gone
+      // (its stamp expired with its lease). Dropping its ranks would make
+      // them "never registered", and the verdict flap with each late
+      // stamp; keeping its operations would judge the job on old news. Its
+      // ranks stay, without news: nothing in flight, no communicators, the
+      // heartbeats as last heard (unresponsive once older than the detector
+      // allows).
+      NodeProgress blind = p;
+      const auto age_ns = static_cast<uint64_t>(std::min(age_s, 1e9) * 1e9);
+      for (RankSample& r : blind.snapshot.ranks) {
+        r.page_ok = false;
+        r.inflight_count = 0;
+        r.oldest_inflight = proto::OpRef{};
+        r.comms.clear();
+        for (uint64_t* t : {&r.heartbeat_ns, &r.registered_ns}) {
+          if (*t != 0) *t = *t > age_ns ? *t - age_ns : 1;
+        }
+      }
+      fresh.push_back(std::move(blind));
+    }
   }
   if (fresh.empty()) return local;
   return merge_job_snapshot(local, mine_->node, fresh, mine_->world_size);
@@ -195,6 +220,7 @@ bool JobView::round() {
       if (mine) last_exchange_s_ = now_s;
       status_.nodes.clear();
       for (const NodeProgress& p : others) status_.nodes.push_back(p.node);
+      for (const NodeProgress& p : others) last_known_[p.node] = p;
       others_ = std::move(others);
     }
   }

@@ -95,15 +95,23 @@ class JobView {
   JobView& operator=(const JobView&) = delete;
 
   static constexpr double kQuietRefreshS = 120;
-  static constexpr double kFreshS = 3;
+  // A merged snapshot counts as of its own instant (node_progress.h): its
+  // age delays what its ranks show by as much, so one older than
+  // max(kFreshS, kFreshFraction x the timeout) is merged without news.
+  static constexpr double kFreshS = 10;
+  static constexpr double kFreshFraction = 0.1;
 
   // This node's latest snapshot, its node (group rank; -1 while no rank
   // registered: nothing is published), the job's world size, and whether
   // it wants the job's view now (wants_job_view).
   void offer(const Snapshot& local, int node, int world_size, const std::string& host, bool alarm);
   // `local` joined with the other nodes' ranks (merge_job_snapshot), or
-  // `local` alone while the store is not answering.
-  Snapshot merge(const Snapshot& local) const;
+  // `local` alone while the store is not answering. A node's snapshot is
+  // merged while its stamp is at most max(kFreshS, kFreshFraction x the hang
+  // timeout) old; while an alarm stands, the ranks of a node whose news is
+  // older (or whose supervisor is gone) are merged without news: nothing in
+  // flight, heartbeats as last heard.
+  Snapshot merge(const Snapshot& local, double timeout_s = 0) const;
   // Asks every other node to dump (reason: "hang", ...); published by the
   // next round.
   void request_dumps(const std::string& reason);
@@ -157,6 +165,9 @@ class JobView {
   std::optional<NodeProgress> mine_;
   bool mine_alarm_ = false;
   std::vector<NodeProgress> others_;
+  // Every other node's latest snapshot ever read (those gone from the store
+  // too): merged without news while an alarm stands (merge()).
+  std::map<int, NodeProgress> last_known_;
   std::vector<std::string> requests_;
   JobViewStatus status_;
   struct PendingMismatch {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "supervisor/hang_detector.h"
 #include "supervisor/job_view.h"
 #include "supervisor/rank_sampler.h"
 #include "tests/harness/etcd_server.h"
@@ -342,7 +343,11 @@ TEST_F(JobViewProcessTest, AnUnreadableDocumentIsNotReadAgainAndAgain) {
 // A node whose supervisor stops publishing is dropped from the merge once
 // its stamp is kFreshS old (long before its keys expire with its lease),
 // and no longer listed once they do.
-TEST_F(JobViewProcessTest, ANodeThatStopsIsDroppedFromTheMerge) {
+// A node's supervisor stops while an alarm stands: its rank stays in the
+// merge without news (not in flight, not blamed, not "never registered"),
+// its heartbeat ageing from when it was last heard, also once its lease
+// ends and its keys leave the store.
+TEST_F(JobViewProcessTest, ANodeThatStopsStaysInTheMergeWithoutNews) {
   Requests ignored;
   JobView& node0 = view(&ignored);
   JobView& node1 = view(&ignored);
@@ -355,19 +360,44 @@ TEST_F(JobViewProcessTest, ANodeThatStopsIsDroppedFromTheMerge) {
       },
       seconds(30)));
   views_.front().reset();  // node 0's supervisor is gone; its keys stay until its lease ends
+  Snapshot merged;
   ASSERT_TRUE(wait_until(
       [&] {
         node1.offer(n1.now(), 1, 2, "host1", true);
-        return node1.merge(n1.now()).ranks.size() == 1;
+        merged = node1.merge(n1.now());
+        return merged.ranks.size() == 2 && !merged.ranks[0].page_ok;
       },
-      seconds(30)));
+      seconds(60)));
+  EXPECT_TRUE(merged.ranks[0].registered);
+  EXPECT_EQ(merged.ranks[0].inflight_count, 0u);
+  EXPECT_TRUE(merged.ranks[0].comms.empty());
+  EXPECT_GT(merged.now_ns - merged.ranks[0].heartbeat_ns,
+            static_cast<uint64_t>(JobView::kFreshS * 1e9));
+  // Its lease ends: the store forgets it, this node does not.
   ASSERT_TRUE(wait_until(
       [&] {
         node1.offer(n1.now(), 1, 2, "host1", true);
         return node1.status().nodes.empty();
       },
       seconds(60)));
-  EXPECT_EQ(node1.merge(n1.now()).ranks.size(), 1u);
+  merged = node1.merge(n1.now());
+  ASSERT_EQ(merged.ranks.size(), 2u);
+  EXPECT_TRUE(merged.ranks[0].registered);
+  EXPECT_FALSE(merged.ranks[0].page_ok);
+  // Judged: never stuck on old news nor missing; unresponsive once its last
+  // heartbeat is older than max(10 s, timeout).
+  HangReport r;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        node1.offer(n1.now(), 1, 2, "host1", true);
+        r = classify_snapshot(node1.merge(n1.now()), 3.0);
+        EXPECT_EQ(r.ranks.size(), 2u);
+        EXPECT_NE(r.ranks[0].state, RankState::kStuck) << r.summary;
+        EXPECT_NE(r.ranks[0].state, RankState::kMissing) << r.summary;
+        return r.ranks.size() == 2 && r.ranks[0].state == RankState::kUnresponsive;
+      },
+      seconds(30)))
+      << r.summary;
 }
 
 // etcd restarted empty (its revision starts again from 1): the view reads

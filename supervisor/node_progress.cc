@@ -147,7 +147,7 @@ RankSample parse_sample(const json& j) {
 // A remote CLOCK_MONOTONIC time on the local clock (0 stays unknown).
 struct Rebase {
   uint64_t remote_now_ns;
-  uint64_t local_at_ns;  // the local instant of the remote snapshot
+  uint64_t local_at_ns;  // the local instant the remote snapshot is placed at
   uint64_t operator()(uint64_t t) const {
     if (t == 0) return 0;
     const uint64_t before = remote_now_ns > t ? remote_now_ns - t : 0;
@@ -298,9 +298,8 @@ Snapshot merge_job_snapshot(const Snapshot& local, int local_node,
   }
   for (const NodeProgress& p : others) {
     if (p.node == local_node) continue;
-    const double age_s = std::max(0.0, local.now_unix_s - p.snapshot.now_unix_s);
-    const auto age_ns = static_cast<uint64_t>(std::min(age_s, 1e9) * 1e9);
-    const Rebase at{p.snapshot.now_ns, local.now_ns > age_ns ? local.now_ns - age_ns : 1};
+    // As of its own instant: the remote snapshot is placed at the local now.
+    const Rebase at{p.snapshot.now_ns, local.now_ns};
     for (const RankSample& s : p.snapshot.ranks) {
       auto it = taken_at.find(s.rank);
       if (it != taken_at.end() && it->second >= p.snapshot.now_unix_s) continue;

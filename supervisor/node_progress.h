@@ -5,13 +5,15 @@
 //
 // A node publishes its latest Snapshot (the hang detector's input) with the
 // two clocks of the instant it was taken. A reader rebases every time of it
-// onto its own CLOCK_MONOTONIC: a remote time t, taken `d` before the
-// remote snapshot, is placed `d` before the local instant at which the
-// remote snapshot was taken, as the wall clocks say. The hang detector then
-// runs unchanged over the merged snapshot: durations are exact, and the
-// instant of the remote snapshot is good to the nodes' wall-clock agreement
-// (NTP: milliseconds) plus the publication delay (at most one publish
-// period plus the store's latency), small against a hang timeout.
+// onto its own CLOCK_MONOTONIC as of that instant: a remote time t, taken
+// `d` before the remote snapshot, is placed `d` before the local now. The
+// hang detector then runs unchanged over the merged snapshot; every remote
+// age is what it was when the remote snapshot was taken, so it is short by
+// the snapshot's age (the publication delay: a publish period or two plus
+// the store's latency) and never long. A remote rank is thus never declared
+// stuck early, whatever the clocks, and at worst that much late. The wall
+// clocks only say how old a snapshot is (JobView: which ones to merge) and
+// which of two is newer.
 //
 // In a steady hang only a document's times move (its clocks and its ranks'
 // heartbeats), so a node publishes them apart: the document when anything

@@ -126,7 +126,7 @@ TEST(NodeProgress, AnythingElseIsOneLineAndNoCrash) {
 // Node 1's clocks are unrelated to ours; its snapshot was published 0.4 s
 // ago by the wall clocks. Its rank 2 launched its AllReduce 3.5 s before
 // its snapshot: 3.9 s before our now.
-TEST(NodeProgress, RemoteTimesAreRebasedOntoTheLocalClock) {
+TEST(NodeProgress, RemoteTimesAreRebasedOntoTheLocalClockAsOfTheRemoteSnapshot) {
   const uint64_t local_now = 777 * kS, remote_now = 123456 * kS;
   Snapshot local;
   local.now_ns = local_now;
@@ -142,10 +142,12 @@ TEST(NodeProgress, RemoteTimesAreRebasedOntoTheLocalClock) {
   const RankSample& r2 = merged.ranks[2];
   EXPECT_EQ(r2.rank, 2);
   EXPECT_EQ(r2.node, 1);
+  // As of the remote snapshot's instant (0.4 s ago by the wall clocks): the
+  // ages it gave, not 0.4 s more.
   const double launched_ago = static_cast<double>(local_now - r2.oldest_inflight.launch_ns) / 1e9;
-  EXPECT_NEAR(launched_ago, 3.9, 1e-6);
+  EXPECT_NEAR(launched_ago, 3.5, 1e-6);
   const double heartbeat_age = static_cast<double>(local_now - r2.heartbeat_ns) / 1e9;
-  EXPECT_NEAR(heartbeat_age, 0.41, 1e-6);
+  EXPECT_NEAR(heartbeat_age, 0.01, 1e-6);
 }
 
 // A hang across two nodes, judged on node 0: its ranks 0 and 1 and node 1's
@@ -172,7 +174,7 @@ TEST(NodeProgress, TheMergedSnapshotNamesTheCulpritOnAnotherNode) {
   EXPECT_EQ(job.ranks[1].state, RankState::kStuck);
   EXPECT_EQ(job.ranks[2].state, RankState::kMissing);
   EXPECT_EQ(job.ranks[2].node, 1);
-  EXPECT_EQ(job.ranks[3].state, RankState::kStuck);  // 11.5 s on our clock
+  EXPECT_EQ(job.ranks[3].state, RankState::kStuck);  // 11 s, as of its snapshot
   EXPECT_NE(job.summary.find("ranks 0,1,3 stuck in AllReduce #6"), std::string::npos)
       << job.summary;
   EXPECT_NE(job.summary.find("rank 2 missing"), std::string::npos) << job.summary;
@@ -273,18 +275,18 @@ TEST(NodeProgress, AStampAppliedToItsDocumentGivesTheLatestSnapshot) {
   ASSERT_TRUE(apply_node_stamp(stamp, &applied));
   EXPECT_EQ(node_progress_text(applied), node_progress_text(now));
 
-  // Merged 0.5 s after the stamp's instant: its AllReduce is 20 + 3.5 s in
-  // flight on our clock, its heartbeat 0.5 s old.
+  // Merged 0.5 s after the stamp's instant, as of that instant: its
+  // AllReduce 20 + 3.5 s in flight, its heartbeat fresh.
   Snapshot local;
   local.now_ns = 77 * kS;
   local.now_unix_s = 1.7e9 + 20.5;
   const Snapshot merged = merge_job_snapshot(local, 0, {applied}, 0);
   ASSERT_EQ(merged.ranks.size(), 2u);
   EXPECT_NEAR(static_cast<double>(local.now_ns - merged.ranks[0].oldest_inflight.launch_ns) / 1e9,
-              24.0, 1e-6);
+              23.5, 1e-6);
   EXPECT_NEAR(
       static_cast<double>(static_cast<int64_t>(local.now_ns - merged.ranks[0].heartbeat_ns)) / 1e9,
-      0.5, 1e-6);
+      0.0, 1e-6);
 }
 
 // A stamp of another document (the node changed it since it was read) or

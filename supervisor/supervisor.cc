@@ -407,7 +407,7 @@ void Supervisor::poll() {
       exchange_fingerprints(any.group_rank);
       job_view_->offer(snap, any.group_rank, any.world_size, any.host,
                        wants_job_view(snap, options_.hang_timeout_s, detector_.report().hung));
-      event = detector_.update(job_view_->merge(snap));
+      event = detector_.update(job_view_->merge(snap, options_.hang_timeout_s));
     } else {
       event = detector_.update(snap);
     }
