@@ -34,6 +34,8 @@ def parse_args(argv):
     p.add_argument("--hang-rank", type=int, default=-1,
                    help="this rank stops in stuck_in_host_code at --hang-step (-1: none)")
     p.add_argument("--hang-step", type=int, default=-1, help="step at which --hang-rank hangs")
+    p.add_argument("--hang-file", default="",
+                   help="--hang-rank hangs at the first step that finds this path (a benchmark's trigger)")
     p.add_argument("--slow-rank", type=int, default=-1,
                    help="this rank sleeps --slow-ms before each collective (-1: none)")
     p.add_argument("--slow-ms", type=float, default=0.0,
@@ -186,7 +188,8 @@ def train_step(lib, args, rank, step, apis, rng):
         host_ms += args.slow_ms
     if host_ms > 0:
         time.sleep(host_ms / 1000.0)
-    if rank == args.hang_rank and step == args.hang_step:
+    if rank == args.hang_rank and (step == args.hang_step or
+                                   (args.hang_file and os.path.exists(args.hang_file))):
         stuck_in_host_code(rank, step)
     kind = step % 5 if args.collective == "mixed" else COLLECTIVES.index(args.collective)
     if rank == args.mismatch_rank and step == args.mismatch_step:

@@ -155,7 +155,11 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
     sleep_ms(opt.step_ms);
     if (opt.jitter_ms > 0) sleep_ms(jitter(rng));
     if (id.rank == opt.slow_rank) sleep_ms(opt.slow_ms);
-    if (id.rank == opt.hang_rank && step == opt.hang_step) stuck_in_host_code(id.rank, step);
+    if (id.rank == opt.hang_rank &&
+        (step == opt.hang_step ||
+         (!opt.hang_file.empty() && ::access(opt.hang_file.c_str(), F_OK) == 0))) {
+      stuck_in_host_code(id.rank, step);
+    }
     const int kind = mixed ? step % 5 : coll;
     if (id.rank == opt.mismatch_rank && step == opt.mismatch_step) {
       printf("rank %d issues a mismatching collective (%s) at step %d\n", id.rank,
@@ -163,9 +167,10 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
       fflush(stdout);
       const std::string& k = opt.mismatch_kind;
       check(api,
-            api.collective_ex(k == "op" ? (kind == SIM_ALLGATHER ? SIM_ALLREDUCE : SIM_ALLGATHER) : kind,
-                              k == "count" ? opt.bytes * 2 : opt.bytes,
-                              k == "dtype" ? SIM_F32 : SIM_BF16, k == "root" ? 1 % id.world_size : 0),
+            api.collective_ex(
+                k == "op" ? (kind == SIM_ALLGATHER ? SIM_ALLREDUCE : SIM_ALLGATHER) : kind,
+                k == "count" ? opt.bytes * 2 : opt.bytes, k == "dtype" ? SIM_F32 : SIM_BF16,
+                k == "root" ? 1 % id.world_size : 0),
             "sim_collective");
     } else {
       check(api, api.collective(kind, opt.bytes), "sim_collective");

@@ -47,12 +47,16 @@ constexpr FlagHelp kFlags[] = {
      nullptr},
     {"--gemm-batch", "B", "batch of the strided-batched APIs", "2", nullptr},
     {"--gemms-per-step", "G", "GEMMs before each step's collective", "3", nullptr},
-    {"--collective", "NAME", "allreduce|allgather|reducescatter|broadcast|reduce, or mixed (all five in turn)",
-     "allreduce", nullptr},
+    {"--collective", "NAME",
+     "allreduce|allgather|reducescatter|broadcast|reduce, or mixed (all five in turn)", "allreduce",
+     nullptr},
     {"--bytes", "B", "bytes per collective", "1048576", nullptr},
     {"--hang-rank", "R", "this rank stops in stuck_in_host_code at --hang-step", "-1 (none)",
      nullptr},
     {"--hang-step", "S", "step at which --hang-rank hangs", "-1 (none)", nullptr},
+    {"--hang-file", "PATH",
+     "--hang-rank hangs at the first step that finds PATH (a benchmark's trigger)", "none",
+     nullptr},
     {"--slow-rank", "R", "this rank sleeps --slow-ms before each collective", "-1 (none)", nullptr},
     {"--slow-ms", "T", "extra milliseconds of --slow-rank per step", "0", nullptr},
     {"--jitter-ms", "J", "random 0..J milliseconds added to every rank's step", "0", nullptr},
@@ -159,6 +163,8 @@ bool parse_trainer_options(int argc, char** argv, TrainerOptions* o, std::string
                    : flag == "--mismatch-step" ? &o->mismatch_step
                                                : &o->crash_step;
       if (!to_int(v, field)) expected = "a whole number (-1: none)";
+    } else if (flag == "--hang-file") {
+      o->hang_file = v;
     } else if (flag == "--slow-ms" || flag == "--jitter-ms" || flag == "--step-ms") {
       double* field = flag == "--slow-ms"     ? &o->slow_ms
                       : flag == "--jitter-ms" ? &o->jitter_ms
@@ -196,7 +202,8 @@ bool parse_trainer_options(int argc, char** argv, TrainerOptions* o, std::string
   }
   if (o->mismatch_rank >= 0 && o->mismatch_kind == "root" && o->collective != "broadcast" &&
       o->collective != "reduce") {
-    *error = "--mismatch-kind root needs --collective broadcast or reduce (a collective with a root)";
+    *error =
+        "--mismatch-kind root needs --collective broadcast or reduce (a collective with a root)";
     return false;
   }
   return true;

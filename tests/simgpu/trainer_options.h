@@ -15,6 +15,7 @@ struct TrainerOptions {
   std::string collective = "allreduce";
   long bytes = 1 << 20;
   int hang_rank = -1, hang_step = -1;
+  std::string hang_file;  // "" = none
   int slow_rank = -1;
   double slow_ms = 0;
   double jitter_ms = 0;
@@ -25,7 +26,7 @@ struct TrainerOptions {
   // elements, dtype: float32 instead of bf16, root: root 1 instead of 0).
   int mismatch_rank = -1, mismatch_step = -1;
   std::string mismatch_kind = "op";  // op | count | dtype | root
-  long second_comm_bytes = 0;  // > 0: each step also all-reduces this on a 2nd communicator
+  long second_comm_bytes = 0;        // > 0: each step also all-reduces this on a 2nd communicator
   // Non-empty: the communicators are named (ncclConfig_t::commName): this,
   // and this + "_split" for the one of --second-comm-bytes.
   std::string comm_name;
