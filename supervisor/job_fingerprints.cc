@@ -201,12 +201,14 @@ void FingerprintLog::note_members(const Snapshot& local) {
       if (comms_.size() >= kMaxComms) continue;
       it = comms_.emplace(comm, Comm{}).first;
     }
+    const bool was_known = it->second.known;
     it->second.known = true;
     it->second.nranks = static_cast<uint32_t>(size);
     // A member stays one: a rank that restarted registers again with the
     // same communicators, and one whose page is unreadable for a poll must
     // not make the others' numbers look complete.
     it->second.members.insert(members.begin(), members.end());
+    if (was_known) continue;
     for (auto s = it->second.by_seq.begin(); s != it->second.by_seq.end();) {
       // Records kept before the pages named the members: only members' count.
       for (auto r = s->second.begin(); r != s->second.end();) {
@@ -262,7 +264,15 @@ std::set<uint64_t> FingerprintLog::comms() const {
   return out;
 }
 
-NodeFingerprints FingerprintLog::window(int node) const {
+std::map<uint64_t, uint64_t> NodeFingerprints::last_seqs() const {
+  std::map<uint64_t, uint64_t> out;
+  for (const CommWindow& c : comms) {
+    if (!c.runs.empty()) out[c.comm_hash] = c.runs.back().first_seq + c.runs.back().count - 1;
+  }
+  return out;
+}
+
+NodeFingerprints FingerprintLog::window(int node, const std::map<uint64_t, uint64_t>& after) const {
   NodeFingerprints out;
   out.node = node;
   for (const auto& [comm, c] : comms_) {
@@ -273,7 +283,9 @@ NodeFingerprints FingerprintLog::window(int node) const {
     w.members.assign(c.members.begin(), c.members.end());
     if (!c.by_seq.empty()) {
       const uint64_t last = c.by_seq.rbegin()->first;
-      const uint64_t from = last >= kPublishSeqs ? last - kPublishSeqs + 1 : 1;
+      auto done = after.find(comm);
+      const uint64_t from = std::max(last >= kPublishSeqs ? last - kPublishSeqs + 1 : 1,
+                                     done != after.end() ? done->second + 1 : 1);
       for (auto s = c.by_seq.lower_bound(from); s != c.by_seq.end(); ++s) {
         const auto& [seq, by_rank] = *s;
         if (by_rank.size() < c.members.size()) continue;  // some member has not issued it yet

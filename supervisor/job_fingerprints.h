@@ -60,6 +60,8 @@ struct CommWindow {
 struct NodeFingerprints {
   int node = -1;
   std::vector<CommWindow> comms;
+  // The highest number per communicator in it (those without runs left out).
+  std::map<uint64_t, uint64_t> last_seqs() const;
 };
 
 std::string node_fingerprints_text(const NodeFingerprints& f);
@@ -76,10 +78,11 @@ class FingerprintLog {
   void note_members(const Snapshot& local);
   void add(int rank, const recorder::RecordData& d);
   // The communicators' windows: for each, the latest numbers (at most
-  // kPublishSeqs) that every member here has issued. Runs of a fingerprint
-  // shared by every member; numbers some member has not issued yet (or whose
-  // record was lost) are left out.
-  NodeFingerprints window(int node) const;
+  // kPublishSeqs) that every member here has issued, above `after[comm]`
+  // (those published already: a node publishes what is new each period).
+  // Runs of a fingerprint shared by every member; numbers some member has
+  // not issued yet (or whose record was lost) are left out.
+  NodeFingerprints window(int node, const std::map<uint64_t, uint64_t>& after = {}) const;
   // The fingerprints of (comm, seq) of this node's members (empty: unknown).
   std::map<int, Fingerprint> local_at(uint64_t comm_hash, uint64_t seq) const;
   // The communicators kept (for fingerprint_peers).

@@ -136,6 +136,21 @@ TEST(JobFingerprints, RecordsReadBeforeThePagesNameTheCommunicatorAreKept) {
   EXPECT_EQ(log.comms(), (std::set<uint64_t>{kComm}));
 }
 
+TEST(JobFingerprints, AWindowAfterWhatWasPublishedHoldsOnlyWhatIsNew) {
+  const FingerprintLog log = node_log(0, 9);
+  const NodeFingerprints first = log.window(0);
+  EXPECT_EQ(first.last_seqs(), (std::map<uint64_t, uint64_t>{{kComm, 9}}));
+  const NodeFingerprints none = log.window(0, first.last_seqs());
+  ASSERT_EQ(none.comms.size(), 1u);  // the communicator, with nothing new
+  EXPECT_TRUE(none.comms[0].runs.empty());
+  EXPECT_TRUE(none.last_seqs().empty());
+  const NodeFingerprints later = log.window(0, {{kComm, 6}});
+  ASSERT_EQ(later.comms[0].runs.size(), 2u);  // 7-8 (1024), 9 (4096)
+  EXPECT_EQ(later.comms[0].runs[0].first_seq, 7u);
+  EXPECT_EQ(later.comms[0].runs[0].count, 2u);
+  EXPECT_EQ(later.comms[0].runs[1].first_seq, 9u);
+}
+
 TEST(JobFingerprints, OnlyTheLatestNumbersAreKept) {
   FingerprintLog log;
   log.note_members(node_snapshot(0));

@@ -44,6 +44,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -118,8 +119,9 @@ class JobView {
   JobViewStatus status() const;
 
   // The job-wide collective comparison (job_fingerprints.h). This node's
-  // window and its communicators: published by the next round (when it
-  // changed), which then reads the windows of this node's peers
+  // window (what it issued since the last) and its communicators: published
+  // by the next round (if not empty; the last kFingerprintWindowsKept stay
+  // in the store), which then reads the windows of this node's peers
   // (fingerprint_peers over the other nodes' documents).
   void offer_fingerprints(NodeFingerprints window, std::set<uint64_t> comms);
   // The peers' windows read since the last call.
@@ -131,6 +133,7 @@ class JobView {
   // kMismatchKeepS.
   void publish_mismatch(uint64_t comm_hash, uint64_t seq, NodeFingerprints mine);
   static constexpr double kMismatchKeepS = 60;
+  static constexpr size_t kFingerprintWindowsKept = 4;
 
  private:
   void run();
@@ -146,7 +149,8 @@ class JobView {
   // The keys under <root>/alarms/: hands new mismatches to on_mismatch_;
   // whether a node's alarm stands.
   bool note_alarm_keys(const std::vector<KeyValue>& kvs);
-  std::string fingerprints_key(int node) const;
+  // <root>/fingerprints/<node>/<unix ms>: one window of the node's.
+  std::string fingerprints_key(int node, double unix_s) const;
   // The destructor asked the thread to end: a round stops between calls, so
   // the supervisor's exit waits for one store call at most.
   bool stopping() const;
@@ -193,9 +197,10 @@ class JobView {
   int64_t docs_revision_ = 0;              // the store's revision at the last read of them
   bool read_all_docs_ = true;              // the next read takes every document
   std::set<std::string> unreadable_docs_;  // keys of documents that did not parse
-  // The fingerprint exchange (the view's thread only): the window text in
-  // the store, the mismatches seen, and those this node put (unix time, key).
-  std::string fp_put_text_;
+  // The fingerprint exchange (the view's thread only): the keys of this
+  // node's windows in the store (oldest first), the mismatches seen, and
+  // those this node put (unix time, key).
+  std::deque<std::string> fp_keys_put_;
   std::set<std::string> seen_mismatches_;
   std::vector<std::pair<double, std::string>> mismatches_put_;
 

@@ -1,6 +1,7 @@
 // JobView's part of the job-wide collective comparison (job_fingerprints.h):
 // moving the fingerprint windows and the mismatches found through the store.
 #include <algorithm>
+#include <cstdio>
 #include <map>
 
 #include "supervisor/hang_detector.h"
@@ -12,7 +13,7 @@ namespace xpu_timer::supervisor {
 
 namespace {
 constexpr char kMismatchKeyPrefix[] = "mismatch-";
-constexpr size_t kMaxPeerDocsQueued = 16;  // the asio side takes them every poll
+constexpr size_t kMaxPeerDocsQueued = 64;  // the asio side takes them every poll
 }  // namespace
 
 void JobView::offer_fingerprints(NodeFingerprints window, std::set<uint64_t> comms) {
@@ -36,8 +37,10 @@ void JobView::publish_mismatch(uint64_t comm_hash, uint64_t seq, NodeFingerprint
   wake_.notify_all();
 }
 
-std::string JobView::fingerprints_key(int node) const {
-  return root_ + "/fingerprints/" + std::to_string(node) + "/window";
+std::string JobView::fingerprints_key(int node, double unix_s) const {
+  char name[32];
+  std::snprintf(name, sizeof(name), "/%013llu", static_cast<unsigned long long>(unix_s * 1000));
+  return root_ + "/fingerprints/" + std::to_string(node) + name;
 }
 
 bool JobView::note_alarm_keys(const std::vector<KeyValue>& kvs) {
@@ -102,15 +105,27 @@ bool JobView::fingerprint_round(int my_node) {
   };
 
   if (offer) {
-    // This node's window (when it changed), then its peers' (one node per
-    // communicator: the ring of its member nodes).
-    std::string text = node_fingerprints_text(*offer);
-    if (text != fp_put_text_) {
-      if (!store_->put(fingerprints_key(my_node), text)) {
+    // What this node issued since its last window (if anything), then its
+    // peers' last windows (one node per communicator: the ring of its member
+    // nodes). The store keeps a node's last kFingerprintWindowsKept windows:
+    // each collective is written once, and is there for a few periods.
+    bool any = false;
+    for (const CommWindow& c : offer->comms) any = any || !c.runs.empty();
+    if (any) {
+      const std::string key = fingerprints_key(my_node, unix_now_s());
+      if (!store_->put(key, node_fingerprints_text(*offer))) {
         requeue();
         return false;
       }
-      fp_put_text_ = std::move(text);
+      fp_keys_put_.push_back(key);
+    }
+    while (fp_keys_put_.size() > kFingerprintWindowsKept) {
+      if (stopping()) return true;
+      if (!store_->remove(fp_keys_put_.front())) {
+        requeue();
+        return false;
+      }
+      fp_keys_put_.pop_front();
     }
     const std::set<int> peers = fingerprint_peers(my_node, comms, comms_of_node);
     std::vector<NodeFingerprints> docs;

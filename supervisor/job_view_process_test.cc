@@ -90,6 +90,15 @@ struct Requests {
   }
 };
 
+struct Mismatches {
+  std::mutex mu;
+  std::vector<std::pair<Mismatch, int>> got;
+  size_t size() {
+    std::lock_guard<std::mutex> lock(mu);
+    return got.size();
+  }
+};
+
 class JobViewProcessTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -107,15 +116,21 @@ class JobViewProcessTest : public ::testing::Test {
     if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored);
   }
 
-  JobView& view(Requests* requests) {
+  JobView& view(Requests* requests, Mismatches* mismatches = nullptr) {
     std::string error;
     auto store = open_coordination_store(etcd_->url(), 10, &error);
     EXPECT_NE(store, nullptr) << error;
-    views_.push_back(std::make_unique<JobView>(std::move(store), etcd_->url(), "job", kPublishMs,
-                                               [requests](const std::string& reason, int node) {
-                                                 std::lock_guard<std::mutex> lock(requests->mu);
-                                                 requests->got.emplace_back(reason, node);
-                                               }));
+    views_.push_back(std::make_unique<JobView>(
+        std::move(store), etcd_->url(), "job", kPublishMs,
+        [requests](const std::string& reason, int node) {
+          std::lock_guard<std::mutex> lock(requests->mu);
+          requests->got.emplace_back(reason, node);
+        },
+        [mismatches](Mismatch m, int from) {
+          if (mismatches == nullptr) return;
+          std::lock_guard<std::mutex> lock(mismatches->mu);
+          mismatches->got.emplace_back(std::move(m), from);
+        }));
     return *views_.back();
   }
 
@@ -455,6 +470,91 @@ TEST_F(JobViewProcessTest, AFailingStoreIsRetriedOncePerPeriodWithARequestPendin
       kPublishMs;
   EXPECT_FALSE(st.connected);
   EXPECT_LE(static_cast<double>(st.failures - failures_before), periods + 2) << st.failures;
+}
+
+// The fingerprint exchange through a real etcd: each node writes what it
+// issued since its last window, the store keeps its last few, a node reads
+// its peer's, and a mismatch published by one node reaches both, once.
+TEST_F(JobViewProcessTest, FingerprintWindowsReachThePeerAndAMismatchReachesEveryNode) {
+  constexpr uint64_t kComm = 0xabcdefull;
+  const auto snapshot = [](int node) {
+    Snapshot s = node_snapshot(node, node, 0.0);
+    proto::CommSlot c{};
+    c.comm_hash = kComm;
+    c.nranks = 2;
+    s.ranks[0].comms = {c};
+    return s;
+  };
+  // Node `node`'s window of collectives [from, to], rank `node` its member.
+  const auto window = [](int node, uint64_t from, uint64_t to, uint64_t odd_seq) {
+    NodeFingerprints f;
+    f.node = node;
+    CommWindow w;
+    w.comm_hash = kComm;
+    w.nranks = 2;
+    w.members = {node};
+    for (uint64_t seq = from; seq <= to; ++seq) {
+      Fingerprint fp;
+      fp.name = static_cast<uint16_t>(proto::OpName::kAllReduce);
+      fp.count = seq == odd_seq ? 2048 : 1024;
+      w.runs.push_back({seq, 1, fp});
+    }
+    f.comms = {w};
+    return f;
+  };
+  Requests ignored;
+  Mismatches on0, on1;
+  JobView& node0 = view(&ignored, &on0);
+  JobView& node1 = view(&ignored, &on1);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        node0.offer(snapshot(0), 0, 2, "host0", false);
+        node1.offer(snapshot(1), 1, 2, "host1", false);
+        return node0.status().nodes == std::vector<int>{1} &&
+               node1.status().nodes == std::vector<int>{0};
+      },
+      seconds(30)));
+  // Node 0 offers six windows of 10 collectives; node 1 reads them.
+  std::set<uint64_t> seen_by_1;
+  for (uint64_t i = 0; i < 6; ++i) {
+    const uint64_t rounds = node0.status().rounds;
+    node0.offer_fingerprints(window(0, 10 * i + 1, 10 * i + 10, 0), {kComm});
+    ASSERT_TRUE(wait_until([&] { return node0.status().rounds >= rounds + 2; }, seconds(30)));
+  }
+  ASSERT_TRUE(wait_until(
+      [&] {
+        node1.offer_fingerprints(window(1, 1, 60, 0), {kComm});
+        for (const NodeFingerprints& f : node1.take_peer_fingerprints()) {
+          EXPECT_EQ(f.node, 0);
+          for (const auto& [comm, last] : f.last_seqs()) seen_by_1.insert(last);
+        }
+        return seen_by_1.count(60) != 0;
+      },
+      seconds(30)));
+  EXPECT_EQ(node1.status().fingerprint_peers, std::vector<int>{0});
+  // The store holds node 0's last windows only.
+  std::string error;
+  auto store = open_coordination_store(etcd_->url(), 10, &error);
+  ASSERT_NE(store, nullptr) << error;
+  std::vector<KeyValue> kvs;
+  ASSERT_TRUE(store->get_prefix("/xpu_timer/job/fingerprints/0/", &kvs, nullptr));
+  EXPECT_EQ(kvs.size(), JobView::kFingerprintWindowsKept);
+
+  // Node 1 found collective #25 disagreeing: node 0 said 1024, node 1 2048.
+  node1.publish_mismatch(kComm, 25, window(1, 21, 30, 25));
+  ASSERT_TRUE(wait_until([&] { return on0.size() >= 1 && on1.size() >= 1; }, seconds(30)));
+  const uint64_t rounds = node0.status().rounds;
+  ASSERT_TRUE(wait_until([&] { return node0.status().rounds >= rounds + 5; }, seconds(30)));
+  for (Mismatches* m : {&on0, &on1}) {
+    std::lock_guard<std::mutex> lock(m->mu);
+    ASSERT_EQ(m->got.size(), 1u) << "once";
+    const Mismatch& x = m->got[0].first;
+    EXPECT_EQ(m->got[0].second, 1);
+    EXPECT_EQ(x.seq, 25u);
+    EXPECT_EQ(x.kind, "count");
+    EXPECT_EQ(x.ranks, (std::vector<int>{0, 1}));
+    EXPECT_EQ(x.nodes, (std::map<int, int>{{0, 0}, {1, 1}}));
+  }
 }
 
 }  // namespace

@@ -469,7 +469,11 @@ void Supervisor::exchange_fingerprints(int node) {
   const uint64_t now = monotonic_now_ns();
   if (now - std::min(now, fingerprints_offered_ns_) >= kFingerprintPeriodNs) {
     fingerprints_offered_ns_ = now;
-    job_view_->offer_fingerprints(fingerprints_.window(node), fingerprints_.comms());
+    // What is new since the last offer: the store keeps the last few
+    // (job_view.h), so each collective is written once.
+    NodeFingerprints fresh = fingerprints_.window(node, fingerprints_published_);
+    for (const auto& [comm, seq] : fresh.last_seqs()) fingerprints_published_[comm] = seq;
+    job_view_->offer_fingerprints(std::move(fresh), fingerprints_.comms());
   }
   for (const NodeFingerprints& peer : job_view_->take_peer_fingerprints()) {
     for (const Disagreement& d : compare_windows(fingerprints_, peer, job_reported_after_,

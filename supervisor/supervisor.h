@@ -145,6 +145,7 @@ class Supervisor {
   std::map<uint64_t, uint64_t> job_compared_through_;  // comm -> highest seq compared
   std::set<uint64_t> job_unaligned_;
   uint64_t fingerprints_offered_ns_ = 0;
+  std::map<uint64_t, uint64_t> fingerprints_published_;  // comm -> highest seq offered
   nlohmann::json job_fingerprint_status_;  // report_mutex_: what GET /hang shows of it
   // Asio thread only, at the job's end: a signal asked us to stop (no
   // linger), and what the exit still waits for.
