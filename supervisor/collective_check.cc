@@ -154,16 +154,16 @@ std::vector<Mismatch> CollectiveChecker::check(uint64_t now_ns, double now_unix_
         continue;
       }
       if (!any_special && !e.reported) {
-        size_t distinct = 0;
+        bool disagree = false;
         for (const auto& [rank, f] : e.by_rank) {
-          if (!(f == e.by_rank.begin()->second)) distinct = 2;
+          disagree = disagree || !(f == e.by_rank.begin()->second);
         }
         const bool everyone = e.nranks > 0 && e.by_rank.size() >= e.nranks;
         const uint64_t settle = cross_node_.count(comm) != 0 ? cross_node_settle_ns_ : kSettleNs;
-        if (distinct > 1 && e.disagreed_ns == 0) e.disagreed_ns = std::max<uint64_t>(now_ns, 1);
-        if (distinct > 1 && !everyone && now_ns - std::min(now_ns, e.disagreed_ns) < settle) {
+        if (disagree && e.disagreed_ns == 0) e.disagreed_ns = std::max<uint64_t>(now_ns, 1);
+        if (disagree && !everyone && now_ns - std::min(now_ns, e.disagreed_ns) < settle) {
           e.dirty = true;  // look again at the next check, with more members
-        } else if (distinct > 1) {
+        } else if (disagree) {
           Mismatch m = mismatch_of(comm, it->first.second, e.nranks, e.by_rank);
           m.comm_name = comm_name(comm);
           m.last_launch_ns = e.last_launch_ns;
@@ -190,27 +190,19 @@ std::vector<Mismatch> CollectiveChecker::check(uint64_t now_ns, double now_unix_
 }
 
 void CollectiveChecker::note_comm_names(const Snapshot& snap) {
-  std::map<uint64_t, uint32_t> members;  // comm -> this node's ranks in it
-  std::map<uint64_t, int32_t> sizes;
-  for (const RankSample& s : snap.ranks) {
-    for (const proto::CommSlot& c : s.comms) {
-      if (c.flags & proto::kCommFlagUnknownIdentity) continue;
-      ++members[c.comm_hash];
-      sizes[c.comm_hash] = c.nranks;
-    }
-  }
-  for (const auto& [comm, n] : members) {
-    if (sizes[comm] > 0 && n < static_cast<uint32_t>(sizes[comm]) &&
-        cross_node_.size() < kMaxNames) {
-      cross_node_.insert(comm);
-    }
-  }
   for (const RankSample& s : snap.ranks) {
     for (const proto::CommSlot& c : s.comms) {
       if (c.name[0] == '\0' || (c.flags & proto::kCommFlagUnknownIdentity)) continue;
       if (names_.size() >= kMaxNames && names_.count(c.comm_hash) == 0) continue;
       names_[c.comm_hash] = comm_slot_name(c);
     }
+  }
+}
+
+void CollectiveChecker::note_cross_node(const std::set<uint64_t>& comms) {
+  for (const uint64_t comm : comms) {
+    if (cross_node_.size() >= kMaxNames) break;
+    cross_node_.insert(comm);
   }
 }
 

@@ -101,10 +101,11 @@ class CollectiveChecker {
   // kSettleNs) for the job-wide comparison, which sees every member and
   // reports it; mark_reported() then keeps it from being reported here too.
   // Without an answer from the other nodes it is reported with the members
-  // of this node after `ns`. Which communicators have members elsewhere is
-  // learnt from the pages (note_comm_names: fewer members here than its
-  // size).
+  // of this node after `ns`. note_cross_node names the communicators with
+  // members elsewhere (FingerprintLog::comms(): fewer members on this node
+  // than their size).
   void set_cross_node_settle(uint64_t ns) { cross_node_settle_ns_ = ns; }
+  void note_cross_node(const std::set<uint64_t>& comms);
   void mark_reported(uint64_t comm_hash, uint64_t seq);
 
   uint64_t compared() const { return compared_; }  // collectives checked on >= 2 ranks

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "supervisor/store_document.h"
+
 namespace xpu_timer::supervisor {
 namespace {
 
@@ -66,29 +68,6 @@ const Fingerprint& fp_at(const std::vector<Fingerprint>& table, const json& inde
   return table[i];
 }
 
-// Parses `text` as one of our documents of this format and hands it to
-// `body` (which may throw json or range errors: malformed); false with one
-// line in `error` otherwise.
-template <typename Body>
-bool parse_document(const std::string& text, std::string* error, Body body) {
-  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    *error = "not a JSON object";
-    return false;
-  }
-  try {
-    if (j.at("format").get<int>() != kFormat) {
-      *error = "format " + std::to_string(j.at("format").get<int>()) + ", this build reads " +
-               std::to_string(kFormat);
-      return false;
-    }
-    return body(j);
-  } catch (const std::exception& e) {
-    *error = std::string("malformed: ") + e.what();
-    return false;
-  }
-}
-
 }  // namespace
 
 bool CommWindow::at(uint64_t seq, std::map<int, Fingerprint>* by_rank) const {
@@ -127,7 +106,7 @@ std::string node_fingerprints_text(const NodeFingerprints& f) {
 }
 
 bool parse_node_fingerprints(const std::string& text, NodeFingerprints* out, std::string* error) {
-  return parse_document(text, error, [&](const json& j) {
+  return parse_store_document(text, kFormat, error, [&](const json& j) {
     NodeFingerprints f;
     f.node = j.at("node").get<int>();
     if (f.node < 0) throw std::out_of_range("node < 0");
@@ -413,7 +392,7 @@ std::string job_mismatch_text(const Mismatch& m, int from_node) {
 
 bool parse_job_mismatch(const std::string& text, Mismatch* out, int* from_node,
                         std::string* error) {
-  return parse_document(text, error, [&](const json& j) {
+  return parse_store_document(text, kFormat, error, [&](const json& j) {
     const std::vector<Fingerprint> table = parse_fp_table(j.at("fps"));
     const json& ranks = j.at("ranks");
     if (!ranks.is_array() || ranks.size() > kMaxMembers) {

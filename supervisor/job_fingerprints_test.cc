@@ -295,7 +295,9 @@ TEST(JobFingerprints, TheLocalCheckerLeavesCrossNodeCommunicatorsToTheJob) {
   for (const bool job_reports : {false, true}) {
     CollectiveChecker c;
     c.set_cross_node_settle(30 * kSec);
-    c.note_comm_names(node_snapshot(1));
+    FingerprintLog log;
+    log.note_members(node_snapshot(1));
+    c.note_cross_node(log.comms());
     c.add(2, coll(3, 1024));
     c.add(3, coll(3, 2048));
     EXPECT_TRUE(c.check(kSec, 1).empty());

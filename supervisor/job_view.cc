@@ -127,6 +127,12 @@ void JobView::run() {
   }
 }
 
+void JobView::ignore_key(const KeyValue& kv, const std::string& why) {
+  if (bad_keys_.insert(kv.key).second) {
+    SUP_LOG_WARN("coordinator %s: ignoring %s: %s", url_.c_str(), kv.key.c_str(), why.c_str());
+  }
+}
+
 bool JobView::stopping() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stop_;
@@ -242,11 +248,6 @@ bool JobView::publish(const NodeProgress& mine) {
 bool JobView::read_others(const std::optional<NodeProgress>& mine,
                           std::vector<NodeProgress>* others) {
   const int me = mine ? mine->node : -1;
-  const auto ignore = [this](const KeyValue& kv, const std::string& why) {
-    if (bad_keys_.insert(kv.key).second) {
-      SUP_LOG_WARN("coordinator %s: ignoring %s: %s", url_.c_str(), kv.key.c_str(), why.c_str());
-    }
-  };
   // Stamps before documents: the document a stamp names was put before it,
   // so the read of the documents that follows finds it (or a newer one).
   std::vector<KeyValue> kvs;
@@ -256,7 +257,7 @@ bool JobView::read_others(const std::optional<NodeProgress>& mine,
     NodeStamp st;
     std::string why;
     if (!parse_node_stamp(kv.value, &st, &why)) {
-      ignore(kv, why);
+      ignore_key(kv, why);
     } else if (st.node != me) {
       stamps.push_back(std::move(st));
     }
@@ -289,7 +290,7 @@ bool JobView::read_others(const std::optional<NodeProgress>& mine,
     NodeProgress p;
     std::string why;
     if (!parse_node_progress(kv.value, &p, &why)) {
-      ignore(kv, why);
+      ignore_key(kv, why);
       unreadable_docs_.insert(kv.key);
       continue;
     }

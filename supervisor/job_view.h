@@ -151,6 +151,8 @@ class JobView {
   bool note_alarm_keys(const std::vector<KeyValue>& kvs);
   // <root>/fingerprints/<node>/<unix ms>: one window of the node's.
   std::string fingerprints_key(int node, double unix_s) const;
+  // Says once per key that a value read from the store is not ours to use.
+  void ignore_key(const KeyValue& kv, const std::string& why);
   // The destructor asked the thread to end: a round stops between calls, so
   // the supervisor's exit waits for one store call at most.
   bool stopping() const;

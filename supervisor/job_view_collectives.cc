@@ -57,7 +57,7 @@ bool JobView::note_alarm_keys(const std::vector<KeyValue>& kvs) {
     int from = -1;
     std::string why;
     if (!parse_job_mismatch(kv.value, &m, &from, &why)) {
-      SUP_LOG_WARN("coordinator %s: ignoring %s: %s", url_.c_str(), kv.key.c_str(), why.c_str());
+      ignore_key(kv, why);
       continue;
     }
     on_mismatch_(std::move(m), from);
@@ -93,10 +93,7 @@ bool JobView::fingerprint_round(int my_node) {
       NodeFingerprints f;
       std::string why;
       if (!parse_node_fingerprints(kv.value, &f, &why)) {
-        if (bad_keys_.insert(kv.key).second) {
-          SUP_LOG_WARN("coordinator %s: ignoring %s: %s", url_.c_str(), kv.key.c_str(),
-                       why.c_str());
-        }
+        ignore_key(kv, why);
         continue;
       }
       if (f.node != my_node) out->push_back(std::move(f));

@@ -6,6 +6,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "supervisor/store_document.h"
+
 namespace xpu_timer::supervisor {
 namespace {
 
@@ -179,13 +181,6 @@ json document_json(const NodeProgress& p, bool with_times) {
 
 // The format of a document or stamp, checked first so that another
 // version's text says so rather than what it lacks.
-bool check_format(const json& j, std::string* error) {
-  const int format = get<int>(j, "format");
-  if (format == kFormat) return true;
-  *error = "format " + std::to_string(format) + ", this build reads " + std::to_string(kFormat);
-  return false;
-}
-
 }  // namespace
 
 uint64_t node_document_id(const NodeProgress& p) {
@@ -199,13 +194,7 @@ std::string node_progress_text(const NodeProgress& p) {
 }
 
 bool parse_node_progress(const std::string& text, NodeProgress* out, std::string* error) {
-  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    *error = "not a JSON object";
-    return false;
-  }
-  try {
-    if (!check_format(j, error)) return false;
+  return parse_store_document(text, kFormat, error, [&](const json& j) {
     NodeProgress p;
     p.node = get<int>(j, "node");
     p.doc = get<uint64_t>(j, "doc");
@@ -222,10 +211,7 @@ bool parse_node_progress(const std::string& text, NodeProgress* out, std::string
     }
     *out = std::move(p);
     return true;
-  } catch (const std::exception& e) {
-    *error = std::string("malformed: ") + e.what();
-    return false;
-  }
+  });
 }
 
 std::string node_stamp_text(const NodeProgress& p) {
@@ -245,13 +231,7 @@ std::string node_stamp_text(const NodeProgress& p) {
 }
 
 bool parse_node_stamp(const std::string& text, NodeStamp* out, std::string* error) {
-  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    *error = "not a JSON object";
-    return false;
-  }
-  try {
-    if (!check_format(j, error)) return false;
+  return parse_store_document(text, kFormat, error, [&](const json& j) {
     NodeStamp st;
     st.node = get<int>(j, "node");
     st.doc = get<uint64_t>(j, "doc");
@@ -269,10 +249,7 @@ bool parse_node_stamp(const std::string& text, NodeStamp* out, std::string* erro
     }
     *out = std::move(st);
     return true;
-  } catch (const std::exception& e) {
-    *error = std::string("malformed: ") + e.what();
-    return false;
-  }
+  });
 }
 
 bool apply_node_stamp(const NodeStamp& stamp, NodeProgress* p) {

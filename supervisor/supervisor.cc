@@ -404,6 +404,7 @@ void Supervisor::poll() {
       // The whole job: this node's ranks and the other nodes' latest.
       const RankRegistration& any = records.front().reg;
       fingerprints_.note_members(snap);
+      checker_.note_cross_node(fingerprints_.comms());
       exchange_fingerprints(any.group_rank);
       job_view_->offer(snap, any.group_rank, any.world_size, any.host,
                        wants_job_view(snap, options_.hang_timeout_s, detector_.report().hung));
@@ -475,7 +476,9 @@ void Supervisor::exchange_fingerprints(int node) {
     for (const auto& [comm, seq] : fresh.last_seqs()) fingerprints_published_[comm] = seq;
     job_view_->offer_fingerprints(std::move(fresh), fingerprints_.comms());
   }
-  for (const NodeFingerprints& peer : job_view_->take_peer_fingerprints()) {
+  const std::vector<NodeFingerprints> peers = job_view_->take_peer_fingerprints();
+  if (peers.empty()) return;  // nothing compared: GET /hang's state stands
+  for (const NodeFingerprints& peer : peers) {
     for (const Disagreement& d : compare_windows(fingerprints_, peer, job_reported_after_,
                                                  &job_unaligned_, &job_compared_through_)) {
       uint64_t& after = job_reported_after_[d.comm_hash];
