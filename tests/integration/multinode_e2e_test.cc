@@ -112,7 +112,6 @@ TEST_F(MultiNodeE2E, EveryNodeNamesTheSameCulpritOnAnotherNode) {
       EXPECT_EQ(r.at("node"), rank / kPerNode) << r.dump();
       if (state == "stuck") {
         stuck.insert(rank);
-        EXPECT_LE(r.at("pending_s").get<double>(), kTimeoutS + 2.0) << "detected too late";
         EXPECT_EQ(r.at("operation").at("seq"), 6);
       } else if (state == "missing") {
         missing.insert(rank);
@@ -122,6 +121,15 @@ TEST_F(MultiNodeE2E, EveryNodeNamesTheSameCulpritOnAnotherNode) {
     }
     EXPECT_EQ(stuck, (std::set<int>{0, 1, 2}));
     EXPECT_EQ(missing, (std::set<int>{3}));
+    // How long the stuck ranks had waited when the verdict came: its log
+    // line says (GET /hang's pending_s keeps growing until this test reads
+    // it, which a busy machine delays).
+    std::smatch first;
+    const std::string log = n.log();
+    ASSERT_TRUE(
+        std::regex_search(log, first, std::regex(R"(WARN\] hang: [^\n]*? for ([0-9.]+) s)")))
+        << log;
+    EXPECT_LE(std::stod(first[1].str()), kTimeoutS + 2.0) << "detected too late: " << first[0];
     // Collective #6 that rank 3 never issued is no mismatch.
     EXPECT_TRUE(h.at("mismatches").empty()) << h.dump(2);
     summaries.insert(h.at("summary").get<std::string>().substr(0, 40));
