@@ -20,13 +20,13 @@
 #include <thread>
 #include <vector>
 
-#include "supervisor/base64.h"
-#include "supervisor/coordination_store.h"
-#include "supervisor/etcd_messages.h"
-#include "supervisor/hang_detector.h"
-#include "supervisor/job_view.h"
-#include "supervisor/node_progress.h"
-#include "supervisor/rank_sampler.h"
+#include "supervisor/coordination/base64.h"
+#include "supervisor/coordination/coordination_store.h"
+#include "supervisor/coordination/etcd_messages.h"
+#include "supervisor/analysis/hang_detector.h"
+#include "supervisor/coordination/job_view.h"
+#include "supervisor/coordination/node_progress.h"
+#include "supervisor/ranks/rank_sampler.h"
 
 namespace xpu_timer::supervisor {
 namespace {

@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "supervisor/metrics_exporter.h"
-#include "supervisor/process_table.h"
-#include "supervisor/rank_sampler.h"
+#include "supervisor/metrics/metrics_exporter.h"
+#include "supervisor/job/process_table.h"
+#include "supervisor/ranks/rank_sampler.h"
 
 namespace xpu_timer::supervisor {
 namespace {

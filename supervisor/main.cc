@@ -6,7 +6,7 @@
 
 #include "common/env_config.h"
 #include "common/protocol.h"
-#include "supervisor/exit_status.h"
+#include "supervisor/job/exit_status.h"
 #include "supervisor/log_tee.h"
 #include "supervisor/options.h"
 #include "supervisor/supervisor.h"

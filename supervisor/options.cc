@@ -8,7 +8,7 @@
 #include <cstdlib>
 
 #include "common/cli_help.h"
-#include "supervisor/coordination_store.h"
+#include "supervisor/coordination/coordination_store.h"
 
 namespace xpu_timer::supervisor {
 namespace {

@@ -20,14 +20,14 @@
 #include <string>
 #include <vector>
 
-#include "supervisor/collective_check.h"
-#include "supervisor/exit_status.h"
-#include "supervisor/hang_detector.h"
-#include "supervisor/job_fingerprints.h"
-#include "supervisor/job_view.h"
+#include "supervisor/analysis/collective_check.h"
+#include "supervisor/job/exit_status.h"
+#include "supervisor/analysis/hang_detector.h"
+#include "supervisor/analysis/job_fingerprints.h"
+#include "supervisor/coordination/job_view.h"
 #include "supervisor/options.h"
-#include "supervisor/rank_registry.h"
-#include "supervisor/timeline_dump.h"
+#include "supervisor/ranks/rank_registry.h"
+#include "supervisor/incidents/timeline_dump.h"
 
 namespace xpu_timer::supervisor {
 

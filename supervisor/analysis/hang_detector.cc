@@ -1,0 +1,351 @@
+#include "supervisor/analysis/hang_detector.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <tuple>
+
+#include "common/rank_set.h"
+#include "common/status_page.h"
+
+namespace xpu_timer::supervisor {
+namespace {
+
+constexpr double kMinUnresponsiveS = 10.0;
+
+double ns_to_s(uint64_t ns) { return static_cast<double>(ns) / 1e9; }
+uint64_t age_ns(uint64_t now, uint64_t then) { return now > then ? now - then : 0; }
+
+const proto::CommSlot* find_comm(const RankSample& s, uint64_t comm_hash) {
+  for (const proto::CommSlot& c : s.comms) {
+    // A hash local to this rank cannot name a communicator shared with others.
+    if (c.flags & proto::kCommFlagUnknownIdentity) continue;
+    if (c.comm_hash == comm_hash) return &c;
+  }
+  return nullptr;
+}
+
+// The communicator's name on any rank's page ("" when none gives one).
+std::string comm_name_in(const Snapshot& snap, uint64_t comm_hash) {
+  for (const RankSample& s : snap.ranks) {
+    const proto::CommSlot* c = find_comm(s, comm_hash);
+    if (c != nullptr && c->name[0] != '\0') return comm_slot_name(*c);
+  }
+  return "";
+}
+
+bool is_nccl(const proto::OpRef& op) {
+  return op.kind == static_cast<uint8_t>(proto::OpKind::kNccl);
+}
+
+}  // namespace
+
+const char* rank_state_name(RankState s) {
+  switch (s) {
+    case RankState::kOk:
+      return "ok";
+    case RankState::kStuck:
+      return "stuck";
+    case RankState::kMissing:
+      return "missing";
+    case RankState::kUnresponsive:
+      return "unresponsive";
+    case RankState::kExited:
+      return "exited";
+  }
+  return "ok";
+}
+
+const char* missing_reason_name(MissingReason r) {
+  switch (r) {
+    case MissingReason::kNone:
+      return "";
+    case MissingReason::kBehind:
+      return "behind";
+    case MissingReason::kNotStarted:
+      return "not_started";
+    case MissingReason::kIdle:
+      return "no_operation_in_flight";
+    case MissingReason::kNeverRegistered:
+      return "never_registered";
+  }
+  return "";
+}
+
+std::string comm_hex(uint64_t comm_hash) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(comm_hash));
+  return buf;
+}
+
+std::string comm_slot_name(const proto::CommSlot& c) {
+  return std::string(c.name, strnlen(c.name, sizeof(c.name)));
+}
+
+std::string comm_phrase(uint64_t comm_hash, const std::string& name) {
+  return "comm " + comm_hex(comm_hash) + (name.empty() ? "" : " (" + name + ")");
+}
+
+std::string ranks_phrase(const std::vector<int>& ranks) {
+  if (ranks.size() == 1) return "rank " + std::to_string(ranks[0]);
+  return "ranks " + (ranks.size() <= 8 ? join_ranks(ranks) : fold_ranks(ranks));
+}
+
+HangReport classify_snapshot(const Snapshot& snap, double timeout_s) {
+  HangReport r;
+  r.timeout_s = timeout_s;
+  const auto timeout_ns = static_cast<uint64_t>(timeout_s * 1e9);
+  const auto not_started_ns = static_cast<uint64_t>(kNotStartedFactor * timeout_s * 1e9);
+  const auto unresponsive_ns = static_cast<uint64_t>(std::max(kMinUnresponsiveS, timeout_s) * 1e9);
+
+  // Pass 1: what each rank is on its own.
+  r.ranks.reserve(snap.ranks.size());
+  for (const RankSample& s : snap.ranks) {
+    RankVerdict v;
+    v.rank = s.rank;
+    v.registered = s.registered;
+    v.pid = s.pid;
+    v.local_rank = s.local_rank;
+    v.node = s.node;
+    v.host = s.host;
+    const uint64_t beat_age_ns =
+        proto::heartbeat_age_ns(snap.now_ns, s.heartbeat_ns, s.registered_ns);
+    v.heartbeat_age_s = s.registered ? ns_to_s(beat_age_ns) : 0;
+    if (!s.registered) {
+      v.state = RankState::kMissing;
+      v.reason = MissingReason::kNeverRegistered;
+    } else if (!s.alive) {
+      v.state = RankState::kExited;
+    } else if (beat_age_ns > unresponsive_ns) {
+      v.state = RankState::kUnresponsive;
+    } else if (s.page_ok && s.inflight_count > 0) {
+      // The hang clock (docs/architecture.md "Hang detection"): the page's
+      // oldest_inflight is the operation that started first on the GPU; it
+      // runs from its start, not its launch, so that its wait behind earlier
+      // work on its stream (kernels we do not time, other streams it waits
+      // for) does not count. With nothing started, only the fallback applies.
+      const proto::OpRef& op = s.oldest_inflight;
+      if (op.started_ns != 0 ? age_ns(snap.now_ns, op.started_ns) > timeout_ns
+                             : age_ns(snap.now_ns, op.launch_ns) > not_started_ns) {
+        v.state = RankState::kStuck;
+        v.not_started = op.started_ns == 0;
+      }
+    }
+    if (s.registered && s.page_ok && s.inflight_count > 0) {
+      v.has_op = true;  // a verdict when stuck, else shown in reports
+      v.op = s.oldest_inflight;
+      v.pending_s = ns_to_s(age_ns(snap.now_ns, v.op.launch_ns));
+      if (v.op.started_ns != 0) v.running_s = ns_to_s(age_ns(snap.now_ns, v.op.started_ns));
+    }
+    r.ranks.push_back(v);
+  }
+
+  // Pass 2: group the stuck ranks by the operation they wait in.
+  // comm, seq, name, kind, not started
+  using Key = std::tuple<uint64_t, uint64_t, uint16_t, uint8_t, bool>;
+  std::map<Key, size_t> index;
+  for (const RankVerdict& v : r.ranks) {
+    if (v.state != RankState::kStuck) continue;
+    const bool nccl = is_nccl(v.op);
+    const Key key{nccl ? v.op.comm_hash : 0, nccl ? v.op.seq : 0, v.op.name, v.op.kind,
+                  v.not_started};
+    auto [it, inserted] = index.emplace(key, r.groups.size());
+    if (inserted) {
+      StuckGroup g;
+      g.kind = v.op.kind;
+      g.name = v.op.name;
+      g.comm_hash = std::get<0>(key);
+      if (nccl) g.comm_name = comm_name_in(snap, g.comm_hash);
+      g.seq = std::get<1>(key);
+      g.not_started = v.not_started;
+      r.groups.push_back(g);
+    }
+    StuckGroup& g = r.groups[it->second];
+    g.ranks.push_back(v.rank);
+    g.pending_s = std::max(g.pending_s, v.pending_s);
+    g.waiting_s = std::max(g.waiting_s, v.not_started ? v.pending_s : v.running_s);
+  }
+  std::sort(r.groups.begin(), r.groups.end(), [](const StuckGroup& a, const StuckGroup& b) {
+    return a.ranks.front() < b.ranks.front();
+  });
+  r.hung = !r.groups.empty();
+  if (!r.hung) return r;
+
+  // Pass 3: who the stuck ranks wait for.
+  for (size_t i = 0; i < r.ranks.size(); ++i) {
+    RankVerdict& v = r.ranks[i];
+    if (v.state != RankState::kOk) continue;
+    const RankSample& s = snap.ranks[i];
+    for (StuckGroup& g : r.groups) {
+      if (g.kind != static_cast<uint8_t>(proto::OpKind::kNccl)) continue;
+      const proto::CommSlot* slot = find_comm(s, g.comm_hash);
+      if (slot == nullptr) continue;
+      if (!v.has_comm) {
+        v.has_comm = true;
+        v.comm_hash = g.comm_hash;
+        v.comm_name = g.comm_name;
+        v.waited_seq = g.seq;
+        v.issued_seq = slot->issued_seq;
+        v.last_completed_seq = slot->completed_seq;
+      }
+      // Issued and not completed, yet not stuck: either it runs the
+      // collective and has not waited for the timeout (then it is in it,
+      // like the stuck ranks), or its GPU never got to it: the work before
+      // it on its stream has not finished (a stopped GPU, queued work that
+      // does not drain). The second keeps the stuck ranks waiting.
+      const bool running_it = s.oldest_inflight.started_ns != 0 && is_nccl(s.oldest_inflight) &&
+                              s.oldest_inflight.comm_hash == g.comm_hash &&
+                              s.oldest_inflight.seq == g.seq;
+      if (running_it) {
+        // In the collective its peers have waited in past the timeout, only
+        // for less time (it arrived later, or its first look fell between
+        // two samples): it waits for the same missing ranks, so it is stuck
+        // with them. Left "ok" it would read as healthy in the report.
+        v.state = RankState::kStuck;
+        g.ranks.insert(std::upper_bound(g.ranks.begin(), g.ranks.end(), v.rank), v.rank);
+        break;
+      }
+      const bool not_started = slot->issued_seq >= g.seq && slot->completed_seq < g.seq;
+      if (slot->issued_seq < g.seq || not_started) {
+        v.state = RankState::kMissing;
+        v.reason = not_started ? MissingReason::kNotStarted : MissingReason::kBehind;
+        v.comm_hash = g.comm_hash;
+        v.comm_name = g.comm_name;
+        v.waited_seq = g.seq;
+        v.issued_seq = slot->issued_seq;
+        v.last_completed_seq = slot->completed_seq;
+        g.missing.push_back(v.rank);
+        break;
+      }
+    }
+    if (v.state == RankState::kOk && s.page_ok && s.inflight_count == 0) {
+      if (s.page_flags & proto::kPageFlagTimingDisabled) {
+        v.state = RankState::kUnresponsive;  // "idle" means nothing without timing
+        v.timing_disabled = true;
+      } else {
+        v.state = RankState::kMissing;
+        v.reason = MissingReason::kIdle;
+      }
+    }
+  }
+  r.summary = hang_sentence(r);
+  return r;
+}
+
+std::string hang_sentence(const HangReport& report, bool with_durations) {
+  if (!report.hung) return "no hang";
+  std::vector<std::string> parts;
+  char buf[64];
+  for (const StuckGroup& g : report.groups) {
+    std::string p = ranks_phrase(g.ranks) + (g.not_started ? " stuck before " : " stuck in ") +
+                    proto::op_name_str(static_cast<proto::OpName>(g.name));
+    if (g.kind == static_cast<uint8_t>(proto::OpKind::kNccl)) {
+      p += " #" + std::to_string(g.seq) + " on " + comm_phrase(g.comm_hash, g.comm_name);
+    }
+    if (g.not_started && !with_durations) {
+      p += " (nothing started on the GPU)";
+    } else if (g.not_started) {
+      std::snprintf(buf, sizeof(buf), " (nothing started on the GPU for %.1f s)", g.waiting_s);
+      p += buf;
+    } else if (with_durations) {
+      std::snprintf(buf, sizeof(buf), " for %.1f s", g.waiting_s);
+      p += buf;
+    }
+    parts.push_back(std::move(p));
+    // Behind ranks of this group, grouped by how far they got, then the
+    // ranks that issued it and never started it.
+    std::map<uint64_t, std::vector<int>> by_last;
+    std::vector<int> not_started;
+    for (int rank : g.missing) {
+      for (const RankVerdict& v : report.ranks) {
+        if (v.rank != rank) continue;
+        if (v.reason == MissingReason::kNotStarted) {
+          not_started.push_back(rank);
+        } else {
+          by_last[v.last_completed_seq].push_back(rank);
+        }
+      }
+    }
+    for (const auto& [last, ranks] : by_last) {
+      parts.push_back(ranks_phrase(ranks) + " missing (last completed #" + std::to_string(last) +
+                      " on that comm)");
+    }
+    if (!not_started.empty()) {
+      parts.push_back(ranks_phrase(not_started) + " missing (issued #" + std::to_string(g.seq) +
+                      ", not started on the GPU)");
+    }
+  }
+  std::vector<int> idle, never, exited;
+  std::vector<const RankVerdict*> unresponsive;
+  for (const RankVerdict& v : report.ranks) {
+    if (v.state == RankState::kMissing && v.reason == MissingReason::kIdle) idle.push_back(v.rank);
+    if (v.state == RankState::kMissing && v.reason == MissingReason::kNeverRegistered) {
+      never.push_back(v.rank);
+    }
+    if (v.state == RankState::kExited) exited.push_back(v.rank);
+    if (v.state == RankState::kUnresponsive) unresponsive.push_back(&v);
+  }
+  if (!idle.empty()) parts.push_back(ranks_phrase(idle) + " missing (no operation in flight)");
+  if (!never.empty()) parts.push_back(ranks_phrase(never) + " missing (never registered)");
+  for (const RankVerdict* v : unresponsive) {
+    std::string p = "rank " + std::to_string(v->rank) + " unresponsive";
+    if (v->timing_disabled) {
+      p += " (timing disabled after a CUDA error: where it is is unknown)";
+    } else if (with_durations) {
+      std::snprintf(buf, sizeof(buf), " (no heartbeat for %.1f s)", v->heartbeat_age_s);
+      p += buf;
+    }
+    parts.push_back(std::move(p));
+  }
+  if (!exited.empty()) parts.push_back(ranks_phrase(exited) + " exited");
+
+  std::string out;
+  for (const std::string& p : parts) {
+    if (!out.empty()) out += "; ";
+    out += p;
+  }
+  return out;
+}
+
+HangEvent HangDetector::update(const Snapshot& snap) {
+  HangReport now = classify_snapshot(snap, timeout_s_);
+  if (now.hung) {
+    const std::string signature = hang_sentence(now, false);
+    HangEvent event = HangEvent::kNone;
+    if (!report_.hung) {
+      event = HangEvent::kDetected;
+      now.detected_at_unix_s = snap.now_unix_s;
+      stuck_baseline_.clear();
+    } else {
+      now.detected_at_unix_s = report_.detected_at_unix_s;
+      if (signature != signature_) event = HangEvent::kChanged;
+    }
+    for (size_t i = 0; i < now.ranks.size(); ++i) {
+      if (now.ranks[i].state == RankState::kStuck) {
+        stuck_baseline_.emplace(now.ranks[i].rank,
+                                std::make_pair(snap.ranks[i].pid, snap.ranks[i].completed_total));
+      }
+    }
+    signature_ = signature;
+    report_ = std::move(now);
+    return event;
+  }
+  if (!report_.hung) {
+    report_ = std::move(now);
+    return HangEvent::kNone;
+  }
+  // Hung before, nobody stuck now: cleared only if a stuck rank made progress.
+  bool progressed = false;
+  for (const RankSample& s : snap.ranks) {
+    auto it = stuck_baseline_.find(s.rank);
+    if (it == stuck_baseline_.end() || !s.registered) continue;
+    if (s.pid != it->second.first || s.completed_total > it->second.second) progressed = true;
+  }
+  if (!progressed) return HangEvent::kNone;  // keep the last hang report
+  stuck_baseline_.clear();
+  signature_.clear();
+  report_ = std::move(now);
+  return HangEvent::kCleared;
+}
+
+}  // namespace xpu_timer::supervisor

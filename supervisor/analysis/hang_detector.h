@@ -1,0 +1,147 @@
+// Hang detection over snapshots of the ranks' status pages. Pure logic, no
+// I/O, so it is unit-tested on synthetic snapshots. Owned and called by the
+// poll loop (asio thread); its report is copied out for HTTP.
+//
+// Semantics (docs/architecture.md "Hang detection"):
+//  - stuck: an operation in flight started on the GPU (its start marker
+//    completed: the work before it on its stream had finished) longer than
+//    the timeout ago. Its wait in the queue behind earlier work does not
+//    count: a healthy stream may hold more queued work than the timeout.
+//    Fallback for a GPU that stopped where we cannot see it (in a kernel we
+//    do not time, with no peer waiting): nothing in flight has started and
+//    the oldest operation was launched more than kNotStartedFactor x the
+//    timeout ago ("not started");
+//  - unresponsive: the page's heartbeat has not moved for max(10 s, timeout)
+//    while the process lives (its page is then not trusted);
+//  - missing (only while some rank is stuck): behind on a communicator that a
+//    stuck rank waits on (issued_seq < the stuck seq), or issued that
+//    collective but has not started it on its GPU (the earlier work on its
+//    stream never finished), or no operation in flight, or never registered;
+//  - exited: the process is gone.
+// A hang is at least one stuck rank. It clears when a rank that was stuck
+// completes more operations (or is replaced by a new process); if the stuck
+// ranks merely die, the last hang report stays for the post-mortem.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "supervisor/analysis/rank_sample.h"
+
+namespace xpu_timer::supervisor {
+
+enum class RankState { kOk, kStuck, kMissing, kUnresponsive, kExited };
+const char* rank_state_name(RankState s);
+
+enum class MissingReason { kNone, kBehind, kNotStarted, kIdle, kNeverRegistered };
+
+// A rank with nothing in flight started on its GPU is stuck only once its
+// oldest operation was launched this many timeouts ago (see above): queued
+// work longer than that would be taken for a hang.
+constexpr double kNotStartedFactor = 3.0;
+const char* missing_reason_name(MissingReason r);
+
+struct RankVerdict {
+  int rank = 0;
+  RankState state = RankState::kOk;
+  bool registered = false;
+  pid_t pid = 0;
+  int local_rank = -1;
+  int node = -1;  // torchrun's group rank; -1: unknown
+  std::string host;
+  // kStuck: the operation the hang clock follows (the page's oldest_inflight).
+  bool has_op = false;
+  proto::OpRef op{};
+  double pending_s = 0;   // now - op.launch_ns
+  double running_s = -1;  // now - op.started_ns; -1 when not started on the GPU
+  // kStuck with nothing started on the GPU (the fallback above): its clock
+  // is pending_s, else running_s.
+  bool not_started = false;
+  // kMissing
+  MissingReason reason = MissingReason::kNone;
+  bool has_comm = false;  // the fields below describe the stuck communicator
+  uint64_t comm_hash = 0;
+  std::string comm_name;    // its name (StuckGroup::comm_name), "" = unknown
+  uint64_t waited_seq = 0;  // the collective the stuck ranks are in
+  uint64_t issued_seq = 0;
+  uint64_t last_completed_seq = 0;
+  // kUnresponsive
+  double heartbeat_age_s = 0;
+  // kUnresponsive because timing is off after a CUDA error (its page says
+  // nothing in flight whatever it does), not because its heartbeat stopped.
+  bool timing_disabled = false;
+};
+
+// Stuck ranks that wait in the same operation (same communicator and
+// sequence number for NCCL, same name otherwise).
+struct StuckGroup {
+  uint8_t kind = 0;   // proto::OpKind
+  uint16_t name = 0;  // proto::OpName
+  uint64_t comm_hash = 0;
+  // The name a member's page gives the communicator (proto::CommSlot::name);
+  // "" = unknown.
+  std::string comm_name;
+  uint64_t seq = 0;
+  // The ranks are stuck with nothing started on the GPU (RankVerdict::not_started).
+  bool not_started = false;
+  std::vector<int> ranks;
+  // Ranks this communicator waits for: behind on it, or not started in the
+  // collective (MissingReason::kNotStarted).
+  std::vector<int> missing;
+  double pending_s = 0;  // the longest time since launch among `ranks`
+  // The longest hang clock among `ranks`: since the operation started on the
+  // GPU (or, not_started, since launch).
+  double waiting_s = 0;
+};
+
+struct HangReport {
+  bool hung = false;
+  std::optional<double> detected_at_unix_s;
+  double timeout_s = 0;
+  std::string summary = "no hang";
+  std::vector<RankVerdict> ranks;  // every expected rank, sorted
+  std::vector<StuckGroup> groups;
+};
+
+// One snapshot classified with no history (the core of the detector).
+HangReport classify_snapshot(const Snapshot& snap, double timeout_s);
+
+// "ranks 0,1,3 stuck in AllReduce #6 on comm 1a2b3c4d5e6f7a8b (tp_group) for
+// 5.2 s; rank 2 missing (last completed #5 on that comm)" (the name only when
+// a page gives one: comm_phrase), the duration being the hang
+// clock (StuckGroup::waiting_s). Durations omitted when
+// `with_durations` is false (used to tell a changed hang from an older one).
+std::string hang_sentence(const HangReport& report, bool with_durations = true);
+
+// "rank 3" / "ranks 0,1,3" (up to 8 ranks) / "ranks 0-15/17" (folded beyond).
+std::string ranks_phrase(const std::vector<int>& ranks);
+std::string comm_hex(uint64_t comm_hash);
+// A page's name of the communicator; "" = unknown. The page reader made it
+// NUL-terminated and printable (common/status_page.cc).
+std::string comm_slot_name(const proto::CommSlot& c);
+// "comm 1a2b3c4d5e6f7a8b", or "comm 1a2b3c4d5e6f7a8b (tp_group)" with a name.
+std::string comm_phrase(uint64_t comm_hash, const std::string& name);
+
+enum class HangEvent { kNone, kDetected, kChanged, kCleared };
+
+class HangDetector {
+ public:
+  explicit HangDetector(double timeout_s) : timeout_s_(timeout_s) {}
+
+  HangEvent update(const Snapshot& snap);
+  const HangReport& report() const { return report_; }
+  double timeout_s() const { return timeout_s_; }
+
+ private:
+  double timeout_s_;
+  HangReport report_;
+  std::string signature_;
+  // Ranks seen stuck in the current hang: rank -> (pid, completed_total).
+  std::map<int, std::pair<pid_t, uint64_t>> stuck_baseline_;
+};
+
+}  // namespace xpu_timer::supervisor

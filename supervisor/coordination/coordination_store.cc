@@ -1,0 +1,93 @@
+#include "supervisor/coordination/coordination_store.h"
+
+#include <arpa/inet.h>
+
+#include <cctype>
+
+#include "supervisor/coordination/etcd_store.h"
+
+namespace xpu_timer::supervisor {
+
+CoordinationStore::~CoordinationStore() = default;
+
+namespace {
+
+bool hostname_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_';
+}
+
+}  // namespace
+
+bool parse_store_url(const std::string& url, StoreEndpoint* out, std::string* error) {
+  const auto fail = [&](const std::string& why) {
+    *error = "coordination store \"" + url + "\" is not etcd://HOST:PORT: " + why;
+    return false;
+  };
+  const std::string scheme = "etcd://";
+  const size_t sep = url.find("://");
+  if (sep == std::string::npos) return fail("no scheme");
+  if (url.compare(0, sep + 3, scheme) != 0) {
+    return fail("scheme \"" + url.substr(0, sep) + "\" is not supported (only etcd)");
+  }
+  std::string rest = url.substr(scheme.size());
+  if (rest.find_first_of(",") != std::string::npos) return fail("give one endpoint only");
+  if (rest.find_first_of("/?#") != std::string::npos) return fail("a path is not allowed");
+  if (rest.find('@') != std::string::npos) return fail("user names are not supported");
+  std::string host;
+  std::string port_text;
+  if (!rest.empty() && rest[0] == '[') {
+    const size_t close = rest.find(']');
+    if (close == std::string::npos) return fail("unclosed '[' in the host");
+    host = rest.substr(1, close - 1);
+    in6_addr a{};
+    if (::inet_pton(AF_INET6, host.c_str(), &a) != 1) {
+      return fail("\"" + host + "\" is not an IPv6 address");
+    }
+    if (close + 1 >= rest.size() || rest[close + 1] != ':') return fail("no port");
+    port_text = rest.substr(close + 2);
+  } else {
+    const size_t colon = rest.rfind(':');
+    if (colon == std::string::npos) return fail("no port");
+    host = rest.substr(0, colon);
+    port_text = rest.substr(colon + 1);
+    if (host.find(':') != std::string::npos) return fail("write an IPv6 host in brackets");
+    for (char c : host) {
+      if (!hostname_char(c)) return fail("bad character in the host \"" + host + "\"");
+    }
+  }
+  if (host.empty()) return fail("no host");
+  if (port_text.empty()) return fail("no port");
+  int port = 0;
+  for (char c : port_text) {
+    if (!std::isdigit(static_cast<unsigned char>(c)) || port > 65535) {
+      return fail("port \"" + port_text + "\" is not a number from 1 to 65535");
+    }
+    port = port * 10 + (c - '0');
+  }
+  if (port < 1 || port > 65535) {
+    return fail("port \"" + port_text + "\" is not a number from 1 to 65535");
+  }
+  out->host = host;
+  out->port = port;
+  return true;
+}
+
+std::unique_ptr<CoordinationStore> open_coordination_store(const std::string& url, int lease_ttl_s,
+                                                           std::string* error,
+                                                           std::chrono::milliseconds call_timeout) {
+  StoreEndpoint endpoint;
+  if (!parse_store_url(url, &endpoint, error)) return nullptr;
+  if (lease_ttl_s < 1) {
+    *error =
+        "coordination store lease TTL " + std::to_string(lease_ttl_s) + " s: must be at least 1 s";
+    return nullptr;
+  }
+  if (call_timeout.count() < 1) {
+    *error = "coordination store call timeout " + std::to_string(call_timeout.count()) +
+             " ms: must be at least 1 ms";
+    return nullptr;
+  }
+  return std::make_unique<EtcdStore>(endpoint, lease_ttl_s, call_timeout);
+}
+
+}  // namespace xpu_timer::supervisor

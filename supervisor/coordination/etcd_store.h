@@ -1,0 +1,64 @@
+// CoordinationStore on etcd v3 (3.4 and later), through its JSON gateway
+// over plain HTTP/1.1 (POST /v3/lease/grant, /v3/lease/keepalive,
+// /v3/kv/put, /v3/kv/range, /v3/kv/deleterange). One lease per client,
+// granted on the first put or keep_alive and re-granted when etcd says it is
+// gone (it expired, or etcd lost its data); the keys this client put are then
+// written again under the new lease. Each public call makes one or more
+// requests, all within one deadline of `call_timeout` from the call's start.
+// Not synchronised: one owner thread (see coordination_store.h).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "supervisor/coordination/coordination_store.h"
+#include "supervisor/coordination/http_client.h"
+
+namespace xpu_timer::supervisor {
+
+class EtcdStore final : public CoordinationStore {
+ public:
+  EtcdStore(const StoreEndpoint& endpoint, int lease_ttl_s, std::chrono::milliseconds call_timeout);
+
+  bool put(const std::string& key, const std::string& value) override;
+  bool get_prefix(const std::string& prefix, std::vector<KeyValue>* out, int64_t* revision,
+                  int64_t min_mod_revision = 0) override;
+  bool remove(const std::string& key) override;
+  bool keep_alive() override;
+  const std::string& error() const override { return error_; }
+
+  // The lease the keys are bound to; 0 before the first grant and after the
+  // lease was found gone. How many leases this client was granted.
+  int64_t lease_id() const { return lease_; }
+  int lease_grants() const { return lease_grants_; }
+
+ private:
+  using Deadline = HttpClient::Deadline;
+  enum class Result { kOk, kLeaseGone, kFailed };
+
+  // One request; kOk with the answer's status and body, kFailed with error_ set.
+  bool request(const char* path, const std::string& body, Deadline deadline,
+               HttpResponse* response);
+  Result put_one(const std::string& key, const std::string& value, Deadline deadline);
+  // Grants a lease if there is none and writes every key of published_ under it.
+  bool restore(Deadline deadline);
+  bool fail(const char* path, const std::string& why);
+  Deadline deadline() const { return std::chrono::steady_clock::now() + call_timeout_; }
+
+  HttpClient http_;
+  std::string name_;  // "etcd HOST:PORT", the start of every error line
+  int lease_ttl_s_;
+  std::chrono::milliseconds call_timeout_;
+  int64_t lease_ = 0;
+  int lease_grants_ = 0;
+  // Every key put and not removed, with its latest value: what a new lease
+  // must carry. `republish_` is set while some of them are not yet written
+  // under the current lease.
+  std::map<std::string, std::string> published_;
+  bool republish_ = false;
+  std::string error_;
+};
+
+}  // namespace xpu_timer::supervisor

@@ -1,0 +1,72 @@
+#include "supervisor/http/http_routes.h"
+
+#include <exception>
+
+#include "supervisor/metrics/metrics_exporter.h"
+
+namespace xpu_timer::supervisor {
+namespace {
+
+constexpr const char* kJson = "application/json";
+constexpr const char* kText = "text/plain; charset=utf-8";
+
+HttpAnswer text(int status, std::string body) { return HttpAnswer{status, kText, std::move(body)}; }
+
+template <typename F>
+HttpAnswer guarded(F&& produce) {
+  try {
+    return produce();
+  } catch (const std::exception& e) {
+    return text(500, std::string("internal error: ") + e.what() + "\n");
+  } catch (...) {
+    return text(500, "internal error\n");
+  }
+}
+
+}  // namespace
+
+HttpAnswer route_request(const HttpHandlers& handlers, const std::string& method,
+                         const std::string& target) {
+  const std::string path = target.substr(0, target.find('?'));
+  const bool get = method == "GET" || method == "HEAD";
+  if (path == "/healthz" || path == "/hang" || path == "/ranks" || path == "/metrics") {
+    if (!get) return text(405, "method " + method + " not allowed on " + path + "\n");
+    if (path == "/healthz") return text(200, "ok\n");
+    if (path == "/hang") {
+      return guarded([&] { return HttpAnswer{200, kJson, handlers.hang_json() + "\n"}; });
+    }
+    if (path == "/ranks") {
+      return guarded([&] { return HttpAnswer{200, kJson, handlers.ranks_json() + "\n"}; });
+    }
+    return guarded([&] { return HttpAnswer{200, kMetricsContentType, handlers.metrics_text()}; });
+  }
+  if (path == "/dump/stacks" && handlers.dump_stacks) {
+    if (method != "POST") return text(405, "method " + method + " not allowed on " + path + "\n");
+    return guarded([&] {
+      std::string body;
+      const int status = handlers.dump_stacks(&body);
+      return HttpAnswer{status, kJson, body + "\n"};
+    });
+  }
+  if ((path == "/dump/timeline" || path == "/HostingService/DumpKernelTrace") &&
+      handlers.dump_timeline) {
+    if (method != "POST") return text(405, "method " + method + " not allowed on " + path + "\n");
+    return guarded([&] {
+      std::string body;
+      const int status = handlers.dump_timeline(&body);
+      return HttpAnswer{status, kJson, body + "\n"};
+    });
+  }
+  // Routes of docs/architecture.md ("The processes") that later components serve.
+  if (path == "/dump/stacks" || path == "/dump/timeline" ||
+      path == "/HostingService/DumpKernelTrace") {
+    return text(501, path + " is not implemented in this build\n");
+  }
+  std::string shown = path.size() > 200 ? path.substr(0, 200) + "..." : path;
+  for (char& c : shown) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return text(404, "not found: " + shown + " (try /metrics, /hang, /ranks, /healthz)\n");
+}
+
+}  // namespace xpu_timer::supervisor

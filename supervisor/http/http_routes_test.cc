@@ -1,0 +1,45 @@
+#include "supervisor/http/http_routes.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+namespace xpu_timer::supervisor {
+namespace {
+
+HttpHandlers handlers() {
+  return HttpHandlers{[] { return std::string("{\"hung\":false}"); },
+                      [] { return std::string("[]"); },
+                      []() -> std::string { throw std::runtime_error("page vanished"); }};
+}
+
+TEST(HttpRoutes, KnownPaths) {
+  const HttpHandlers h = handlers();
+  HttpAnswer a = route_request(h, "GET", "/healthz");
+  EXPECT_EQ(a.status, 200);
+  EXPECT_EQ(a.body, "ok\n");
+  a = route_request(h, "GET", "/hang?pretty=1");
+  EXPECT_EQ(a.status, 200);
+  EXPECT_EQ(a.content_type, "application/json");
+  EXPECT_EQ(a.body, "{\"hung\":false}\n");
+  EXPECT_EQ(route_request(h, "GET", "/ranks").body, "[]\n");
+}
+
+TEST(HttpRoutes, HandlerExceptionIsA500WithOneLine) {
+  const HttpAnswer a = route_request(handlers(), "GET", "/metrics");
+  EXPECT_EQ(a.status, 500);
+  EXPECT_EQ(a.body, "internal error: page vanished\n");
+}
+
+TEST(HttpRoutes, ErrorsForUnknownPathsAndMethods) {
+  const HttpHandlers h = handlers();
+  HttpAnswer a = route_request(h, "GET", "/nope\n\x01");
+  EXPECT_EQ(a.status, 404);
+  EXPECT_EQ(a.body, "not found: /nope?? (try /metrics, /hang, /ranks, /healthz)\n");
+  EXPECT_EQ(route_request(h, "POST", "/metrics").status, 405);
+  EXPECT_EQ(route_request(h, "POST", "/dump/stacks").status, 501);
+  EXPECT_EQ(route_request(h, "GET", std::string(5000, '/')).status, 404);
+}
+
+}  // namespace
+}  // namespace xpu_timer::supervisor

@@ -1,0 +1,233 @@
+#include "supervisor/http/http_server.h"
+
+#include <fcntl.h>
+#include <signal.h>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <optional>
+
+#include "supervisor/http/http_request_guard.h"
+#include "supervisor/log_tee.h"
+
+namespace xpu_timer::supervisor {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+using tcp = asio::ip::tcp;
+
+constexpr auto kReadTimeout = std::chrono::seconds(10);
+constexpr auto kWriteTimeout = std::chrono::seconds(60);
+constexpr auto kDrainTimeout = std::chrono::seconds(2);
+constexpr uint32_t kHeaderLimit = 8 * 1024;
+constexpr uint64_t kBodyLimit = 64 * 1024;
+
+std::optional<std::string_view> header(const http::request<http::string_body>& req,
+                                       http::field field) {
+  const auto it = req.find(field);
+  if (it == req.end()) return std::nullopt;
+  return std::string_view(it->value().data(), it->value().size());
+}
+
+// The answer to a request the parser refused, or nullopt when there is nobody
+// to answer (the client went away or was too slow: just close).
+std::optional<HttpAnswer> parse_error_answer(beast::error_code ec) {
+  if (ec.category() != http::make_error_code(http::error::end_of_stream).category()) {
+    return std::nullopt;  // a socket error or the read timeout
+  }
+  const auto e = static_cast<http::error>(ec.value());
+  if (e == http::error::end_of_stream || e == http::error::partial_message) return std::nullopt;
+  constexpr const char* kText = "text/plain; charset=utf-8";
+  if (e == http::error::header_limit) {
+    return HttpAnswer{
+        431, kText,
+        "request header fields too large (limit " + std::to_string(kHeaderLimit) + " bytes)\n"};
+  }
+  if (e == http::error::body_limit) {
+    return HttpAnswer{413, kText,
+                      "request body too large (limit " + std::to_string(kBodyLimit) + " bytes)\n"};
+  }
+  return HttpAnswer{400, kText, "bad request: " + ec.message() + "\n"};
+}
+
+// One client connection; lives as long as an operation of it is pending.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, const HttpHandlers& handlers, const RequestGuard& guard)
+      : stream_(std::move(socket)), handlers_(handlers), guard_(guard) {}
+
+  void read_request() {
+    parser_.emplace();
+    parser_->header_limit(kHeaderLimit);
+    parser_->body_limit(kBodyLimit);
+    stream_.expires_after(kReadTimeout);
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
+  }
+
+ private:
+  void on_read(beast::error_code ec) {
+    if (ec) {
+      // A request the parser refused gets its status and the reason, then
+      // the connection closes: what follows in the stream cannot be framed.
+      if (const std::optional<HttpAnswer> answer = parse_error_answer(ec)) {
+        refused_ = true;
+        respond(*answer, 11, /*keep_alive=*/false, /*head=*/false);
+      } else {
+        close();
+      }
+      return;
+    }
+    const auto& req = parser_->get();
+    const std::string method(req.method_string());
+    const std::string refused =
+        guard_.refusal(method, header(req, http::field::host), header(req, http::field::origin));
+    const HttpAnswer answer = refused.empty()
+                                  ? route_request(handlers_, method, std::string(req.target()))
+                                  : HttpAnswer{403, "text/plain; charset=utf-8", refused + "\n"};
+    respond(answer, req.version(), req.keep_alive(), req.method() == http::verb::head);
+  }
+
+  void respond(const HttpAnswer& answer, unsigned version, bool keep_alive, bool head) {
+    response_ = {};
+    response_.version(version);
+    response_.result(static_cast<unsigned>(answer.status));
+    response_.set(http::field::server, "xpu_timer_supervisor");
+    response_.set(http::field::content_type, answer.content_type);
+    response_.keep_alive(keep_alive);
+    if (head) {
+      response_.content_length(answer.body.size());
+    } else {
+      response_.body() = answer.body;
+      response_.prepare_payload();
+    }
+    stream_.expires_after(kWriteTimeout);
+    http::async_write(stream_, response_,
+                      [self = shared_from_this()](beast::error_code wec, size_t) {
+                        if (!wec && self->refused_) {
+                          self->drain_and_close();
+                          return;
+                        }
+                        if (wec || !self->response_.keep_alive()) {
+                          self->close();
+                          return;
+                        }
+                        self->read_request();
+                      });
+  }
+
+  // Closing a socket with unread input makes the kernel send a reset, which
+  // can destroy our answer before the client reads it. So after answering a
+  // refused request: stop sending, discard what still arrives until the client
+  // closes (or kDrainTimeout), then close.
+  void drain_and_close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.expires_after(kDrainTimeout);
+    stream_.async_read_some(asio::buffer(drain_),
+                            [self = shared_from_this()](beast::error_code ec, size_t) {
+                              if (ec) {
+                                self->close();
+                              } else {
+                                self->drain_and_close();
+                              }
+                            });
+  }
+
+  void close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.socket().close(ignored);
+  }
+
+  beast::tcp_stream stream_;
+  const HttpHandlers& handlers_;
+  const RequestGuard& guard_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  http::response<http::string_body> response_;
+  bool refused_ = false;  // the parser refused the request: drain, then close
+  char drain_[4096];
+};
+
+}  // namespace
+
+struct HttpServer::Impl {
+  explicit Impl(HttpHandlers h) : handlers(std::move(h)), acceptor(io) {}
+
+  void accept_next() {
+    acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
+      if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
+      if (!ec) {
+        ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);
+        std::make_shared<Session>(std::move(socket), handlers, *guard)->read_request();
+      } else {
+        SUP_LOG_WARN("HTTP accept failed: %s", ec.message().c_str());
+        // EMFILE and the like: back off instead of spinning.
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+      accept_next();
+    });
+  }
+
+  HttpHandlers handlers;
+  std::optional<RequestGuard> guard;  // set by start(), before the first accept
+  asio::io_context io{1};
+  tcp::acceptor acceptor;
+};
+
+HttpServer::HttpServer(HttpHandlers handlers)
+    : impl_(std::make_unique<Impl>(std::move(handlers))) {}
+
+HttpServer::~HttpServer() { stop(); }
+
+bool HttpServer::start(const std::string& host, int port, std::string* error) {
+  beast::error_code ec;
+  const auto address = asio::ip::make_address(host, ec);
+  if (ec) {
+    *error = "--host '" + host + "' is not an IP address: " + ec.message();
+    return false;
+  }
+  const tcp::endpoint endpoint(address, static_cast<unsigned short>(port));
+  tcp::acceptor& acceptor = impl_->acceptor;
+  acceptor.open(endpoint.protocol(), ec);
+  if (!ec) ::fcntl(acceptor.native_handle(), F_SETFD, FD_CLOEXEC);
+  if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor.bind(endpoint, ec);
+  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    *error = "cannot listen on " + host + ":" + std::to_string(port) + ": " + ec.message();
+    beast::error_code ignored;
+    acceptor.close(ignored);
+    return false;
+  }
+  port_ = acceptor.local_endpoint().port();
+  impl_->guard.emplace(host);
+  impl_->accept_next();
+  // The server's thread must not take the process's signals: the asio
+  // signal_set of the main io_context handles them.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  thread_ = std::thread([this] {
+    try {
+      impl_->io.run();
+    } catch (const std::exception& e) {
+      SUP_LOG_ERROR("HTTP server stopped: %s", e.what());
+    }
+  });
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return true;
+}
+
+void HttpServer::stop() {
+  impl_->io.stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace xpu_timer::supervisor

@@ -1,0 +1,41 @@
+// The supervisor's HTTP endpoint on --host:--port: Boost.Beast's HTTP/1.1
+// parser over Asio, on its own thread and io_context so a slow client or a
+// large /metrics never delays the rank socket, the poll loop or signal
+// handling. (Debian's cpp-httplib is a split build whose header needs
+// libcpp-httplib.so, OpenSSL and brotli at run time; Beast is header-only.)
+// Requests are bounded (8 KiB header, 64 KiB body, 10 s per read); a
+// malformed one is answered 400 (431 for too large a header, 413 for too
+// large a body) with the parser's reason, and its connection closed. Requests
+// that change state pass http_request_guard.h first (403 when a browser page
+// of another origin sent them). Routing: http_routes.h.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "supervisor/http/http_routes.h"
+
+namespace xpu_timer::supervisor {
+
+class HttpServer {
+ public:
+  explicit HttpServer(HttpHandlers handlers);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds host:port (port 0: any free port) and serves on a new thread.
+  // False with a one-line `error`.
+  bool start(const std::string& host, int port, std::string* error);
+  int port() const { return port_; }
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::thread thread_;
+  int port_ = -1;
+};
+
+}  // namespace xpu_timer::supervisor

@@ -1,0 +1,238 @@
+#include "supervisor/incidents/crash_json.h"
+
+#include <signal.h>
+#include <string.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "supervisor/analysis/op_json.h"
+
+namespace xpu_timer::supervisor {
+namespace {
+
+using nlohmann::json;
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+bool is_set(const char* v) { return v != nullptr && *v != '\0'; }
+
+json exit_json(const CrashRecord& r) {
+  if (!r.exit_known) return nullptr;
+  if (r.exit_by_signal) {
+    return {{"signal", r.exit_value}, {"signal_name", signal_name(r.exit_value)}};
+  }
+  return {{"exit_code", r.exit_value}};
+}
+
+// The innermost frame with a name that is not the C library's signal
+// machinery: where the rank was when it died.
+std::string where(const SignalReport& s) {
+  for (const NativeFrame& f : s.frames) {
+    if (f.function.empty()) continue;
+    if (f.function == "raise" || f.function == "abort" || f.function == "pthread_kill" ||
+        f.function.rfind("__pthread_kill", 0) == 0 || f.function == "gsignal") {
+      continue;
+    }
+    return f.function;
+  }
+  return "";
+}
+
+std::string op_sentence(const proto::OpRef& op) {
+  std::string s = proto::op_name_str(static_cast<proto::OpName>(op.name));
+  if (op.kind == static_cast<uint8_t>(proto::OpKind::kNccl)) {
+    char buf[40];
+    std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(op.comm_hash));
+    s += " #" + std::to_string(op.seq) + " on comm " + buf;
+  }
+  return s;
+}
+
+}  // namespace
+
+const char* crash_kind_name(CrashKind k) {
+  switch (k) {
+    case CrashKind::kSignal:
+      return "signal";
+    case CrashKind::kPythonException:
+      return "python_exception";
+    case CrashKind::kNoReport:
+      return "died_without_report";
+  }
+  return "died_without_report";
+}
+
+std::string signal_name(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+PluginIdentity plugin_identity(const std::function<const char*(const char*)>& env) {
+  PluginIdentity id;
+  if (const char* v = env("POD_IP"); is_set(v)) id.ip = v;
+  if (const char* v = env("POD_NAME"); is_set(v)) id.pod_name = v;
+  for (const char* name : {"ENV_ARGO_WORKFLOW_NAME", "XPU_TIMER_JOB_NAME"}) {
+    if (const char* v = env(name); is_set(v)) {
+      id.job_name = v;
+      break;
+    }
+  }
+  return id;
+}
+
+PluginIdentity plugin_identity_from_env() {
+  return plugin_identity([](const char* name) -> const char* { return std::getenv(name); });
+}
+
+json crash_json(const CrashRecord& r) {
+  json j;
+  j["kind"] = crash_kind_name(r.kind);
+  j["rank"] = r.rank;
+  j["pid"] = r.pid;
+  j["host"] = r.host;
+  j["time"] = r.time_unix_s;
+  j["summary"] = crash_summary(r);
+  j["outcome"] = r.terminated ? "terminated" : "crashed";
+  j["cause"] = r.terminated ? json(r.terminated_cause) : json(nullptr);
+  if (r.signal) {
+    const SignalReport& s = *r.signal;
+    j["signal"] = s.signal;
+    j["signal_name"] = signal_name(s.signal);
+    j["si_code"] = s.si_code;
+    // si_addr is meaningful only for a fault the kernel raised.
+    j["fault_address"] = s.si_code > 0 ? json(hex(s.fault_addr)) : json(nullptr);
+    j["sender"] = r.sender.empty() ? json(nullptr) : json(r.sender);
+    j["tid"] = s.tid;
+    j["thread_name"] = s.thread_name;
+    json frames = json::array();
+    for (const NativeFrame& f : s.frames) {
+      frames.push_back({{"pc", hex(f.pc)},
+                        {"function", f.function.empty() ? "??" : f.function},
+                        {"function_offset", f.func_offset},
+                        {"module", f.module.empty() ? json(nullptr) : json(f.module)},
+                        {"module_offset", hex(f.module_offset)}});
+    }
+    j["frames"] = std::move(frames);
+    j["frames_truncated"] = s.frames_truncated;
+  } else {
+    j["signal"] = nullptr;
+  }
+  if (r.exception) {
+    const PythonExceptionReport& e = *r.exception;
+    json tb = json::array();
+    for (const auto& f : e.traceback) {
+      tb.push_back({{"file", f.file}, {"func", f.func}, {"line", f.line}});
+    }
+    j["exception"] = {{"type", e.type_module == "builtins" ? e.type_qualname
+                                                          : e.type_module + "." + e.type_qualname},
+                      {"message", e.message},
+                      {"traceback", std::move(tb)},
+                      {"formatted", e.formatted}};
+  } else {
+    j["exception"] = nullptr;
+  }
+  j["exit_status"] = exit_json(r);
+  j["kernel"] = r.kernel.empty() ? json(nullptr) : json(r.kernel);
+  j["last_inflight"] = r.page_ok && r.inflight_count > 0 ? op_json(r.oldest_inflight) : json(nullptr);
+  j["last_completed"] =
+      r.page_ok && r.completed_total > 0 ? op_json(r.last_completed) : json(nullptr);
+  return j;
+}
+
+json plugin_input_json(const CrashRecord& r, const PluginIdentity& id) {
+  const auto when = static_cast<long long>(r.time_unix_s);
+  if (r.kind == CrashKind::kPythonException && r.exception) {
+    const PythonExceptionReport& e = *r.exception;
+    json mro = json::array();
+    for (const auto& [module, qualname] : e.mro) mro.push_back({module, qualname});
+    json tb = json::array();
+    for (const auto& f : e.traceback) {
+      tb.push_back({{"file", f.file}, {"func", f.func}, {"line", f.line}});
+    }
+    return {{"hook", "python"},
+            {"infos",
+             {{"time", when},
+              {"rank", r.rank},
+              {"ip", id.ip},
+              {"pod_name", id.pod_name},
+              {"job_name", id.job_name}}},
+            {"exception",
+             {{"module", e.type_module},
+              {"qualname", e.type_qualname},
+              {"mro", std::move(mro)},
+              {"message", e.message},
+              {"args", e.args},
+              {"traceback", std::move(tb)}}}};
+  }
+  json frames = json::array();
+  int sig = 0;
+  if (r.signal) {
+    sig = r.signal->signal;
+    for (const NativeFrame& f : r.signal->frames) {
+      frames.push_back({{"address", f.pc},
+                        {"offset", f.func_offset},
+                        {"function_name", f.function.empty() ? "??" : f.function}});
+    }
+  } else if (r.exit_known && r.exit_by_signal) {
+    sig = r.exit_value;
+  }
+  return {{"hook", "cpp"},
+          {"stack_infos",
+           {{"signal", sig},
+            {"rank", r.rank},
+            {"ip", id.ip},
+            {"pod_name", id.pod_name},
+            {"job_name", id.job_name},
+            {"time", when},
+            {"frame_infos", std::move(frames)}}}};
+}
+
+std::string crash_summary(const CrashRecord& r) {
+  std::string s = "rank " + std::to_string(r.rank) + " (pid " + std::to_string(r.pid) + ")";
+  if (r.kind == CrashKind::kSignal && r.signal) {
+    const SignalReport& sig = *r.signal;
+    s += " died of " + signal_name(sig.signal);
+    if (sig.signal == SIGSEGV || sig.signal == SIGBUS || sig.signal == SIGFPE ||
+        sig.signal == SIGILL) {
+      if (sig.si_code > 0) s += " at address " + hex(sig.fault_addr);
+    }
+    if (!r.sender.empty()) s += " sent by " + r.sender;
+    const std::string in = where(sig);
+    if (!in.empty()) s += " in " + in;
+    return s;
+  }
+  if (r.kind == CrashKind::kPythonException && r.exception) {
+    const PythonExceptionReport& e = *r.exception;
+    s += " raised an uncaught " + e.type_qualname;
+    if (!e.message.empty()) s += ": " + e.message.substr(0, 200);
+    if (!e.traceback.empty()) {
+      const auto& f = e.traceback.back();
+      const size_t slash = f.file.rfind('/');
+      s += " (in " + f.func + ", " +
+           (slash == std::string::npos ? f.file : f.file.substr(slash + 1)) + ":" +
+           std::to_string(f.line) + ")";
+    }
+    return s;
+  }
+  s += " died without a report";
+  if (r.exit_known) {
+    s += r.exit_by_signal ? " (killed by " + signal_name(r.exit_value) + ")"
+                          : " (exit code " + std::to_string(r.exit_value) + ")";
+  } else {
+    s += " (exit status unknown: not a child of the supervisor)";
+  }
+  if (r.page_ok && r.inflight_count > 0) {
+    s += "; last in flight: " + op_sentence(r.oldest_inflight);
+  } else if (r.page_ok && r.completed_total > 0) {
+    s += "; nothing in flight, last completed: " + op_sentence(r.last_completed);
+  }
+  if (!r.kernel.empty()) s += "; kernel: " + r.kernel;
+  return s;
+}
+
+}  // namespace xpu_timer::supervisor

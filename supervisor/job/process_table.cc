@@ -1,0 +1,108 @@
+#include "supervisor/job/process_table.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <map>
+
+#include "common/unique_fd.h"
+
+namespace xpu_timer::supervisor {
+namespace {
+
+bool read_small_file(const std::string& path, std::string* out) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return false;
+  char buf[1024];
+  out->clear();
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf, sizeof(buf));
+    if (n < 0) return false;
+    if (n == 0) return true;
+    out->append(buf, static_cast<size_t>(n));
+    if (out->size() > 8192) return true;
+  }
+}
+
+}  // namespace
+
+std::optional<ProcStat> parse_proc_stat(const std::string& text) {
+  const size_t open = text.find('(');
+  const size_t close = text.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close < open) return std::nullopt;
+  ProcStat st;
+  char* end = nullptr;
+  st.pid = static_cast<pid_t>(std::strtol(text.c_str(), &end, 10));
+  if (end == text.c_str()) return std::nullopt;
+  // After ") ": state(3) ppid(4) pgrp(5) session(6) tty(7) tpgid(8) flags(9)
+  // minflt(10) cminflt(11) majflt(12) cmajflt(13) utime(14) stime(15)
+  // cutime(16) cstime(17) priority(18) nice(19) threads(20) itreal(21) start(22)
+  const char* p = text.c_str() + close + 1;
+  while (*p == ' ') ++p;
+  if (*p == '\0') return std::nullopt;
+  st.state = *p++;
+  for (int field = 4; field <= 22; ++field) {
+    while (*p == ' ') ++p;
+    if (*p == '\0') return std::nullopt;
+    char* e = nullptr;
+    const unsigned long long v = std::strtoull(p, &e, 10);
+    if (e == p) {
+      // Negative numbers (priority, nice) parse with strtoll.
+      const long long s = std::strtoll(p, &e, 10);
+      if (e == p) return std::nullopt;
+      (void)s;
+    }
+    if (field == 4) st.ppid = static_cast<pid_t>(v);
+    if (field == 5) st.pgrp = static_cast<pid_t>(v);
+    if (field == 22) st.start_time = v;
+    p = e;
+  }
+  return st;
+}
+
+std::optional<ProcStat> read_proc_stat(pid_t pid) {
+  std::string text;
+  if (!read_small_file("/proc/" + std::to_string(pid) + "/stat", &text)) return std::nullopt;
+  return parse_proc_stat(text);
+}
+
+bool process_alive(pid_t pid, uint64_t start_time) {
+  if (pid <= 0) return false;
+  const auto st = read_proc_stat(pid);
+  if (!st) return false;
+  if (st->state == 'Z' || st->state == 'X') return false;
+  return start_time == 0 || st->start_time == start_time;
+}
+
+std::vector<pid_t> descendants_of(pid_t root) {
+  std::multimap<pid_t, pid_t> children;  // ppid -> pid
+  DIR* dir = ::opendir("/proc");
+  if (dir == nullptr) return {};
+  while (const dirent* ent = ::readdir(dir)) {
+    char* end = nullptr;
+    const long pid = std::strtol(ent->d_name, &end, 10);
+    if (end == ent->d_name || *end != '\0' || pid <= 0) continue;
+    const auto st = read_proc_stat(static_cast<pid_t>(pid));
+    if (!st || st->state == 'Z' || st->state == 'X') continue;
+    children.emplace(st->ppid, st->pid);
+  }
+  ::closedir(dir);
+  std::vector<pid_t> out;
+  std::vector<pid_t> frontier = {root};
+  while (!frontier.empty()) {
+    const pid_t p = frontier.back();
+    frontier.pop_back();
+    auto range = children.equal_range(p);
+    for (auto it = range.first; it != range.second; ++it) {
+      if (it->second == root) continue;
+      out.push_back(it->second);
+      frontier.push_back(it->second);
+      if (out.size() > 1000000) return out;  // a /proc race cannot loop us forever
+    }
+  }
+  return out;
+}
+
+}  // namespace xpu_timer::supervisor

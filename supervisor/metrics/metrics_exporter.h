@@ -1,0 +1,164 @@
+// Prometheus text exposition (format 0.0.4) of every rank's status page:
+// what `GET /metrics` answers. docs/metrics.md lists every family, its
+// labels and meaning, and the PromQL for xpu-timer's metric names.
+//
+// MetricsWriter renders one scrape: ranks are added one at a time (so only
+// one page copy is alive) and each family's lines go to their own buffer,
+// concatenated once at the end. MetricsExporter is what the HTTP handler
+// calls: it reads each registered rank's page (StatusPageFile::read, which
+// validates it), keeps the recent-window state of the rate gauges, and renders.
+//
+// Labels: every series has rank, local_rank, host and job_name (not `job`:
+// Prometheus owns that target label and would rename ours exported_job).
+// Per-operation series add op, kind, dtype, size_bucket (floor(log2) of the
+// operation's flops for GEMMs, of its bytes for NCCL) and, for NCCL, nranks,
+// algo, proto and transport. Cardinality is bounded by the page: at most
+// proto::kMaxMetrics operation keys per rank, and a key not updated for
+// `expiry_s` is no longer exported.
+//
+// Threads: MetricsWriter is used by one thread. MetricsExporter::render is
+// called by HTTP threads concurrently; it serialises on its own mutex.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/protocol.h"
+#include "common/status_page.h"
+#include "supervisor/analysis/hang_detector.h"
+#include "supervisor/metrics/metrics_rate_window.h"
+#include "supervisor/ranks/rank_registry.h"
+
+namespace xpu_timer::supervisor {
+
+struct MetricsConfig {
+  std::string job_name;   // the job_name label of every series
+  double expiry_s = 600;  // XPU_TIMER_METRICS_EXPIRY_S: drop keys idle this long
+  double window_s = 30;   // XPU_TIMER_METRICS_WINDOW_S: window of the rate gauges
+
+  // XPU_TIMER_JOB_NAME, else ENV_ARGO_WORKFLOW_NAME (xpu-timer's), else the
+  // file name of the job's command (argv[0]); window and expiry from env.
+  static MetricsConfig from_env(const std::vector<std::string>& command);
+};
+
+struct RankMetricsInput {
+  int rank = 0;
+  int local_rank = 0;
+  pid_t pid = 0;
+  std::string host;
+  bool up = false;     // process alive
+  bool stuck = false;  // its state in the latest hang report
+  // xpu_timer_rank_state: ok, stuck, missing, unresponsive, exited (from the
+  // hang report), crashed or terminated (from the crash tracker).
+  std::string state = "ok";
+  double heartbeat_age_s = 0;
+  // A private copy, from StatusSnapshot::page(); null if unreadable.
+  const proto::StatusPage* page = nullptr;
+};
+
+class MetricsWriter {
+ public:
+  enum Family {
+    kRankUp,
+    kRankState,
+    kHang,
+    kInflight,
+    kHeartbeatAge,
+    kQueueDepth,
+    kDropped,
+    kSkipped,
+    kHookErrors,
+    kOperations,
+    kLatency,
+    kGemmFlops,
+    kGemmFlopsRate,
+    kNcclBytes,
+    kNcclBusBytes,
+    kNcclAlgoBw,
+    kNcclBusBw,
+    kNcclChannels,
+    kMemcpyBytes,
+    kMemcpyBw,
+    kKernelLaunches,
+    kDeviceMallocs,
+    kDeviceMallocBytes,
+    kDeviceFrees,
+    kDeviceFreeBytes,
+    kGcCollections,
+    kGcPause,
+    kGcCollected,
+    kLoaderBatches,
+    kLoaderWait,
+    kRangeLatency,
+    kRangesDropped,
+    kStepLatency,
+    kStepLast,
+    kStepGpuBusy,
+    kStepGpuIdle,
+    kStepBubble,
+    kStepUntimed,
+    kFamilyCount
+  };
+  // One text buffer per family; reusing them across scrapes keeps their
+  // memory (a scrape of 1024 ranks writes ~90 MB).
+  using Buffers = std::array<std::string, kFamilyCount>;
+
+  // `rates` (may be null: no rate gauges) is updated with this scrape's
+  // totals; `now_ns` is CLOCK_MONOTONIC, the clock of the pages' times;
+  // `reuse` (may be null) lends buffers, emptied here.
+  MetricsWriter(const MetricsConfig& config, RateWindow* rates, uint64_t now_ns,
+                Buffers* reuse = nullptr);
+  void add_rank(const RankMetricsInput& in);
+  // Appends the job-level families and returns the whole exposition.
+  // `job_running`: xpu_timer_job_running, 0 once the job's main process ended
+  // (what tells a finished job from a dead supervisor in the alerts).
+  std::string finish(bool job_hung, bool job_running = true, uint64_t mismatches = 0);
+
+ private:
+  void add_slot(const RankMetricsInput& in, uint32_t index, const proto::MetricSlot& m);
+
+  const MetricsConfig& config_;
+  RateWindow* const rates_;
+  const uint64_t now_ns_;
+  const uint64_t expiry_ns_;
+  std::string rank_labels_;  // of the rank being added
+  std::string op_labels_;    // of the slot being added
+  Buffers own_;
+  Buffers& body_;
+};
+
+class MetricsExporter {
+ public:
+  explicit MetricsExporter(MetricsConfig config);
+  // The exposition for these ranks (registry snapshot) and hang report;
+  // `ended`: pid -> "crashed" / "terminated" of the ranks the crash tracker
+  // concluded on (may be null); `mismatched`: ranks blamed for a collective
+  // mismatch (state "mismatch" while otherwise ok), `mismatches`: how many
+  // mismatches the supervisor found so far.
+  std::string render(const std::vector<RankRecord>& records, const HangReport& report,
+                     const std::map<pid_t, std::string>* ended = nullptr, bool job_running = true,
+                     const std::set<int>* mismatched = nullptr, uint64_t mismatches = 0);
+  const MetricsConfig& config() const { return config_; }
+
+ private:
+  const MetricsConfig config_;
+  std::mutex mu_;
+  RateWindow rates_;                // guarded by mu_
+  proto::StatusSnapshot scratch_;   // guarded by mu_
+  MetricsWriter::Buffers buffers_;  // guarded by mu_
+};
+
+// Label value escaping of the text format: \ " and newline.
+void append_escaped_label_value(std::string* out, const std::string& value);
+// ns as seconds with all nine decimals, exactly ("12.000000345").
+void append_ns_as_seconds(std::string* out, uint64_t ns);
+
+inline constexpr const char* kMetricsContentType = "text/plain; version=0.0.4; charset=utf-8";
+
+}  // namespace xpu_timer::supervisor

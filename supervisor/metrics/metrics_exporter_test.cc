@@ -1,0 +1,451 @@
+#include "supervisor/metrics/metrics_exporter.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <memory>
+
+namespace xpu_timer::supervisor {
+namespace {
+
+bool has_line(const std::string& text, const std::string& line) {
+  return text.find("\n" + line + "\n") != std::string::npos || text.rfind(line + "\n", 0) == 0;
+}
+
+size_t count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+constexpr uint64_t kNow = 1000ull * 1000000000ull;  // CLOCK_MONOTONIC of the scrapes
+
+const MetricsConfig& config() {
+  static const MetricsConfig c = [] {
+    MetricsConfig m;
+    m.job_name = "train";
+    return m;
+  }();
+  return c;
+}
+
+std::unique_ptr<proto::StatusPage> page_with_allreduce_and_gemm() {
+  auto page = std::make_unique<proto::StatusPage>();
+  page->inflight_count = 2;
+  page->dropped_queue_full = 7;
+  page->skipped_capture = 3;
+  page->hook_errors = 1;
+  page->nmetrics = 3;
+  proto::MetricSlot& ar = page->metrics[0];
+  ar.name = static_cast<uint16_t>(proto::OpName::kAllReduce);
+  ar.dtype = static_cast<uint8_t>(proto::DType::kBF16);
+  ar.size_bucket = 20;
+  ar.nranks = 4;
+  ar.count = 3;
+  ar.sum_ns = 1500000;  // 1.5 ms
+  ar.sum_bytes = 3u << 20;
+  ar.untimed_count = 2;  // sampled out of timing: in the totals, not the histogram
+  ar.untimed_bytes = 1u << 20;
+  ar.hist[6] = 1;  // <= 640 us
+  ar.hist[7] = 2;  // <= 1.28 ms
+  ar.algo = static_cast<uint8_t>(proto::NcclAlgo::kRing);
+  ar.proto = static_cast<uint8_t>(proto::NcclProto::kLL128);
+  ar.transport = static_cast<uint8_t>(proto::NcclTransport::kIntraNode);
+  ar.nchannels = 16;
+  ar.last_update_ns = kNow - 1;
+  // metrics[1] unused (name 0) must be skipped.
+  proto::MetricSlot& mm = page->metrics[2];
+  mm.name = static_cast<uint16_t>(proto::OpName::kGemmEx);
+  mm.dtype = static_cast<uint8_t>(proto::DType::kF16);
+  mm.size_bucket = 30;
+  mm.count = 1;
+  mm.sum_ns = 12000000001ull;
+  mm.sum_flops = 2000000000ull;
+  mm.untimed_count = 4;
+  mm.untimed_flops = 8000000000ull;
+  mm.hist[proto::kHistBuckets - 1] = 1;
+  mm.last_update_ns = kNow - 1;
+  return page;
+}
+
+TEST(MetricsExporter, ExactLinesForOnePage) {
+  auto page = page_with_allreduce_and_gemm();
+  MetricsWriter w(config(), nullptr, kNow);
+  RankMetricsInput in;
+  in.rank = 5;
+  in.local_rank = 1;
+  in.host = "node\"a\\b\nc";
+  in.up = true;
+  in.stuck = true;
+  in.state = "stuck";
+  in.heartbeat_age_s = 0.25;
+  in.page = page.get();
+  w.add_rank(in);
+  const std::string text = w.finish(true, false);
+  const std::string l =
+      "rank=\"5\",local_rank=\"1\",host=\"node\\\"a\\\\b\\nc\",job_name=\"train\"";
+  const std::string ar =
+      l + ",op=\"AllReduce\",kind=\"nccl\",dtype=\"bf16\",size_bucket=\"20\",nranks=\"4\"," +
+      "algo=\"Ring\",proto=\"LL128\",transport=\"intra_node\"";
+  const std::string mm = l + ",op=\"GemmEx\",kind=\"gemm\",dtype=\"fp16\",size_bucket=\"30\"";
+
+  EXPECT_TRUE(has_line(text, "# HELP xpu_timer_rank_up 1 while the rank's process is alive."));
+  EXPECT_TRUE(has_line(text, "# TYPE xpu_timer_rank_up gauge"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_rank_up{" + l + "} 1"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_hang{" + l + "} 1"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_inflight_operations{" + l + "} 2"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_heartbeat_age_seconds{" + l + "} 0.250"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_dropped_records_total{" + l + "} 7"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_skipped_capture_total{" + l + "} 3"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_hook_errors_total{" + l + "} 1"));
+  EXPECT_TRUE(has_line(text, "# TYPE xpu_timer_operations_total counter"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_operations_total{" + ar + "} 5"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_operations_total{" + mm + "} 5"));
+  EXPECT_TRUE(has_line(text, "# TYPE xpu_timer_operation_latency_seconds histogram"));
+  EXPECT_TRUE(
+      has_line(text, "xpu_timer_operation_latency_seconds_bucket{" + ar + ",le=\"1e-05\"} 0"));
+  EXPECT_TRUE(
+      has_line(text, "xpu_timer_operation_latency_seconds_bucket{" + ar + ",le=\"0.00032\"} 0"));
+  EXPECT_TRUE(
+      has_line(text, "xpu_timer_operation_latency_seconds_bucket{" + ar + ",le=\"0.00064\"} 1"));
+  EXPECT_TRUE(
+      has_line(text, "xpu_timer_operation_latency_seconds_bucket{" + ar + ",le=\"0.00128\"} 3"));
+  EXPECT_TRUE(
+      has_line(text, "xpu_timer_operation_latency_seconds_bucket{" + ar + ",le=\"41.94304\"} 3"));
+  EXPECT_TRUE(
+      has_line(text, "xpu_timer_operation_latency_seconds_bucket{" + ar + ",le=\"+Inf\"} 3"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_operation_latency_seconds_sum{" + ar + "} 0.001500000"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_operation_latency_seconds_count{" + ar + "} 3"));
+  EXPECT_TRUE(
+      has_line(text, "xpu_timer_operation_latency_seconds_bucket{" + mm + ",le=\"41.94304\"} 0"));
+  EXPECT_TRUE(
+      has_line(text, "xpu_timer_operation_latency_seconds_bucket{" + mm + ",le=\"+Inf\"} 1"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_operation_latency_seconds_sum{" + mm + "} 12.000000001"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_nccl_bytes_total{" + ar + "} 4194304"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_gemm_flops_total{" + mm + "} 10000000000"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_nccl_bus_bytes_total{" + ar + "} 6291456"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_nccl_channels{" + ar + "} 16"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_queue_depth{" + l + "} 0"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_job_hung{job_name=\"train\"} 1"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_job_running{job_name=\"train\"} 0"));
+  EXPECT_TRUE(has_line(text, "# TYPE xpu_timer_rank_state gauge"));
+  // The enum convention: every state has its series, 1 for the current one.
+  for (const char* state : {"ok", "missing", "unresponsive", "exited", "crashed", "terminated"}) {
+    EXPECT_TRUE(has_line(text, "xpu_timer_rank_state{" + l + ",state=\"" + state + "\"} 0"))
+        << state;
+  }
+  EXPECT_TRUE(has_line(text, "xpu_timer_rank_state{" + l + ",state=\"stuck\"} 1"));
+  // No window state given: no rate gauges.
+  EXPECT_EQ(text.find("xpu_timer_gemm_flops_per_second{"), std::string::npos);
+  // One HELP/TYPE per family; 24 buckets per slot; unused slot skipped.
+  EXPECT_EQ(count(text, "# TYPE xpu_timer_operation_latency_seconds "), 1u);
+  EXPECT_EQ(count(text, "xpu_timer_operation_latency_seconds_bucket{"), 2u * proto::kHistBuckets);
+  EXPECT_EQ(count(text, "xpu_timer_operations_total{"), 2u);
+  EXPECT_EQ(text.back(), '\n');
+}
+
+TEST(MetricsExporter, RankWithoutReadablePageHasOnlyLiveness) {
+  MetricsWriter w(config(), nullptr, kNow);
+  RankMetricsInput in;
+  in.rank = 0;
+  in.host = "h";
+  w.add_rank(in);
+  const std::string text = w.finish(false);
+  EXPECT_TRUE(has_line(
+      text, "xpu_timer_rank_up{rank=\"0\",local_rank=\"0\",host=\"h\",job_name=\"train\"} 0"));
+  EXPECT_EQ(text.find("xpu_timer_operations_total"), std::string::npos);
+  EXPECT_TRUE(has_line(text, "xpu_timer_job_hung{job_name=\"train\"} 0"));
+}
+
+TEST(MetricsExporter, GarbageCountsAreBounded) {
+  auto page = std::make_unique<proto::StatusPage>();
+  page->nmetrics = 0xffffffffu;  // a corrupt page must not read past metrics[]
+  page->metrics[proto::kMaxMetrics - 1].name = static_cast<uint16_t>(proto::OpName::kSend);
+  page->metrics[proto::kMaxMetrics - 1].dtype = 200;  // unknown dtype
+  page->metrics[proto::kMaxMetrics - 1].algo = 250;   // unknown algorithm
+  page->metrics[proto::kMaxMetrics - 1].count = 1;
+  page->metrics[proto::kMaxMetrics - 1].last_update_ns = kNow;
+  MetricsWriter w(config(), nullptr, kNow);
+  RankMetricsInput in;
+  in.page = page.get();
+  w.add_rank(in);
+  const std::string text = w.finish(false);
+  EXPECT_NE(text.find("op=\"Send\",kind=\"nccl\",dtype=\"unknown\""), std::string::npos);
+  EXPECT_NE(text.find("algo=\"unknown\",proto=\"unknown\""), std::string::npos);
+}
+
+TEST(MetricsExporter, ScalesTo1024Ranks) {
+  auto page = page_with_allreduce_and_gemm();
+  MetricsWriter w(config(), nullptr, kNow);
+  for (int r = 0; r < 1024; ++r) {
+    RankMetricsInput in;
+    in.rank = r;
+    in.local_rank = r % 8;
+    in.host = "node" + std::to_string(r / 8);
+    in.up = true;
+    in.page = page.get();
+    w.add_rank(in);
+  }
+  const std::string text = w.finish(false);
+  EXPECT_EQ(count(text, "xpu_timer_rank_up{"), 1024u);
+  EXPECT_EQ(count(text, "# TYPE xpu_timer_rank_up "), 1u);
+}
+
+TEST(MetricsExporter, SecondsFromNanoseconds) {
+  std::string s;
+  append_ns_as_seconds(&s, 0);
+  EXPECT_EQ(s, "0.000000000");
+  s.clear();
+  append_ns_as_seconds(&s, 18446744073709551615ull);
+  EXPECT_EQ(s, "18446744073.709551615");
+}
+
+TEST(MetricsExporter, BusBandwidthFactorsAreNcclTests) {
+  EXPECT_DOUBLE_EQ(proto::nccl_bus_factor(proto::OpName::kAllReduce, 8), 2.0 * 7 / 8);
+  EXPECT_DOUBLE_EQ(proto::nccl_bus_factor(proto::OpName::kAllGather, 4), 3.0 / 4);
+  EXPECT_DOUBLE_EQ(proto::nccl_bus_factor(proto::OpName::kReduceScatter, 2), 0.5);
+  EXPECT_DOUBLE_EQ(proto::nccl_bus_factor(proto::OpName::kBroadcast, 8), 1.0);
+  EXPECT_DOUBLE_EQ(proto::nccl_bus_factor(proto::OpName::kSend, 8), 1.0);
+  EXPECT_DOUBLE_EQ(proto::nccl_bus_factor(proto::OpName::kAllReduce, 0), 1.0);  // size unknown
+}
+
+// Rate gauges over the window: the deltas between the newest sample at least
+// a window old and now, not lifetime averages.
+TEST(MetricsExporter, RateGaugesUseTheRecentWindow) {
+  const uint64_t s = 1000000000ull;
+  RateWindow rates(30 * s);
+  auto page = std::make_unique<proto::StatusPage>();
+  page->nmetrics = 2;
+  proto::MetricSlot& mm = page->metrics[0];
+  mm.name = static_cast<uint16_t>(proto::OpName::kGemmEx);
+  mm.dtype = static_cast<uint8_t>(proto::DType::kBF16);
+  proto::MetricSlot& ar = page->metrics[1];
+  ar.name = static_cast<uint16_t>(proto::OpName::kAllReduce);
+  ar.nranks = 2;
+  RankMetricsInput in;
+  in.rank = 1;
+  in.pid = 42;
+  in.page = page.get();
+  auto scrape = [&](uint64_t now) {
+    MetricsWriter w(config(), &rates, now);
+    w.add_rank(in);
+    return w.finish(false);
+  };
+  // 0-100 s: 1e12 flops per 10 ms of GPU time = 100 TFLOP/s.
+  mm.count = 10;
+  mm.sum_ns = 100000000;
+  mm.sum_flops = 10000000000000ull;
+  mm.last_update_ns = 100 * s;
+  ar.count = 4;
+  ar.sum_ns = 4000000;        // 1 ms each
+  ar.sum_bytes = 4000000000;  // 1e9 bytes each: algbw 1e12 B/s
+  ar.last_update_ns = 100 * s;
+  std::string text = scrape(100 * s);
+  const std::string l = "rank=\"1\",local_rank=\"0\",host=\"\",job_name=\"train\"";
+  const std::string g = l + ",op=\"GemmEx\",kind=\"gemm\",dtype=\"bf16\",size_bucket=\"0\"";
+  const std::string n = l + ",op=\"AllReduce\",kind=\"nccl\",dtype=\"unknown\",size_bucket=\"0\"," +
+                        "nranks=\"2\",algo=\"unknown\",proto=\"unknown\",transport=\"unknown\"";
+  EXPECT_TRUE(has_line(text, "xpu_timer_gemm_flops_per_second{" + g + "} 1e+14")) << text;
+  EXPECT_TRUE(has_line(text, "xpu_timer_nccl_algo_bandwidth_bytes_per_second{" + n + "} 1e+12"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_nccl_bus_bandwidth_bytes_per_second{" + n + "} 1e+12"));
+  // 100-140 s: the GEMMs got twice slower (50 TFLOP/s); the lifetime average
+  // would still say 66.7.
+  mm.count += 10;
+  mm.sum_ns += 200000000;
+  mm.sum_flops += 10000000000000ull;
+  mm.last_update_ns = 140 * s;
+  text = scrape(140 * s);
+  EXPECT_TRUE(has_line(text, "xpu_timer_gemm_flops_per_second{" + g + "} 5e+13")) << text;
+  // No AllReduce in the window: no bandwidth sample rather than a stale one.
+  EXPECT_EQ(text.find("xpu_timer_nccl_algo_bandwidth_bytes_per_second{"), std::string::npos);
+  EXPECT_TRUE(has_line(text, "xpu_timer_nccl_bytes_total{" + n + "} 4000000000"));
+  // A new process for the rank starts its window afresh.
+  in.pid = 43;
+  mm.count = 1;
+  mm.sum_ns = 10000000;
+  mm.sum_flops = 2000000000000ull;
+  text = scrape(150 * s);
+  EXPECT_TRUE(has_line(text, "xpu_timer_gemm_flops_per_second{" + g + "} 2e+14")) << text;
+}
+
+// Copies are operations with their bytes and bandwidth; launches and device
+// allocations are per-rank counters of the page (inject/hooks_cudart.cc).
+TEST(MetricsExporter, CopiesAndRuntimeCounters) {
+  const uint64_t s = 1000000000ull;
+  RateWindow rates(30 * s);
+  auto page = std::make_unique<proto::StatusPage>();
+  page->runtime.kernel_launches = 123456;
+  page->runtime.mallocs = 3;
+  page->runtime.malloc_bytes = 3u << 30;
+  page->runtime.frees = 1;
+  page->runtime.free_bytes = 1u << 30;
+  page->nmetrics = 1;
+  proto::MetricSlot& cp = page->metrics[0];
+  cp.name = static_cast<uint16_t>(proto::OpName::kMemcpyH2D);
+  cp.dtype = static_cast<uint8_t>(proto::DType::kU8);
+  cp.size_bucket = 26;
+  cp.count = 2;
+  cp.sum_ns = 4000000;      // 2 ms each
+  cp.sum_bytes = 2u << 26;  // 64 MiB each: 33.55 GB/s
+  cp.untimed_count = 3;
+  cp.untimed_bytes = 3u << 26;
+  cp.hist[8] = 2;
+  cp.last_update_ns = 100 * s;
+  RankMetricsInput in;
+  in.rank = 0;
+  in.pid = 7;
+  in.page = page.get();
+  MetricsWriter w(config(), &rates, 100 * s);
+  w.add_rank(in);
+  const std::string text = w.finish(false);
+  const std::string l = "rank=\"0\",local_rank=\"0\",host=\"\",job_name=\"train\"";
+  const std::string c = l + ",op=\"MemcpyH2D\",kind=\"memcpy\",dtype=\"uint8\",size_bucket=\"26\"";
+  EXPECT_TRUE(has_line(text, "xpu_timer_operations_total{" + c + "} 5")) << text;
+  EXPECT_TRUE(has_line(text, "xpu_timer_memcpy_bytes_total{" + c + "} 335544320"));
+  EXPECT_TRUE(has_line(text, "# TYPE xpu_timer_memcpy_bytes_total counter"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_memcpy_bandwidth_bytes_per_second{" + c + "} 33554432000"))
+      << text;
+  EXPECT_TRUE(has_line(text, "xpu_timer_kernel_launches_total{" + l + "} 123456"));
+  EXPECT_TRUE(has_line(text, "# TYPE xpu_timer_kernel_launches_total counter"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_device_memory_allocations_total{" + l + "} 3"));
+  EXPECT_TRUE(
+      has_line(text, "xpu_timer_device_memory_allocated_bytes_total{" + l + "} 3221225472"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_device_memory_frees_total{" + l + "} 1"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_device_memory_freed_bytes_total{" + l + "} 1073741824"));
+  // Copies are neither NCCL traffic nor GEMM work.
+  EXPECT_EQ(text.find("xpu_timer_nccl_bytes_total{"), std::string::npos);
+  EXPECT_EQ(text.find("xpu_timer_gemm_flops_total{"), std::string::npos);
+}
+
+// Python series only for a rank whose probes run, each generation its series.
+TEST(MetricsExporter, PythonSeriesOnlyWhereTheProbesRun) {
+  auto page = std::make_unique<proto::StatusPage>();
+  RankMetricsInput in;
+  in.rank = 3;
+  in.page = page.get();
+  {
+    MetricsWriter w(config(), nullptr, kNow);
+    w.add_rank(in);
+    const std::string text = w.finish(false);
+    EXPECT_EQ(text.find("xpu_timer_python_gc"), std::string::npos);
+    EXPECT_EQ(text.find("xpu_timer_dataloader"), std::string::npos);
+  }
+  page->python.probes = proto::kPythonProbeGc | proto::kPythonProbeDataLoader;
+  page->python.gc_collections[2] = 4;
+  page->python.gc_pause_ns[2] = 1500000000;
+  page->python.gc_collected[0] = 77;
+  page->python.loader_batches = 20;
+  page->python.loader_wait_ns = 250000000;
+  MetricsWriter w(config(), nullptr, kNow);
+  w.add_rank(in);
+  const std::string text = w.finish(false);
+  const std::string l = "rank=\"3\",local_rank=\"0\",host=\"\",job_name=\"train\"";
+  EXPECT_TRUE(has_line(text, "xpu_timer_python_gc_collections_total{" + l + ",generation=\"2\"} 4"))
+      << text;
+  EXPECT_TRUE(
+      has_line(text, "xpu_timer_python_gc_collections_total{" + l + ",generation=\"0\"} 0"));
+  EXPECT_TRUE(has_line(
+      text, "xpu_timer_python_gc_pause_seconds_total{" + l + ",generation=\"2\"} 1.500000000"));
+  EXPECT_TRUE(
+      has_line(text, "xpu_timer_python_gc_collected_objects_total{" + l + ",generation=\"0\"} 77"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_dataloader_batches_total{" + l + "} 20"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_dataloader_wait_seconds_total{" + l + "} 0.250000000"));
+  EXPECT_TRUE(has_line(text, "# TYPE xpu_timer_python_gc_pause_seconds_total counter"));
+}
+
+TEST(MetricsExporter, NvtxRangesAndStepsAsHistograms) {
+  auto page = std::make_unique<proto::StatusPage>();
+  RankMetricsInput in;
+  in.rank = 1;
+  in.page = page.get();
+  page->nranges = 3;
+  std::snprintf(page->ranges[0].name, proto::kRangeNameBytes, "(other)");
+  std::snprintf(page->ranges[1].name, proto::kRangeNameBytes, "for\"ward");  // escaped
+  std::snprintf(page->ranges[2].name, proto::kRangeNameBytes, "never_ended");
+  page->ranges[1].count = 3;
+  page->ranges[1].sum_ns = 3500000;
+  page->ranges[1].hist[proto::hist_bucket_for_ns(1000000)] = 2;
+  page->ranges[1].hist[proto::hist_bucket_for_ns(1500000)] += 1;
+  page->ranges_dropped = 2;
+  page->steps.source = static_cast<uint32_t>(proto::StepSource::kNvtxRange);
+  page->steps.steps = 2;
+  page->steps.sum_ns = 2500000000;
+  page->steps.last_ns = 1200000000;
+  page->steps.hist[proto::hist_bucket_for_ns(1200000000)] = 1;
+  page->steps.hist[proto::hist_bucket_for_ns(1300000000)] += 1;
+  MetricsWriter w(config(), nullptr, kNow);
+  w.add_rank(in);
+  const std::string text = w.finish(false);
+  const std::string l = "rank=\"1\",local_rank=\"0\",host=\"\",job_name=\"train\"";
+  const std::string fwd = l + ",range=\"for\\\"ward\"";
+  EXPECT_TRUE(has_line(text, "xpu_timer_nvtx_range_seconds_count{" + fwd + "} 3")) << text;
+  EXPECT_TRUE(has_line(text, "xpu_timer_nvtx_range_seconds_sum{" + fwd + "} 0.003500000"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_nvtx_range_seconds_bucket{" + fwd + ",le=\"+Inf\"} 3"));
+  EXPECT_TRUE(has_line(text, "# TYPE xpu_timer_nvtx_range_seconds histogram"));
+  // Names that never ended (and "(other)" while empty) have no series.
+  EXPECT_EQ(text.find("never_ended"), std::string::npos);
+  EXPECT_EQ(text.find(",range=\"(other)\""), std::string::npos);
+  EXPECT_TRUE(has_line(text, "xpu_timer_nvtx_ranges_dropped_total{" + l + "} 2"));
+  const std::string st = l + ",source=\"nvtx\"";
+  EXPECT_TRUE(has_line(text, "xpu_timer_step_seconds_count{" + st + "} 2"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_step_seconds_sum{" + st + "} 2.500000000"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_step_last_seconds{" + l + "} 1.200000000"));
+  // No step measured yet: no GPU idle series.
+  EXPECT_EQ(text.find("xpu_timer_step_bubble_ratio{"), std::string::npos);
+  page->steps.measured = 2;
+  page->steps.busy_ns = 1500000000;
+  page->steps.idle_ns = 1000000000;
+  page->steps.last_busy_ns = 900000000;
+  page->steps.last_window_ns = 1200000000;
+  page->steps.untimed_ops = 3;
+  MetricsWriter w3(config(), nullptr, kNow);
+  w3.add_rank(in);
+  const std::string measured = w3.finish(false);
+  EXPECT_TRUE(has_line(measured, "xpu_timer_step_gpu_busy_seconds_total{" + l + "} 1.500000000"));
+  EXPECT_TRUE(has_line(measured, "xpu_timer_step_gpu_idle_seconds_total{" + l + "} 1.000000000"));
+  EXPECT_TRUE(has_line(measured, "xpu_timer_step_bubble_ratio{" + l + "} 0.25")) << measured;
+  EXPECT_TRUE(has_line(measured, "xpu_timer_step_untimed_operations_total{" + l + "} 3"));
+
+  // A page without NVTX or steps: none of these families.
+  auto bare = std::make_unique<proto::StatusPage>();
+  in.page = bare.get();
+  MetricsWriter w2(config(), nullptr, kNow);
+  w2.add_rank(in);
+  const std::string none = w2.finish(false);
+  EXPECT_EQ(none.find("xpu_timer_nvtx_range_seconds_count"), std::string::npos);
+  EXPECT_EQ(none.find("xpu_timer_nvtx_ranges_dropped_total{"), std::string::npos);
+  EXPECT_EQ(none.find("xpu_timer_step_seconds_count"), std::string::npos);
+}
+
+TEST(MetricsExporter, IdleKeysExpire) {
+  MetricsConfig c = config();
+  c.expiry_s = 600;
+  auto page = page_with_allreduce_and_gemm();
+  page->metrics[2].last_update_ns = kNow - 601ull * 1000000000ull;  // the GEMM went idle
+  MetricsWriter w(c, nullptr, kNow);
+  RankMetricsInput in;
+  in.page = page.get();
+  w.add_rank(in);
+  const std::string text = w.finish(false);
+  EXPECT_EQ(count(text, "xpu_timer_operations_total{"), 1u);
+  EXPECT_EQ(text.find("op=\"GemmEx\""), std::string::npos);
+  EXPECT_NE(text.find("op=\"AllReduce\""), std::string::npos);
+}
+
+TEST(MetricsExporter, JobNameFromEnvironmentOrCommand) {
+  unsetenv("ENV_ARGO_WORKFLOW_NAME");
+  unsetenv("XPU_TIMER_JOB_NAME");
+  EXPECT_EQ(MetricsConfig::from_env({"/usr/bin/torchrun", "x.py"}).job_name, "torchrun");
+  setenv("XPU_TIMER_JOB_NAME", "llama-70b", 1);
+  setenv("XPU_TIMER_METRICS_EXPIRY_S", "120", 1);
+  const MetricsConfig c = MetricsConfig::from_env({"torchrun"});
+  EXPECT_EQ(c.job_name, "llama-70b");
+  EXPECT_DOUBLE_EQ(c.expiry_s, 120);
+  unsetenv("XPU_TIMER_JOB_NAME");
+  unsetenv("XPU_TIMER_METRICS_EXPIRY_S");
+}
+
+}  // namespace
+}  // namespace xpu_timer::supervisor

@@ -1,0 +1,90 @@
+#include "supervisor/ranks/crash_message.h"
+
+#include <cstring>
+#include <memory>
+
+#include "common/protocol.h"
+
+namespace xpu_timer::supervisor {
+namespace {
+
+std::string bounded(const char* field, size_t size) {
+  const void* nul = memchr(field, '\0', size);
+  return std::string(field, nul != nullptr ? static_cast<const char*>(nul) : field + size);
+}
+
+template <typename T>
+std::optional<T> failure(std::string* error, const std::string& why) {
+  if (error != nullptr) *error = why;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<SignalReport> parse_crash_report(const void* data, size_t len, std::string* error) {
+  auto msg = std::make_unique<proto::CrashReportMsg>();  // ~14 KiB: not on the stack
+  if (!proto::decode_crash_report(data, len, msg.get(), error)) return std::nullopt;
+  if (msg->pid <= 0) return failure<SignalReport>(error, "bad pid " + std::to_string(msg->pid));
+  if (msg->signal <= 0 || msg->signal >= 65) {
+    return failure<SignalReport>(error, "bad signal " + std::to_string(msg->signal));
+  }
+  SignalReport r;
+  r.pid = msg->pid;
+  r.tid = msg->tid;
+  r.rank = msg->rank;
+  r.signal = msg->signal;
+  r.si_code = msg->si_code;
+  r.sender_pid = msg->sender_pid;
+  r.sender_uid = msg->sender_uid;
+  r.fault_addr = msg->fault_addr;
+  r.time_unix_s = static_cast<double>(msg->realtime_ns) / 1e9;
+  r.thread_name = bounded(msg->thread_name, sizeof(msg->thread_name));
+  r.frames_truncated = (msg->flags & proto::kCrashFlagFramesTruncated) != 0;
+  for (uint32_t i = 0; i < msg->nframes; ++i) {
+    const proto::CrashFrame& f = msg->frames[i];
+    NativeFrame out;
+    out.pc = f.pc;
+    if (f.module >= 0 && static_cast<uint32_t>(f.module) < msg->nmodules) {
+      out.module = bounded(msg->modules[f.module].path, sizeof(msg->modules[f.module].path));
+    }
+    out.module_offset = f.module_offset;
+    out.function = bounded(f.function, sizeof(f.function));
+    out.func_offset = f.func_offset;
+    r.frames.push_back(std::move(out));
+  }
+  return r;
+}
+
+std::optional<PythonExceptionReport> parse_python_exception(const void* data, size_t len,
+                                                            std::string* error) {
+  using nlohmann::json;
+  const std::optional<std::string_view> body = proto::decode_python_exception(data, len, error);
+  if (!body) return std::nullopt;
+  try {
+    const json doc = json::parse(body->begin(), body->end());
+    PythonExceptionReport r;
+    r.pid = doc.at("pid").get<pid_t>();
+    r.rank = doc.at("rank").get<int>();
+    r.time_unix_s = doc.value("time", 0.0);
+    const json& type = doc.at("type");
+    r.type_module = type.value("module", "builtins");
+    r.type_qualname = type.at("qualname").get<std::string>();
+    for (const json& c : type.value("mro", json::array())) {
+      r.mro.emplace_back(c.at(0).get<std::string>(), c.at(1).get<std::string>());
+    }
+    r.message = doc.value("message", "");
+    for (const json& a : doc.value("args", json::array())) r.args.push_back(a.get<std::string>());
+    for (const json& f : doc.value("traceback", json::array())) {
+      r.traceback.push_back({f.at("file").get<std::string>(), f.at("func").get<std::string>(),
+                             f.at("line").is_number() ? f.at("line").get<int>() : 0});
+    }
+    r.formatted = doc.value("formatted", "");
+    if (r.pid <= 0) return failure<PythonExceptionReport>(error, "bad pid");
+    return r;
+  } catch (const std::exception& e) {
+    return failure<PythonExceptionReport>(error,
+                                          std::string("bad exception report JSON: ") + e.what());
+  }
+}
+
+}  // namespace xpu_timer::supervisor
