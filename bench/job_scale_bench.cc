@@ -1,5 +1,5 @@
 // What a job of many nodes costs each supervisor per publish round
-// (supervisor/job_view.h): the size of one node's document and stamp, their
+// (supervisor/coordination/job_view.h): the size of one node's document and stamp, their
 // encoding and decoding, the job-wide verdict (merge every node's ranks,
 // classify), and the store traffic of a steady alarm, measured on N real
 // JobViews sharing an etcd kept in memory that counts the bytes its JSON

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 #include "common/cli_help.h"
@@ -247,6 +248,16 @@ ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup&
     }
   }
   return result;
+}
+
+std::string options_summary(const Options& o) {
+  std::string command;
+  for (const std::string& a : o.command) command += (command.empty() ? "" : " ") + a;
+  char timeout[32];
+  std::snprintf(timeout, sizeof(timeout), "%.3g", o.hang_timeout_s);
+  return "supervising '" + command + "': port " + std::to_string(o.port) + " on " + o.host +
+         ", dump dir " + o.dump_dir + ", hang timeout " + timeout + " s, on hang " +
+         (o.on_hang == OnHang::kKill ? "kill" : "keep");
 }
 
 }  // namespace xpu_timer::supervisor

@@ -54,6 +54,10 @@ ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup&
 
 // "usage: xpu_timer_supervisor [--port P] ... -- COMMAND..."
 std::string usage_line();
+
+// The supervisor's first log line: the command, where it listens and dumps,
+// the hang timeout and what is done on a hang.
+std::string options_summary(const Options& o);
 // What --help prints: the usage line, then every option with its meaning,
 // default and environment variable, then the other variables read.
 std::string help_text();

@@ -326,4 +326,24 @@ bool JobView::read_others(const std::optional<NodeProgress>& mine,
   return true;
 }
 
+nlohmann::json coordinator_json(const JobViewStatus& s, const nlohmann::json& compared_through,
+                                const nlohmann::json& unaligned) {
+  using nlohmann::json;
+  json j{{"url", s.url},
+         {"job_id", s.job_id},
+         {"connected", s.connected},
+         {"alarm", s.alarm},
+         {"other_nodes", s.nodes},
+         {"rounds", s.rounds},
+         {"failed_rounds", s.failures},
+         // Other nodes' documents read, and reads of all of them.
+         {"documents_read", s.docs_read},
+         {"full_reads", s.full_reads},
+         {"last_error", s.last_error.empty() ? json(nullptr) : json(s.last_error)}};
+  j["collectives"] = json{{"peers", s.fingerprint_peers},
+                          {"compared_through", compared_through},
+                          {"unaligned", unaligned}};
+  return j;
+}
+
 }  // namespace xpu_timer::supervisor

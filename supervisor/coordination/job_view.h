@@ -48,6 +48,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -80,6 +81,13 @@ struct JobViewStatus {
   // (job_fingerprints.h), as of the last comparison.
   std::vector<int> fingerprint_peers;
 };
+
+// The `coordinator` object of GET /hang: the view's status, and the
+// job-wide collective comparison (the nodes compared with, per communicator
+// the highest collective found in agreement, the communicators no longer
+// compared because their sequences diverged).
+nlohmann::json coordinator_json(const JobViewStatus& s, const nlohmann::json& compared_through,
+                                const nlohmann::json& unaligned);
 
 class JobView {
  public:

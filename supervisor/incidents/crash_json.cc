@@ -1,4 +1,5 @@
 #include "supervisor/incidents/crash_json.h"
+#include "supervisor/job/exit_status.h"
 
 #include <signal.h>
 #include <string.h>
@@ -65,11 +66,6 @@ const char* crash_kind_name(CrashKind k) {
       return "died_without_report";
   }
   return "died_without_report";
-}
-
-std::string signal_name(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
 }
 
 PluginIdentity plugin_identity(const std::function<const char*(const char*)>& env) {

@@ -25,7 +25,6 @@ struct PluginIdentity {
 PluginIdentity plugin_identity(const std::function<const char*(const char*)>& env);
 PluginIdentity plugin_identity_from_env();  // the same over getenv
 
-std::string signal_name(int sig);  // "SIGSEGV", "signal 40"
 
 nlohmann::json crash_json(const CrashRecord& r);
 

@@ -1,4 +1,5 @@
 #include "supervisor/incidents/crash_json.h"
+#include "supervisor/job/exit_status.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -71,6 +71,18 @@ PluginSettings plugin_settings_from_env() {
   return s;
 }
 
+void log_plugin_settings(const PluginSettings& s) {
+  if (s.plugins.empty()) return;
+  std::string names;
+  for (const std::string& p : s.plugins) names += (names.empty() ? "" : ", ") + p;
+  SUP_LOG_INFO("exit-hook plugins: %s (host %s, timeout %.0f s)", names.c_str(),
+               s.host_script.c_str(), s.timeout_s);
+  if (::access(s.host_script.c_str(), R_OK) != 0) {
+    SUP_LOG_WARN("plugin host %s is not readable (%s): plugins will fail; set XPU_TIMER_PLUGIN_HOST",
+                 s.host_script.c_str(), strerror(errno));
+  }
+}
+
 // One plugin host process: its output pipe, its timeout, its pidfd.
 class CrashPluginRunner::Run : public std::enable_shared_from_this<Run> {
  public:

@@ -28,6 +28,8 @@ struct PluginSettings {
   double timeout_s = 30;             // XPU_TIMER_PLUGIN_TIMEOUT
 };
 PluginSettings plugin_settings_from_env();
+// One line naming the plugins, and a warning when their host script is not readable.
+void log_plugin_settings(const PluginSettings& s);
 
 class CrashPluginRunner {
  public:

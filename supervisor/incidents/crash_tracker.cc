@@ -1,4 +1,5 @@
 #include "supervisor/incidents/crash_tracker.h"
+#include "supervisor/job/exit_status.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -49,4 +49,9 @@ void exit_like(const JobExit& e) {
   std::_Exit(128 + e.value);
 }
 
+std::string signal_name(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
 }  // namespace xpu_timer::supervisor

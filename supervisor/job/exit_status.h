@@ -20,6 +20,9 @@ std::string describe(const JobExit& e);
 // The shell's convention for a status byte: code, or 128 + signal.
 int shell_exit_code(const JobExit& e);
 
+// "SIGSEGV", "signal 40".
+std::string signal_name(int sig);
+
 // Ends this process like the job ended. For a signal: core dumps off (the
 // job already dumped its own), default disposition, unblocked, raised; if the
 // signal does not kill (it should), falls back to exit(128 + signal).

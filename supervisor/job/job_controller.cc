@@ -12,6 +12,15 @@
 #include "supervisor/job/process_table.h"
 
 namespace xpu_timer::supervisor {
+
+sigset_t job_control_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) {
+    sigaddset(&set, sig);
+  }
+  return set;
+}
 namespace {
 
 constexpr auto kCleanupPoll = std::chrono::milliseconds(50);

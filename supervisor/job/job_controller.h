@@ -6,6 +6,8 @@
 // before reporting the job's status. Everything runs on the asio thread.
 #pragma once
 
+#include <signal.h>
+
 #include <sys/types.h>
 
 #include <boost/asio/io_context.hpp>
@@ -19,6 +21,11 @@
 #include "supervisor/job/exit_status.h"
 
 namespace xpu_timer::supervisor {
+
+// The signals the controller handles (forwarded to the job, SIGCHLD). Block
+// them from before the fork until start(), so that an early Ctrl-C is
+// forwarded, not fatal to the supervisor.
+sigset_t job_control_signals();
 
 class JobController {
  public:

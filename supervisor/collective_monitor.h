@@ -1,0 +1,102 @@
+// The collective check as the supervisor runs it: reads each rank's new
+// flight-recorder records (common/recorder_ring.h) on every poll, feeds them to
+// the checker (analysis/collective_check.h), and in a job of several nodes
+// exchanges the fingerprints of collectives that span nodes through the job
+// view (analysis/job_fingerprints.h, coordination/job_view.h). A mismatch
+// found here or published by another node is handed to `report` once per
+// collective; what was reported is kept for GET /hang, /metrics and
+// mismatch.json.
+//
+// Threads: every method but published() is called on the asio thread;
+// published() from any thread (HTTP).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/protocol.h"
+#include "supervisor/analysis/collective_check.h"
+#include "supervisor/analysis/job_fingerprints.h"
+#include "supervisor/ranks/rank_registry.h"
+
+namespace xpu_timer::supervisor {
+
+class JobView;
+
+// What GET /hang and /metrics show of the collective check.
+struct CollectiveStatus {
+  nlohmann::json mismatches = nlohmann::json::array();  // the mismatch.json entries kept
+  uint64_t mismatch_total = 0;
+  uint64_t collectives_checked = 0;
+  std::set<int> mismatched_ranks;  // the ranks blamed so far
+  // Jobs of several nodes: per communicator the highest collective found in
+  // agreement with the peer nodes, and the communicators no longer compared.
+  nlohmann::json compared_through = nlohmann::json::object();
+  nlohmann::json unaligned = nlohmann::json::array();
+};
+
+class CollectiveMonitor {
+ public:
+  // Called once per mismatch, on the asio thread.
+  using ReportFn = std::function<void(Mismatch)>;
+
+  // `job_view`: the other nodes (nullptr: this node alone); must outlive this.
+  CollectiveMonitor(JobView* job_view, ReportFn report);
+
+  // Reads the rings' records added since the last call and reports the
+  // mismatches they complete. `read_pages` reads the pages again (for the
+  // names of communicators created since the last poll).
+  void read_rings(const std::vector<RankRecord>& records,
+                  const std::function<Snapshot()>& read_pages);
+  // After the snapshot of this poll: remembers communicator names and, in a
+  // job of several nodes, offers and compares fingerprints (`node`: this
+  // node's group rank).
+  void note_snapshot(const Snapshot& snap, int node);
+  // A mismatch another node published for the whole job.
+  void on_job_mismatch(Mismatch m, int from_node);
+  // Keeps what was reported of `m` (its mismatch.json entry, with the dump
+  // folders) and returns every kept entry, for mismatch.json.
+  nlohmann::json remember(const Mismatch& m, nlohmann::json entry);
+
+  CollectiveStatus published() const;
+
+ private:
+  void exchange_fingerprints(int node);
+  void report_once(Mismatch m);
+
+  struct RingCursor {
+    pid_t pid = 0;
+    uint64_t next = 0;
+    int retries = 0;  // times the same torn position was retried
+  };
+  JobView* const job_view_;
+  const ReportFn report_;
+  // Asio thread only.
+  CollectiveChecker checker_;
+  std::map<int, RingCursor> ring_cursors_;
+  // Every collective reported (comm, seq), from this node or job-wide.
+  std::set<std::pair<uint64_t, uint64_t>> reported_;
+  FingerprintLog fingerprints_;
+  std::map<uint64_t, uint64_t> job_reported_after_;    // comm -> highest seq reported
+  std::map<uint64_t, uint64_t> job_compared_through_;  // comm -> highest seq compared
+  std::set<uint64_t> job_unaligned_;
+  uint64_t fingerprints_offered_ns_ = 0;
+  std::map<uint64_t, uint64_t> fingerprints_published_;  // comm -> highest seq offered
+  // Published (mutex_).
+  static constexpr size_t kMaxMismatchesKept = 64;
+  mutable std::mutex mutex_;
+  CollectiveStatus status_;
+  std::vector<nlohmann::json> entries_;  // the most recent kMaxMismatchesKept
+};
+
+}  // namespace xpu_timer::supervisor

@@ -1,0 +1,160 @@
+#include "supervisor/incidents/hang_incident.h"
+
+#include <algorithm>
+
+#include "supervisor/analysis/hang_report_json.h"
+#include "supervisor/analysis/op_json.h"
+#include "supervisor/incidents/dump_files.h"
+#include "supervisor/log_tee.h"
+
+namespace xpu_timer::supervisor {
+namespace {
+
+// "rank/pid/launch_ns" of each stuck rank's pending operation: the same
+// operation keeps its key while it stays stuck. (A hang with no stuck
+// operation is keyed by its sentence.)
+std::vector<std::string> stuck_operation_keys(const HangReport& report) {
+  std::vector<std::string> keys;
+  for (const RankVerdict& v : report.ranks) {
+    if (v.state != RankState::kStuck || !v.has_op) continue;
+    keys.push_back(std::to_string(v.rank) + "/" + std::to_string(v.pid) + "/" +
+                   std::to_string(v.op.launch_ns));
+  }
+  if (keys.empty()) keys.push_back(hang_sentence(report, /*with_durations=*/false));
+  return keys;
+}
+
+bool has_new_key(const std::vector<std::string>& keys, const std::vector<std::string>& taken) {
+  for (const std::string& k : keys) {
+    if (std::find(taken.begin(), taken.end(), k) == taken.end()) return true;
+  }
+  return false;
+}
+
+void remember_keys(const std::vector<std::string>& keys, std::vector<std::string>* taken) {
+  for (const std::string& k : keys) {
+    if (taken->size() >= 4096) taken->erase(taken->begin());
+    taken->push_back(k);
+  }
+}
+
+}  // namespace
+
+HangIncident::HangIncident(IncidentDumps* dumps, std::string dump_dir, bool kill_on_hang,
+                           HangIncidentHooks hooks)
+    : dumps_(dumps),
+      dump_dir_(std::move(dump_dir)),
+      kill_on_hang_(kill_on_hang),
+      hooks_(std::move(hooks)) {}
+
+std::string HangIncident::document() const {
+  return hang_ ? json_text(hang_report_json(*hang_), 2) + "\n" : std::string();
+}
+
+void HangIncident::on_event(HangEvent event, const HangReport& report) {
+  if (event == HangEvent::kCleared) {
+    SUP_LOG_INFO("hang cleared");
+    return;  // hang.json keeps the last hang for the post-mortem
+  }
+  SUP_LOG_WARN("hang: %s", report.summary.c_str());
+  hang_ = report;
+  if (hooks_.announce) hooks_.announce();
+  dump_timelines();
+  // Starting the collection only spawns its thread; hang.json then names the
+  // folder being written, and is rewritten when the stacks are in.
+  start_stacks();
+  write_file();
+  if (event != HangEvent::kDetected || !kill_on_hang_) return;
+  StackDumper* stacks = dumps_->stacks();
+  if (stacks != nullptr && stacks->running()) {
+    // Killing now would lose the evidence: on_stacks_done kills (each rank's
+    // collection is bounded by its timeout).
+    kill_after_stacks_ = true;
+    SUP_LOG_INFO("--on-hang kill: the job ends once its stacks are collected");
+  } else {
+    killed_for_hang_ = true;
+    hooks_.terminate_job("hang detected and --on-hang kill");
+  }
+}
+
+void HangIncident::start_stacks() {
+  if (!dumps_->enabled() || !hang_ || killed_for_hang_) return;
+  // A changed hang deserves new stacks only when some rank is stuck in an
+  // operation not seen stuck before: ranks merely exiting (as after the
+  // kill) or being found missing do not change where the others wait.
+  const std::vector<std::string> keys = stuck_operation_keys(*hang_);
+  if (!has_new_key(keys, stacks_taken_)) return;
+  const StackDumper::Started started = dumps_->stacks_for(
+      "hang",
+      [post = hooks_.post, this](std::shared_ptr<const StackDumpReport> r) {
+        post([this, r] { on_stacks_done(r); });
+      },
+      document());
+  switch (started.status) {
+    case StackDumper::StartStatus::kStarted:
+      remember_keys(keys, &stacks_taken_);
+      stacks_ = dumps_->stacks()->latest();
+      SUP_LOG_INFO("collecting the stacks of %zu rank(s) into %s",
+                   stacks_ ? stacks_->ranks.size() : size_t{0}, started.dir.c_str());
+      break;
+    case StackDumper::StartStatus::kBusy:
+      stacks_queued_ = true;
+      SUP_LOG_INFO("a stack collection is running (%s); this hang's follows it",
+                   started.dir.c_str());
+      break;
+    case StackDumper::StartStatus::kNoTargets:
+    case StackDumper::StartStatus::kFailed:
+      SUP_LOG_WARN("no stacks for this hang: %s", started.error.c_str());
+      break;
+  }
+}
+
+void HangIncident::on_stacks_done(std::shared_ptr<const StackDumpReport> report) {
+  if (report->reason == "hang") {
+    stacks_ = report;
+    write_file();
+  }
+  // A hang seen while a requested dump ran gets its own dump first, unless
+  // the job is to be killed and this hang's stacks are already in.
+  if (stacks_queued_ && !(kill_after_stacks_ && report->reason == "hang")) {
+    stacks_queued_ = false;
+    start_stacks();
+    if (dumps_->stacks()->running()) return;
+  }
+  stacks_queued_ = false;
+  if (kill_after_stacks_) {
+    kill_after_stacks_ = false;
+    killed_for_hang_ = true;
+    hooks_.terminate_job("hang detected and --on-hang kill (stacks collected)");
+  }
+}
+
+void HangIncident::dump_timelines() {
+  // Once per stuck operation: a hang that only changes by ranks exiting or
+  // being found missing keeps the first dump (the rings moved on since).
+  const std::vector<std::string> keys = stuck_operation_keys(*hang_);
+  if (!has_new_key(keys, timelines_taken_)) return;
+  remember_keys(keys, &timelines_taken_);
+  const TimelineDumpResult r = dumps_->timelines("hang", document());
+  if (r.ok) timeline_dir_ = r.dir;
+}
+
+void HangIncident::after_crashes(uint64_t incidents) {
+  if (incidents == crashes_dumped_) return;
+  crashes_dumped_ = incidents;
+  dumps_->timelines("crash", document());
+}
+
+void HangIncident::write_file() {
+  if (dump_dir_.empty() || !hang_) return;
+  nlohmann::json j = hang_report_json(*hang_);
+  j["stacks"] = stacks_ ? stack_dump_json(*stacks_) : nlohmann::json(nullptr);
+  j["timeline"] =
+      timeline_dir_.empty() ? nlohmann::json(nullptr) : nlohmann::json{{"dir", timeline_dir_}};
+  std::string error;
+  if (!write_file_atomically(dump_dir_ + "/hang.json", json_text(j, 2) + "\n", &error)) {
+    SUP_LOG_WARN("%s", error.c_str());
+  }
+}
+
+}  // namespace xpu_timer::supervisor

@@ -1,0 +1,76 @@
+// What the supervisor does about a hang verdict (docs/architecture.md "Hang
+// detection"): one log line, the ranks' flight recorders and stacks once per
+// stuck operation, <dump-dir>/hang.json (rewritten when the stacks are in),
+// and with --on-hang kill the job's termination once the stacks are in, so
+// that the evidence is not lost. It also dumps the recorders once per new
+// crash, with the hang that stands then.
+//
+// Threads: the asio thread only. Stack dumps end on the dumper's thread:
+// their `done` is posted back through `post`.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "supervisor/analysis/hang_detector.h"
+#include "supervisor/incidents/incident_dumps.h"
+
+namespace xpu_timer::supervisor {
+
+struct HangIncidentHooks {
+  // Runs `fn` on the asio thread.
+  std::function<void(std::function<void()>)> post;
+  // Ends the job for the hang (SIGTERM through the job controller).
+  std::function<void(const std::string& why)> terminate_job;
+  // A new hang: tell the other nodes, which may not see it yet.
+  std::function<void()> announce;
+};
+
+class HangIncident {
+ public:
+  // `dumps` must outlive this; `dump_dir` empty: no hang.json.
+  HangIncident(IncidentDumps* dumps, std::string dump_dir, bool kill_on_hang,
+               HangIncidentHooks hooks);
+
+  void on_event(HangEvent event, const HangReport& report);
+  // A stack dump ended (the hang's or a requested one): rewrites hang.json,
+  // starts a hang's dump that waited, or ends the job for --on-hang kill.
+  void on_stacks_done(std::shared_ptr<const StackDumpReport> report);
+  // `incidents`: the crash tracker's count; the rings are dumped once per new count.
+  void after_crashes(uint64_t incidents);
+
+  // A hang has been declared (hang.json describes it).
+  bool declared() const { return hang_.has_value(); }
+  // The job was (or is being) terminated because of a hang.
+  bool killed_job() const { return killed_for_hang_; }
+
+ private:
+  void start_stacks();
+  void dump_timelines();
+  void write_file();
+  std::string document() const;
+
+  IncidentDumps* const dumps_;
+  const std::string dump_dir_;
+  const bool kill_on_hang_;
+  const HangIncidentHooks hooks_;
+  // The hang hang.json describes, the stack dump it points to, the stuck
+  // operations (rank/pid/launch time) whose stacks and rings were taken, and
+  // what waits for a running dump to end (--on-hang kill, a queued hang
+  // dump). After the kill for a hang no further hang dump starts.
+  std::optional<HangReport> hang_;
+  std::shared_ptr<const StackDumpReport> stacks_;
+  std::vector<std::string> stacks_taken_;
+  std::vector<std::string> timelines_taken_;
+  std::string timeline_dir_;
+  bool stacks_queued_ = false;
+  bool kill_after_stacks_ = false;
+  bool killed_for_hang_ = false;
+  uint64_t crashes_dumped_ = 0;
+};
+
+}  // namespace xpu_timer::supervisor

@@ -1,0 +1,136 @@
+#include "supervisor/incidents/incident_dumps.h"
+
+#include "common/clock.h"
+#include "supervisor/job/process_table.h"
+#include "supervisor/log_tee.h"
+
+namespace xpu_timer::supervisor {
+namespace {
+
+// The registered ranks whose process still lives (the same process that
+// registered: pid reuse is checked).
+std::vector<StackTarget> stack_targets(const std::vector<RankRecord>& records) {
+  std::vector<StackTarget> out;
+  for (const RankRecord& rec : records) {
+    if (!process_alive(rec.reg.pid, rec.start_time)) continue;
+    out.push_back(StackTarget{rec.reg.rank, rec.reg.world_size, rec.reg.pid});
+  }
+  return out;
+}
+
+}  // namespace
+
+IncidentDumps::IncidentDumps(std::string dump_dir, RanksFn ranks)
+    : dump_dir_(std::move(dump_dir)), ranks_(std::move(ranks)) {
+  if (dump_dir_.empty()) return;
+  StackDumpSettings settings;
+  settings.dump_dir = dump_dir_;
+  stacks_ = std::make_unique<StackDumper>(std::move(settings));
+}
+
+IncidentDumps::~IncidentDumps() = default;
+
+TimelineDumpResult IncidentDumps::timelines(const std::string& reason,
+                                            const std::string& hang_json) {
+  TimelineDumpResult result;
+  if (dump_dir_.empty()) {
+    result.errors.push_back("no usable dump directory");
+    return result;
+  }
+  std::vector<TimelineTarget> targets;
+  for (const RankRecord& r : ranks_()) {
+    targets.push_back(TimelineTarget{r.reg.rank, r.reg.world_size, r.ring});
+  }
+  result = dump_timelines(targets, dump_dir_, reason, hang_json, unix_now_s());
+  for (const std::string& e : result.errors) SUP_LOG_WARN("flight recorder: %s", e.c_str());
+  if (result.ok) {
+    SUP_LOG_INFO("flight recorder (%s): %llu operations of %zu rank(s) in %s", reason.c_str(),
+                 static_cast<unsigned long long>(result.records), result.ranks.size(),
+                 result.dir.c_str());
+  }
+  return result;
+}
+
+StackDumper::Started IncidentDumps::stacks_for(const std::string& reason, StackDumper::DoneFn done,
+                                               const std::string& hang_json) {
+  if (!stacks_) {
+    return StackDumper::Started{StackDumper::StartStatus::kFailed, "",
+                                "no usable dump directory: stacks cannot be written"};
+  }
+  return stacks_->start(stack_targets(ranks_()), reason, std::move(done), hang_json);
+}
+
+nlohmann::json IncidentDumps::timelines_and_stacks(const std::string& reason) {
+  nlohmann::json j;
+  const TimelineDumpResult t = timelines(reason, "");
+  j["timeline"] = t.ok ? nlohmann::json{{"dir", t.dir}} : nlohmann::json(nullptr);
+  j["stacks"] = nullptr;
+  if (!stacks_) return j;
+  const StackDumper::Started started =
+      stacks_for(reason, [](std::shared_ptr<const StackDumpReport>) {});
+  if (started.status == StackDumper::StartStatus::kStarted) {
+    j["stacks"] = nlohmann::json{{"dir", started.dir}};
+    SUP_LOG_INFO("collecting the stacks of the ranks into %s", started.dir.c_str());
+  } else {
+    SUP_LOG_WARN("no stacks for this %s: %s", reason.c_str(),
+                 started.status == StackDumper::StartStatus::kBusy
+                     ? ("a stack collection is running (" + started.dir + ")").c_str()
+                     : started.error.c_str());
+  }
+  return j;
+}
+
+int IncidentDumps::stacks_request(StackDumper::DoneFn done, std::string* json_body) {
+  using nlohmann::json;
+  if (!stacks_) {
+    *json_body = json{{"error", "no usable dump directory: stacks cannot be written"}}.dump();
+    return 503;
+  }
+  const StackDumper::Started started = stacks_for("request", std::move(done));
+  switch (started.status) {
+    case StackDumper::StartStatus::kStarted: {
+      json ranks = json::array();
+      if (auto latest = stacks_->latest()) {
+        for (const RankStackResult& r : latest->ranks) ranks.push_back(r.rank);
+      }
+      *json_body = json{{"dir", started.dir}, {"ranks", ranks}}.dump();
+      SUP_LOG_INFO("POST /dump/stacks: collecting the stacks of %zu rank(s) into %s", ranks.size(),
+                   started.dir.c_str());
+      return 202;
+    }
+    case StackDumper::StartStatus::kBusy:
+      *json_body = json{{"error", "a stack collection is running"}, {"dir", started.dir}}.dump();
+      return 409;
+    case StackDumper::StartStatus::kNoTargets:
+      *json_body = json{{"error", started.error}}.dump();
+      return 503;
+    case StackDumper::StartStatus::kFailed:
+      break;
+  }
+  *json_body = json{{"error", started.error}}.dump();
+  return 500;
+}
+
+int IncidentDumps::timeline_request(const std::string& hang_json, std::string* json_body) {
+  using nlohmann::json;
+  const TimelineDumpResult r = timelines("request", hang_json);
+  json errors = json::array();
+  for (const std::string& e : r.errors) errors.push_back(e);
+  if (!r.ok) {
+    *json_body = json{
+        {"error", r.errors.empty() ? "no rank has a flight recorder" : r.errors[0]},
+        {"errors",
+         errors}}.dump();
+    return dump_dir_.empty() ? 503 : 500;
+  }
+  *json_body = json{
+      {"dir", r.dir},
+      {"ranks", r.ranks},
+      {"operations", r.records},
+      {"trace", r.trace.empty() ? json(nullptr) : json(r.trace)},
+      {"errors",
+       errors}}.dump();
+  return 200;
+}
+
+}  // namespace xpu_timer::supervisor
