@@ -88,6 +88,11 @@ void build_and_send(int sig, const siginfo_t* info, void* ucontext) {
     const ssize_t n = ::send(fd, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n == static_cast<ssize_t>(sizeof(m))) return;
   }
+  // No supervisor took it. A termination request (the launcher's SIGTERM
+  // after the supervisor is gone, a closed pipe) is how jobs normally end:
+  // only the supervisor, which knows whether the job was being stopped, may
+  // call it a death. Left alone, it is no crash, and no file is written.
+  if (sig == SIGTERM || sig == SIGPIPE) return;
   write_crash_report_text(g_text_path, m);
 }
 

@@ -166,5 +166,22 @@ TEST(CrashHandlers, WithoutASupervisorTheReportIsATextFile) {
   EXPECT_NE(text.str().find("xpu_test_crash_segv"), std::string::npos) << text.str();
 }
 
+// A rank whose supervisor is gone (no link, or a link nobody reads) and that
+// is stopped by the launcher's SIGTERM has not crashed: it writes no file
+// into the job's working directory, and still dies by SIGTERM.
+TEST(CrashHandlers, WithoutASupervisorATerminationRequestWritesNoFile) {
+  char tmpl[] = "/tmp/xpu_crash_test.XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const ChildResult r = run_child(&terminate_self, false, 0, tmpl);
+  ASSERT_TRUE(WIFSIGNALED(r.wait_status)) << "wait status " << r.wait_status;
+  EXPECT_EQ(WTERMSIG(r.wait_status), SIGTERM);
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(tmpl)) {
+    files.push_back(entry.path().filename().string());
+  }
+  EXPECT_TRUE(files.empty()) << files.front();
+  std::filesystem::remove_all(tmpl);
+}
+
 }  // namespace
 }  // namespace xpu_timer::inject
