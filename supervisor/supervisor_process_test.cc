@@ -315,8 +315,15 @@ TEST_F(SupervisorProcessTest, FakeRanksHangIsReportedAndClears) {
   EXPECT_EQ(hang["ranks"][0]["state"], "stuck");
   EXPECT_EQ(hang["ranks"][0]["operation"]["comm"], "1a2b3c4d5e6f7a8b");
 
-  const auto file = nlohmann::json::parse(read_file(dir_ + "/dump/hang.json"), nullptr, false);
-  ASSERT_FALSE(file.is_discarded());
+  // hang.json is written after GET /hang has the verdict (same poll, later).
+  nlohmann::json file;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        file = nlohmann::json::parse(read_file(dir_ + "/dump/hang.json"), nullptr, false);
+        return file.is_object() && file.value("hung", false);
+      },
+      10s))
+      << "hang.json never said hung";
   EXPECT_EQ(file["hung"], true);
 
   const HttpReply metrics = http_get(port, "/metrics");
