@@ -344,7 +344,7 @@ void BM_SteadyAlarmTraffic(benchmark::State& state) {
     const auto offer_all = [&] {
       for (int n = 0; n < nodes; ++n) {
         Snapshot s = steady[n].snapshot;
-        s.now_ns = monotonic_now_ns();
+        s.now_ns = monotonic_ns();
         s.now_unix_s = unix_now_s();
         for (RankSample& r : s.ranks) r.heartbeat_ns = s.now_ns - kS / 200;
         views[n]->offer(s, n, steady[n].world_size, steady[n].host, n == 0);

@@ -76,7 +76,7 @@ class Ranks {
   explicit Ranks(int n) {
     char tmpl[] = "/dev/shm/xpu_metrics_bench_XXXXXX";
     dir_ = mkdtemp(tmpl) != nullptr ? tmpl : "";
-    const uint64_t now = monotonic_now_ns();
+    const uint64_t now = monotonic_ns();
     auto page = std::make_unique<proto::StatusPage>();
     const auto self = read_proc_stat(getpid());
     for (int r = 0; r < n; ++r) {

@@ -46,7 +46,7 @@ RecordData sample_record(uint64_t i) {
 
 void BM_RecordLifecycle(benchmark::State& state) {
   RingWriter w;
-  if (!w.create(run_dir().c_str(), 0, 0, 1, getpid(), kDefaultCapacity)) {
+  if (!w.create(run_dir().c_str(), RankIdentity{}, getpid(), kDefaultCapacity)) {
     state.SkipWithError("cannot create the ring");
     return;
   }
@@ -70,7 +70,7 @@ BENCHMARK(BM_RecordLifecycle);
 void BM_ReadWholeRing(benchmark::State& state) {
   RingWriter w;
   const uint32_t cap = static_cast<uint32_t>(state.range(0));
-  if (!w.create(run_dir().c_str(), 1, 1, 2, getpid(), cap)) {
+  if (!w.create(run_dir().c_str(), RankIdentity{1, 1, 2, 2, 0}, getpid(), cap)) {
     state.SkipWithError("cannot create the ring");
     return;
   }

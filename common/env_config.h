@@ -5,17 +5,12 @@
 
 #include <string>
 
+#include "common/rank_identity.h"
+
 namespace xpu_timer {
 
 // torchrun's RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK.
 // A process started without them is rank 0 of a world of 1.
-struct RankIdentity {
-  int rank = 0;
-  int local_rank = 0;
-  int world_size = 1;
-  int local_world_size = 1;
-  int group_rank = 0;
-};
 RankIdentity rank_identity_from_env();
 
 // Integer value of `name`, or `fallback` when unset or not a whole number.

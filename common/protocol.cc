@@ -235,14 +235,24 @@ bool encode_register(const RegisterInfo& info, RegisterMsg* out) {
   std::memset(out, 0, sizeof(*out));
   out->header = make_header(MsgType::kRegister, sizeof(RegisterMsg));
   out->pid = info.pid;
-  out->rank = info.rank;
-  out->local_rank = info.local_rank;
-  out->world_size = info.world_size;
-  out->local_world_size = info.local_world_size;
-  out->group_rank = info.group_rank;
+  out->rank = info.identity.rank;
+  out->local_rank = info.identity.local_rank;
+  out->world_size = info.identity.world_size;
+  out->local_world_size = info.identity.local_world_size;
+  out->group_rank = info.identity.group_rank;
   const bool host_fits = copy_bounded(out->hostname, sizeof(out->hostname), info.hostname);
   const bool path_fits = copy_bounded(out->status_path, sizeof(out->status_path), info.status_path);
   return host_fits && path_fits;
+}
+
+RankIdentity identity_of(const RegisterMsg& msg) {
+  RankIdentity id;
+  id.rank = msg.rank;
+  id.local_rank = msg.local_rank;
+  id.world_size = msg.world_size;
+  id.local_world_size = msg.local_world_size;
+  id.group_rank = msg.group_rank;
+  return id;
 }
 
 std::string encode_python_exception(std::string_view json) {

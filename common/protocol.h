@@ -23,6 +23,8 @@
 #include <string_view>
 #include <type_traits>
 
+#include "common/rank_identity.h"
+
 namespace xpu_timer::proto {
 
 constexpr uint32_t kProtocolVersion = 6;
@@ -499,11 +501,7 @@ MsgHeader make_header(MsgType type, uint32_t bytes);
 // What a rank says when it registers.
 struct RegisterInfo {
   int32_t pid = 0;
-  int32_t rank = 0;
-  int32_t local_rank = 0;
-  int32_t world_size = 1;
-  int32_t local_world_size = 1;
-  int32_t group_rank = 0;
+  RankIdentity identity;
   const char* hostname = "";
   const char* status_path = "";
 };
@@ -518,6 +516,8 @@ std::string encode_python_exception(std::string_view json);
 std::optional<MsgType> decode_message(const void* data, size_t len, std::string* error);
 // A kRegister message; its strings must be NUL-terminated.
 bool decode_register(const void* data, size_t len, RegisterMsg* out, std::string* error);
+// The identity a decoded kRegister message carries (not yet judged).
+RankIdentity identity_of(const RegisterMsg& msg);
 // A kCrashReport message; nframes and nmodules must fit their arrays.
 bool decode_crash_report(const void* data, size_t len, CrashReportMsg* out, std::string* error);
 // The JSON body of a kPythonException message, a view into `data`.

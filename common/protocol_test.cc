@@ -33,7 +33,7 @@ TEST(Protocol, OpNamesAndKinds) {
 
 // pid, rank, local_rank, world_size, local_world_size, group_rank, hostname, status_path
 RegisterInfo sample_registration() {
-  return RegisterInfo{77, 5, 1, 8, 4, 1, "node1", "/dev/shm/x/rank-5-77.page"};
+  return RegisterInfo{77, {5, 1, 8, 4, 1}, "node1", "/dev/shm/x/rank-5-77.page"};
 }
 
 std::string decode_error(const void* data, size_t len) {

@@ -3,25 +3,20 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 
+#include "common/clock.h"
 #include "common/env_config.h"
 #include "common/log.h"
 #include "common/mapped_read_guard.h"
+#include "common/unique_fd.h"
 
 namespace xpu_timer::recorder {
 namespace {
-
-uint64_t clock_ns(clockid_t id) {
-  timespec ts{};
-  clock_gettime(id, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 bool is_power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
@@ -166,10 +161,9 @@ RingWriter::~RingWriter() {
   if (header_ != nullptr) ::munmap(header_, bytes_);
 }
 
-bool RingWriter::create(const char* run_dir, int rank, int local_rank, int world_size, int pid,
-                        uint32_t capacity) {
+bool RingWriter::create(const char* run_dir, const RankIdentity& id, int pid, uint32_t capacity) {
   if (!is_power_of_two(capacity) || capacity > kMaxCapacity) return false;
-  const std::string path = ring_path(run_dir, rank, pid);
+  const std::string path = ring_path(run_dir, id.rank, pid);
   if (path.size() >= sizeof(path_)) {
     XPU_TIMER_LOG_WARN("flight-recorder path under %s is too long; the recorder is off", run_dir);
     path_[0] = '\0';
@@ -179,23 +173,23 @@ bool RingWriter::create(const char* run_dir, int rank, int local_rank, int world
   // A stale file of the same name may still be mapped by the supervisor:
   // never truncate it (its reader would fault), replace it.
   ::unlink(path_);
-  const int fd = ::open(path_, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) {
+  const UniqueFd fd(::open(path_, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644));
+  if (!fd.valid()) {
     XPU_TIMER_LOG_WARN("open(%s) failed: %s; the recorder is off", path_, std::strerror(errno));
     return false;
   }
   bytes_ = ring_file_bytes(capacity);
   void* mem = MAP_FAILED;
-  if (::ftruncate(fd, static_cast<off_t>(bytes_)) != 0) {
+  if (::ftruncate(fd.get(), static_cast<off_t>(bytes_)) != 0) {
     XPU_TIMER_LOG_WARN("ftruncate(%s) failed: %s; the recorder is off", path_,
                        std::strerror(errno));
   } else {
-    mem = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    mem = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
     if (mem == MAP_FAILED) {
       XPU_TIMER_LOG_WARN("mmap(%s) failed: %s; the recorder is off", path_, std::strerror(errno));
     }
   }
-  ::close(fd);  // the mapping keeps the file
+  // `fd` closes at return: the mapping keeps the file.
   if (mem == MAP_FAILED) {
     unlink_file();
     return false;
@@ -212,11 +206,11 @@ bool RingWriter::create(const char* run_dir, int rank, int local_rank, int world
   header_->record_bytes = sizeof(Record);
   header_->capacity = capacity;
   header_->pid = pid;
-  header_->rank = rank;
-  header_->local_rank = local_rank;
-  header_->world_size = world_size;
-  header_->created_mono_ns = clock_ns(CLOCK_MONOTONIC);
-  header_->created_realtime_ns = clock_ns(CLOCK_REALTIME);
+  header_->rank = id.rank;
+  header_->local_rank = id.local_rank;
+  header_->world_size = id.world_size;
+  header_->created_mono_ns = monotonic_ns();
+  header_->created_realtime_ns = realtime_ns();
   header_->head.store(0, std::memory_order_relaxed);
   // Magic last: a reader that sees it sees a complete header.
   std::atomic_thread_fence(std::memory_order_release);
@@ -276,21 +270,20 @@ void RingWriter::unlink_file() {
 
 std::unique_ptr<RingReader> RingReader::attach(const std::string& path, int expected_pid,
                                                int expected_rank, std::string* error) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd.valid()) {
     *error = "cannot open " + path + ": " + std::strerror(errno);
     return nullptr;
   }
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(sizeof(RingHeader))) {
+  if (::fstat(fd.get(), &st) != 0 || st.st_size < static_cast<off_t>(sizeof(RingHeader))) {
     *error = path + " is too short for a flight-recorder ring";
-    ::close(fd);
     return nullptr;
   }
   const size_t bytes = static_cast<size_t>(st.st_size);
-  void* mem = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
+  void* mem = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd.get(), 0);
   const int map_errno = errno;
-  ::close(fd);
+  fd.reset();  // the mapping keeps the file
   if (mem == MAP_FAILED) {
     *error = "mmap(" + path + ") failed: " + std::strerror(map_errno);
     return nullptr;
@@ -426,26 +419,27 @@ bool write_ring_image(const std::string& path, const RingSnapshot& s, std::strin
     r.version.store(i * kVersionStride + 2, std::memory_order_relaxed);
   }
   const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) {
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644));
+  if (!fd.valid()) {
     *error = "cannot create " + tmp + ": " + std::strerror(errno);
     return false;
   }
   const char* p = reinterpret_cast<const char*>(image.data());
   size_t left = ring_file_bytes(static_cast<uint32_t>(cap));
   while (left > 0) {
-    const ssize_t w = ::write(fd, p, left);
+    const ssize_t w = ::write(fd.get(), p, left);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
       *error = "write(" + tmp + ") failed: " + std::strerror(errno);
-      ::close(fd);
+      fd.reset();
       ::unlink(tmp.c_str());
       return false;
     }
     p += w;
     left -= static_cast<size_t>(w);
   }
-  if (::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
+  // Closed here, not by `fd`: a failed close is a failed write.
+  if (::close(fd.release()) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
     *error = "cannot finish " + path + ": " + std::strerror(errno);
     ::unlink(tmp.c_str());
     return false;

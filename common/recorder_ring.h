@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "common/protocol.h"
+#include "common/rank_identity.h"
 
 namespace xpu_timer::recorder {
 
@@ -158,9 +159,9 @@ class RingWriter {
   RingWriter(const RingWriter&) = delete;
   RingWriter& operator=(const RingWriter&) = delete;
 
-  // Creates <run_dir>/rank-<rank>-<pid>.ring. False with one log line.
-  bool create(const char* run_dir, int rank, int local_rank, int world_size, int pid,
-              uint32_t capacity);
+  // Creates <run_dir>/rank-<id.rank>-<pid>.ring. False with one log line.
+  // The header keeps rank, local rank and world size of `id`.
+  bool create(const char* run_dir, const RankIdentity& id, int pid, uint32_t capacity);
   bool ok() const { return ring_ != nullptr; }
   const char* path() const { return path_; }
 

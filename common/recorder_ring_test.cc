@@ -113,7 +113,7 @@ uint32_t w_names(const RingWriter& w) {
 // file image: the realistic input besides write_ring_image's dumps.
 std::string wrapped_live_image(const std::string& dir) {
   RingWriter w;
-  EXPECT_TRUE(w.create(dir.c_str(), 3, 3, 8, 4242, 16));
+  EXPECT_TRUE(w.create(dir.c_str(), RankIdentity{3, 3, 8, 8, 0}, 4242, 16));
   for (const char* name : {"(other)", "forward", "backward"}) w.set_name(w_names(w), name);
   for (uint64_t pos = 0; pos < 40; ++pos) {
     w.append(derived(pos, 0));
@@ -210,7 +210,7 @@ TEST(RecorderRingNames, LiveRingDumpAndVersionOneImage) {
   TempDir dir;
   ASSERT_FALSE(dir.path().empty());
   RingWriter w;
-  ASSERT_TRUE(w.create(dir.path().c_str(), 0, 0, 1, 77, 16));
+  ASSERT_TRUE(w.create(dir.path().c_str(), RankIdentity{}, 77, 16));
   w.set_name(0, "(other)");
   w.set_name(2, "skipped: not the next id");
   w.set_name(1, "forward");
@@ -319,7 +319,7 @@ TEST(RecorderRingConcurrency, ReaderNeverAcceptsATornOrMisplacedRecord) {
   // get scheduled: overlap by handshake, not by timing.
   constexpr uint64_t kMinRecords = 100000, kMinConcurrentReads = 2000;
   RingWriter w;
-  ASSERT_TRUE(w.create(dir.path().c_str(), 0, 0, 1, static_cast<int>(getpid()), kCap));
+  ASSERT_TRUE(w.create(dir.path().c_str(), RankIdentity{}, static_cast<int>(getpid()), kCap));
   std::string error;
   // Its own read-only mapping, as the supervisor's would be.
   const auto reader = RingReader::attach(w.path(), static_cast<int>(getpid()), 0, &error);

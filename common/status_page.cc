@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -13,7 +12,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/clock.h"
 #include "common/mapped_read_guard.h"
+#include "common/unique_fd.h"
 
 namespace xpu_timer::proto {
 
@@ -87,26 +88,6 @@ namespace {
 constexpr int kReadAttempts = 64;
 // The part of the page written once, before the magic.
 constexpr size_t kHeaderBytes = offsetof(StatusPage, heartbeat_ns);
-
-uint64_t clock_ns(clockid_t clock) {
-  struct timespec ts;
-  clock_gettime(clock, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-// Closes an fd at scope exit: the mapping outlives it.
-class FdCloser {
- public:
-  explicit FdCloser(int fd) : fd_(fd) {}
-  ~FdCloser() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  FdCloser(const FdCloser&) = delete;
-  FdCloser& operator=(const FdCloser&) = delete;
-
- private:
-  int fd_;
-};
 
 bool fail_with(std::string* error, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 bool fail_with(std::string* error, const char* fmt, ...) {
@@ -366,18 +347,18 @@ std::unique_ptr<StatusPageFile> StatusPageFile::create(const std::string& run_di
   // A stale file of the same name (pid reuse) may still be mapped by the
   // supervisor: never truncate it (its reader would get SIGBUS), replace it.
   ::unlink(path.c_str());
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) {
+  // `fd` closes at return: the mapping outlives it.
+  const UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644));
+  if (!fd.valid()) {
     fail_with(error, "open(%s) failed: %s", path.c_str(), std::strerror(errno));
     return nullptr;
   }
-  FdCloser closer(fd);
-  if (::ftruncate(fd, sizeof(StatusPage)) != 0) {
+  if (::ftruncate(fd.get(), sizeof(StatusPage)) != 0) {
     fail_with(error, "ftruncate(%s) failed: %s", path.c_str(), std::strerror(errno));
     ::unlink(path.c_str());
     return nullptr;
   }
-  void* mem = ::mmap(nullptr, sizeof(StatusPage), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* mem = ::mmap(nullptr, sizeof(StatusPage), PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
   if (mem == MAP_FAILED) {
     fail_with(error, "mmap(%s) failed: %s", path.c_str(), std::strerror(errno));
     ::unlink(path.c_str());
@@ -393,8 +374,8 @@ std::unique_ptr<StatusPageFile> StatusPageFile::create(const std::string& run_di
   page->world_size = id.world_size;
   page->local_world_size = id.local_world_size;
   page->group_rank = id.group_rank;
-  page->created_mono_ns = clock_ns(CLOCK_MONOTONIC);
-  page->created_realtime_ns = clock_ns(CLOCK_REALTIME);
+  page->created_mono_ns = monotonic_ns();
+  page->created_realtime_ns = realtime_ns();
   page->heartbeat_ns.store(page->created_mono_ns, std::memory_order_relaxed);
   // Magic last: a reader that sees it sees a complete header.
   std::atomic_thread_fence(std::memory_order_release);
@@ -407,13 +388,12 @@ std::unique_ptr<StatusPageFile> StatusPageFile::create(const std::string& run_di
 std::unique_ptr<StatusPageFile> StatusPageFile::attach(const std::string& path, pid_t expected_pid,
                                                        int expected_rank, std::string* error) {
   // O_NONBLOCK: a FIFO put in the page's place must not block the supervisor.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (fd < 0) {
+  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  if (!fd.valid()) {
     fail_with(error, "status page %s: cannot open: %s", path.c_str(), std::strerror(errno));
     return nullptr;
   }
-  FdCloser closer(fd);
-  return attach_fd(fd, path, expected_pid, expected_rank, error);
+  return attach_fd(fd.get(), path, expected_pid, expected_rank, error);
 }
 
 std::unique_ptr<StatusPageFile> StatusPageFile::attach_fd(int fd, const std::string& path,

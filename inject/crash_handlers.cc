@@ -5,7 +5,6 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -13,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/protocol.h"
 #include "inject/crash_report_text.h"
@@ -41,12 +41,6 @@ char g_text_path[512];
 proto::CrashReportMsg g_msg;
 
 pid_t current_tid() { return static_cast<pid_t>(::syscall(SYS_gettid)); }
-
-uint64_t clock_ns(clockid_t id) {
-  timespec ts{};
-  clock_gettime(id, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 bool synchronous_fault(int sig) {
   return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL;
@@ -77,8 +71,8 @@ void build_and_send(int sig, const siginfo_t* info, void* ucontext) {
     m.sender_uid = static_cast<int32_t>(info->si_uid);
   }
   m.fault_addr = info != nullptr ? reinterpret_cast<uintptr_t>(info->si_addr) : 0;
-  m.realtime_ns = clock_ns(CLOCK_REALTIME);
-  m.mono_ns = clock_ns(CLOCK_MONOTONIC);
+  m.realtime_ns = realtime_ns();  // clock_gettime: async-signal-safe
+  m.mono_ns = monotonic_ns();
   prctl(PR_GET_NAME, m.thread_name, 0, 0, 0);
   m.thread_name[sizeof(m.thread_name) - 1] = '\0';
   capture_crash_stack(ucontext, g_exe_path, &m);

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "inject/clock.h"
+#include "common/clock.h"
 #include "inject/cuda_runtime_calls.h"
 
 namespace xpu_timer::inject {

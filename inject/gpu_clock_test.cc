@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <deque>
 
-#include "inject/clock.h"
+#include "common/clock.h"
 #include "inject/cuda_runtime_calls.h"
 
 namespace xpu_timer::inject {

@@ -20,7 +20,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "inject/clock.h"
+#include "common/clock.h"
 #include "inject/cuda_runtime_calls.h"
 #include "inject/hook_export.h"
 #include "inject/nvtx_ranges.h"
@@ -234,6 +234,7 @@ cudaError_t timed_copy(RealFunction<Fn>& real, NameOf&& name_of, size_t bytes, c
 }  // namespace xpu_timer::inject
 
 using namespace xpu_timer::inject;  // NOLINT: hook definitions below are extern "C"
+using xpu_timer::monotonic_ns;
 using xpu_timer::proto::OpName;
 
 XPU_TIMER_HOOK cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** args,

@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/protocol.h"
 #include "common/recorder_ring.h"
-#include "inject/clock.h"
 #include "inject/comm_hash.h"
 #include "inject/dtype_mapping.h"
 #include "inject/testdata/fake_supervisor.h"

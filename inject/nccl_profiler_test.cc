@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/protocol.h"
-#include "inject/clock.h"
 #include "inject/dtype_mapping.h"
 #include "inject/nccl_profiler_tags.h"
 #include "inject/testdata/fake_supervisor.h"

@@ -15,8 +15,8 @@
 #define NVTX_NO_IMPL
 #include <nvtx3/nvToolsExt.h>
 
+#include "common/clock.h"
 #include "common/log.h"
-#include "inject/clock.h"
 #include "inject/hook_export.h"
 #include "inject/nvtx_ranges.h"
 #include "inject/runtime.h"
@@ -343,7 +343,7 @@ XPU_TIMER_HOOK int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_
 // the time since the previous one is a step.
 XPU_TIMER_HOOK void xpu_timer_python_step() {
   static std::atomic<uint64_t> last{0};
-  const uint64_t now = monotonic_ns();
+  const uint64_t now = xpu_timer::monotonic_ns();
   const uint64_t prev = last.exchange(now, std::memory_order_relaxed);
   if (prev == 0 || step_range_id() >= 0) return;  // the first one only starts the clock
   RangeRecord r{};

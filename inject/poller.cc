@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/clock.h"
 #include "common/env_config.h"
 #include "common/log.h"
-#include "inject/clock.h"
 #include "inject/comm_registry.h"
 #include "inject/cuda_runtime_calls.h"
 #include "inject/dtype_mapping.h"

@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/protocol.h"
-#include "inject/clock.h"
 #include "inject/hook_export.h"
 #include "inject/nvtx_ranges.h"
 #include "inject/python_probes_source.h"  // generated from python_probes.py
@@ -86,7 +86,7 @@ XPU_TIMER_HOOK void xpu_timer_python_gc(int generation, uint64_t pause_ns, uint6
   c.gc_pause_ns[g].fetch_add(pause_ns, std::memory_order_relaxed);
   c.gc_collected[g].fetch_add(collected, std::memory_order_relaxed);
   xpu_timer::inject::RangeRecord r{};
-  r.end_ns = xpu_timer::inject::monotonic_ns();
+  r.end_ns = xpu_timer::monotonic_ns();
   r.start_ns = r.end_ns > pause_ns ? r.end_ns - pause_ns : 0;
   r.tid = xpu_timer::inject::this_thread_id();
   r.depth = static_cast<int16_t>(g);
@@ -99,7 +99,7 @@ XPU_TIMER_HOOK void xpu_timer_python_dataloader(uint64_t wait_ns) {
   python_calls().loader_batches.fetch_add(1, std::memory_order_relaxed);
   python_calls().loader_wait_ns.fetch_add(wait_ns, std::memory_order_relaxed);
   xpu_timer::inject::RangeRecord r{};
-  r.end_ns = xpu_timer::inject::monotonic_ns();
+  r.end_ns = xpu_timer::monotonic_ns();
   r.start_ns = r.end_ns > wait_ns ? r.end_ns - wait_ns : 0;
   r.tid = xpu_timer::inject::this_thread_id();
   r.kind = xpu_timer::inject::HostEvent::kLoaderWait;

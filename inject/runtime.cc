@@ -76,11 +76,7 @@ void fill_register_msg(const RuntimeState& st, proto::RegisterMsg* msg) {
   if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
   proto::RegisterInfo info;
   info.pid = st.pid;
-  info.rank = st.identity.rank;
-  info.local_rank = st.identity.local_rank;
-  info.world_size = st.identity.world_size;
-  info.local_world_size = st.identity.local_world_size;
-  info.group_rank = st.identity.group_rank;
+  info.identity = st.identity;
   info.hostname = host;
   info.status_path = st.page->path().c_str();
   if (!proto::encode_register(info, msg)) {  // cut: the supervisor will not find the page
@@ -139,7 +135,7 @@ Mode initialize() {
   // The flight recorder is optional: without it, timing and hang detection
   // go on (the supervisor finds no ring file and says so in its dumps).
   if (const uint32_t cap = recorder::capacity_from_env(); cap > 0) {
-    st->ring.create(run_dir, id.rank, id.local_rank, id.world_size, st->pid, cap);
+    st->ring.create(run_dir, id, st->pid, cap);
   }
   proto::RegisterMsg msg;
   fill_register_msg(*st, &msg);

@@ -1,6 +1,6 @@
 #include "inject/timed_call.h"
 
-#include "inject/clock.h"
+#include "common/clock.h"
 #include "inject/comm_registry.h"
 #include "inject/cuda_runtime_calls.h"
 #include "inject/event_pool.h"

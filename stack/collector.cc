@@ -12,6 +12,7 @@
 #include <map>
 #include <thread>
 
+#include "common/unique_fd.h"
 #include "stack/mixed_stack.h"
 #include "stack/native_unwinder.h"
 #include "stack/proc_info.h"
@@ -190,16 +191,16 @@ CollectResult collect_stacks_in_child(pid_t pid, const CollectOptions& opt) {
     result.stack.errors.push_back(std::string("pipe2 failed: ") + strerror(errno));
     return result;
   }
+  UniqueFd read_end(fds[0]);
+  UniqueFd write_end(fds[1]);
   pid_t child = fork();
   if (child < 0) {
-    close(fds[0]);
-    close(fds[1]);
     result.stack.pid = pid;
     result.stack.errors.push_back(std::string("fork failed: ") + strerror(errno));
     return result;
   }
   if (child == 0) {
-    close(fds[0]);
+    read_end.reset();
     CollectResult r = collect_stacks(pid, opt);
     // One byte for `attached`, then the stack file's text: the parent decodes
     // it with the stack file's own reader.
@@ -207,7 +208,7 @@ CollectResult collect_stacks_in_child(pid_t pid, const CollectOptions& opt) {
     const char* p = text.data();
     size_t left = text.size();
     while (left > 0) {
-      ssize_t n = write(fds[1], p, left);
+      ssize_t n = write(write_end.get(), p, left);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) _exit(1);
       p += n;
@@ -215,7 +216,7 @@ CollectResult collect_stacks_in_child(pid_t pid, const CollectOptions& opt) {
     }
     _exit(0);
   }
-  close(fds[1]);
+  write_end.reset();  // the child's copy is then the only writer: EOF when it exits
   std::string text;
   auto deadline = std::chrono::steady_clock::now() + opt.child_timeout;
   bool timed_out = false;
@@ -226,17 +227,17 @@ CollectResult collect_stacks_in_child(pid_t pid, const CollectOptions& opt) {
       timed_out = true;
       break;
     }
-    pollfd pfd{fds[0], POLLIN, 0};
+    pollfd pfd{read_end.get(), POLLIN, 0};
     int pr = poll(&pfd, 1, static_cast<int>(left.count()));
     if (pr < 0 && errno == EINTR) continue;
     if (pr <= 0) continue;
     char buf[65536];
-    ssize_t n = read(fds[0], buf, sizeof(buf));
+    ssize_t n = read(read_end.get(), buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     text.append(buf, static_cast<size_t>(n));
   }
-  close(fds[0]);
+  read_end.reset();
   if (timed_out) kill(child, SIGKILL);  // a dead tracer releases the target
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {

@@ -13,12 +13,12 @@ namespace xpu_timer::stack {
 std::unique_ptr<ElfSymbols> ElfSymbols::open(const std::string& path, std::string* error) {
   elf_version(EV_CURRENT);
   std::unique_ptr<ElfSymbols> s(new ElfSymbols());
-  s->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (s->fd_ < 0) {
+  s->fd_.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!s->fd_.valid()) {
     if (error) *error = "cannot open " + path + ": " + strerror(errno);
     return nullptr;
   }
-  s->elf_ = elf_begin(s->fd_, ELF_C_READ_MMAP, nullptr);
+  s->elf_ = elf_begin(s->fd_.get(), ELF_C_READ_MMAP, nullptr);
   if (!s->elf_ || elf_kind(s->elf_) != ELF_K_ELF) {
     if (error) *error = path + " is not an ELF file";
     return nullptr;
@@ -37,8 +37,7 @@ std::unique_ptr<ElfSymbols> ElfSymbols::open(const std::string& path, std::strin
 }
 
 ElfSymbols::~ElfSymbols() {
-  if (elf_) elf_end(elf_);
-  if (fd_ >= 0) close(fd_);
+  if (elf_) elf_end(elf_);  // fd_ closes after
 }
 
 std::optional<uint64_t> ElfSymbols::find(const std::string& name) const {

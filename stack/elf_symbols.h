@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include "common/unique_fd.h"
+
 typedef struct Elf Elf;
 
 namespace xpu_timer::stack {
@@ -33,7 +35,7 @@ class ElfSymbols {
 
  private:
   ElfSymbols() = default;
-  int fd_ = -1;
+  UniqueFd fd_;  // declared before elf_: closed after elf_end()
   Elf* elf_ = nullptr;
   uint64_t first_load_vaddr_ = 0;
 };

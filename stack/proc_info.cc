@@ -1,30 +1,25 @@
 #include "stack/proc_info.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 
+#include "common/file_reader.h"
+
 namespace xpu_timer::stack {
+namespace {
+
+// The /proc files we read are far smaller (maps of a large process run to a
+// few MiB).
+constexpr size_t kMaxSmallFileBytes = 16u << 20;
+
+}  // namespace
 
 std::optional<std::string> read_small_file(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  std::string out;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = read(fd, buf, sizeof(buf));
-    if (n < 0) {
-      close(fd);
-      return std::nullopt;
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
-    if (out.size() > (16u << 20)) break;  // /proc files we read are far smaller
-  }
-  close(fd);
+  std::string out, error;
+  if (!read_regular_file_ok(path, kMaxSmallFileBytes, &out, &error)) return std::nullopt;
   return out;
 }
 

@@ -11,7 +11,8 @@
 
 namespace xpu_timer::stack {
 
-// Reads a whole small file (a /proc entry); nullopt if it cannot be opened.
+// Reads a whole small file (a /proc entry, at most 16 MiB) through
+// common/file_reader.h; nullopt if it cannot be read or is not a regular file.
 std::optional<std::string> read_small_file(const std::string& path);
 
 // "S (sleeping)" from the State: line of /proc/PID/status; nullopt if gone.

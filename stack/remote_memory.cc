@@ -8,10 +8,6 @@
 
 namespace xpu_timer::stack {
 
-RemoteMemory::~RemoteMemory() {
-  if (mem_fd_ >= 0) close(mem_fd_);
-}
-
 bool RemoteMemory::read(uint64_t addr, void* dst, size_t len) const {
   if (len == 0) return true;
   if (addr == 0 || addr + len < addr) return false;
@@ -25,12 +21,12 @@ bool RemoteMemory::read(uint64_t addr, void* dst, size_t len) const {
     if (n >= 0 || errno == EFAULT || errno == ESRCH) return false;
     vm_readv_broken_ = true;
   }
-  if (mem_fd_ < 0) {
+  if (!mem_fd_.valid()) {
     std::string path = "/proc/" + std::to_string(pid_) + "/mem";
-    mem_fd_ = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (mem_fd_ < 0) return false;
+    mem_fd_.reset(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!mem_fd_.valid()) return false;
   }
-  ssize_t n = pread(mem_fd_, dst, len, static_cast<off_t>(addr));
+  ssize_t n = pread(mem_fd_.get(), dst, len, static_cast<off_t>(addr));
   return n == static_cast<ssize_t>(len);
 }
 

@@ -10,12 +10,13 @@
 #include <cstdint>
 #include <string>
 
+#include "common/unique_fd.h"
+
 namespace xpu_timer::stack {
 
 class RemoteMemory {
  public:
   explicit RemoteMemory(pid_t pid) : pid_(pid) {}
-  ~RemoteMemory();
   RemoteMemory(const RemoteMemory&) = delete;
   RemoteMemory& operator=(const RemoteMemory&) = delete;
 
@@ -35,7 +36,7 @@ class RemoteMemory {
 
  private:
   pid_t pid_;
-  mutable int mem_fd_ = -1;
+  mutable UniqueFd mem_fd_;
   mutable bool vm_readv_broken_ = false;
 };
 

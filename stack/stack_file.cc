@@ -3,7 +3,6 @@
 #include "stack/stack_file.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +13,8 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+
+#include "common/file_reader.h"
 
 namespace xpu_timer::stack {
 namespace {
@@ -30,48 +31,6 @@ json str_or_null(const std::string& s) { return s.empty() ? json(nullptr) : json
 json line_or_null(int line) { return line > 0 ? json(line) : json(nullptr); }
 
 std::string errno_text() { return strerror(errno); }
-
-// The whole of a regular file of at most max_bytes, read through one O_CLOEXEC
-// descriptor (the supervisor forks).
-bool read_file(const std::string& path, size_t max_bytes, std::string* text, std::string* error) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    *error = "cannot open: " + errno_text();
-    return false;
-  }
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { ::close(fd); }
-  } closer{fd};
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    *error = "cannot stat: " + errno_text();
-    return false;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    *error = "not a regular file";
-    return false;
-  }
-  if (static_cast<unsigned long long>(st.st_size) > max_bytes) {
-    *error = "too large (" + std::to_string(st.st_size) + " bytes, limit " +
-             std::to_string(max_bytes) + ")";
-    return false;
-  }
-  text->resize(static_cast<size_t>(st.st_size));
-  size_t done = 0;
-  while (done < text->size()) {
-    const ssize_t n = ::read(fd, text->data() + done, text->size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      *error = "cannot read: " + errno_text();
-      return false;
-    }
-    if (n == 0) break;  // shrank while we read: decode what is there
-    done += static_cast<size_t>(n);
-  }
-  text->resize(done);
-  return true;
-}
 
 }  // namespace
 
@@ -163,7 +122,8 @@ bool write_stack_file(const ProcessStack& stack, const std::string& path, std::s
 bool load_stack_file(const std::string& path, ProcessStack* out, std::string* error,
                      size_t max_bytes) {
   std::string text;
-  if (read_file(path, max_bytes, &text, error) && parse_stack_file(text, out, error)) return true;
+  if (read_regular_file_ok(path, max_bytes, &text, error) && parse_stack_file(text, out, error))
+    return true;
   *error = path + ": " + *error;
   return false;
 }

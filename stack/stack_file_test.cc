@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 
 namespace xpu_timer::stack {
@@ -104,9 +106,14 @@ TEST(StackFile, MalformedFilesGiveOneLineStartingWithThePath) {
   std::ofstream(path) << "{}";
   std::string err;
   EXPECT_FALSE(load_stack_file(path, &err, /*max_bytes=*/1).has_value());
-  EXPECT_EQ(err, path + ": too large (2 bytes, limit 1)");
+  EXPECT_EQ(err, path + ": too large (2 bytes, at most 1)");
   EXPECT_FALSE(load_stack_file(dir, &err).has_value());
-  EXPECT_EQ(err, std::string(dir) + ": not a regular file");
+  EXPECT_EQ(err, std::string(dir) + ": not a regular file (a folder)");
+  // A FIFO in a file's place is refused at once, not waited on for a writer.
+  unlink(path.c_str());
+  ASSERT_EQ(mkfifo(path.c_str(), 0600), 0) << strerror(errno);
+  EXPECT_FALSE(load_stack_file(path, &err).has_value());
+  EXPECT_EQ(err, path + ": not a regular file (a FIFO)");
   unlink(path.c_str());
   rmdir(dir);
 }

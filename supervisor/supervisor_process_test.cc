@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/protocol.h"
 #include "tests/harness/child_process.h"
 
@@ -33,18 +34,13 @@ namespace {
 
 using namespace std::chrono_literals;
 namespace proto = xpu_timer::proto;
+using xpu_timer::monotonic_ns;
 using xpu_timer::testing::Child;
 using xpu_timer::testing::ChildOptions;
 using xpu_timer::testing::ExitStatus;
 using xpu_timer::testing::read_file;
 using xpu_timer::testing::wait_until;
 constexpr uint64_t kComm = 0x1a2b3c4d5e6f7a8bull;
-
-uint64_t mono_ns() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 struct HttpReply {
   int status = 0;
@@ -150,7 +146,7 @@ class SupervisorProcessTest : public ::testing::Test {
     page->local_rank = rank;
     page->world_size = world;
     page->local_world_size = world;
-    page->heartbeat_ns.store(mono_ns());
+    page->heartbeat_ns.store(monotonic_ns());
     page->ncomms = 1;
     page->comms[0] = proto::CommSlot{kComm, world, rank, 5, 5, 0, 0, {}};
     page->issued_total = page->completed_total = 5;
@@ -162,10 +158,10 @@ class SupervisorProcessTest : public ::testing::Test {
   void register_rank(const std::string& socket_path, int rank, int world) {
     proto::RegisterInfo info;
     info.pid = getpid();
-    info.rank = rank;
-    info.local_rank = rank;
-    info.world_size = world;
-    info.local_world_size = world;
+    info.identity.rank = rank;
+    info.identity.local_rank = rank;
+    info.identity.world_size = world;
+    info.identity.local_world_size = world;
     info.hostname = "fakehost";
     info.status_path = paths_[rank].c_str();
     proto::RegisterMsg m;
@@ -192,7 +188,7 @@ class SupervisorProcessTest : public ::testing::Test {
   }
 
   void beat_all() {
-    for (auto& [rank, page] : pages_) page->heartbeat_ns.store(mono_ns());
+    for (auto& [rank, page] : pages_) page->heartbeat_ns.store(monotonic_ns());
   }
 
   // Polls GET /hang until its "hung" equals `want` (heartbeats kept fresh).
@@ -220,7 +216,7 @@ class SupervisorProcessTest : public ::testing::Test {
       p->oldest_inflight.group_size = 1;
       p->oldest_inflight.comm_hash = kComm;
       p->oldest_inflight.seq = seq;
-      p->oldest_inflight.launch_ns = mono_ns() - 3'000'000'000ull;
+      p->oldest_inflight.launch_ns = monotonic_ns() - 3'000'000'000ull;
       p->oldest_inflight.started_ns = p->oldest_inflight.launch_ns;  // running on the GPU
       p->oldest_inflight.bytes = 1 << 20;
       p->comms[0].issued_seq = seq;
@@ -319,8 +315,15 @@ TEST_F(SupervisorProcessTest, FakeRanksHangIsReportedAndClears) {
   EXPECT_EQ(hang["ranks"][0]["state"], "stuck");
   EXPECT_EQ(hang["ranks"][0]["operation"]["comm"], "1a2b3c4d5e6f7a8b");
 
-  const auto file = nlohmann::json::parse(read_file(dir_ + "/dump/hang.json"), nullptr, false);
-  ASSERT_FALSE(file.is_discarded());
+  // hang.json is written after GET /hang has the verdict (same poll, later).
+  nlohmann::json file;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        file = nlohmann::json::parse(read_file(dir_ + "/dump/hang.json"), nullptr, false);
+        return file.is_object() && file.value("hung", false);
+      },
+      10s))
+      << "hang.json never said hung";
   EXPECT_EQ(file["hung"], true);
 
   const HttpReply metrics = http_get(port, "/metrics");

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
+#include "common/comm_names.h"
 #include "common/rank_set.h"
-#include "supervisor/analysis/hang_detector.h"
 
 namespace xpu_timer::supervisor {
 namespace {

@@ -30,6 +30,9 @@
 #include <utility>
 #include <vector>
 
+// comm_hex, comm_phrase, ranks_phrase: the names the verdicts use. Included
+// here for the detector's users that name communicators too.
+#include "common/comm_names.h"
 #include "supervisor/analysis/rank_sample.h"
 
 namespace xpu_timer::supervisor {
@@ -116,15 +119,6 @@ HangReport classify_snapshot(const Snapshot& snap, double timeout_s);
 // clock (StuckGroup::waiting_s). Durations omitted when
 // `with_durations` is false (used to tell a changed hang from an older one).
 std::string hang_sentence(const HangReport& report, bool with_durations = true);
-
-// "rank 3" / "ranks 0,1,3" (up to 8 ranks) / "ranks 0-15/17" (folded beyond).
-std::string ranks_phrase(const std::vector<int>& ranks);
-std::string comm_hex(uint64_t comm_hash);
-// A page's name of the communicator; "" = unknown. The page reader made it
-// NUL-terminated and printable (common/status_page.cc).
-std::string comm_slot_name(const proto::CommSlot& c);
-// "comm 1a2b3c4d5e6f7a8b", or "comm 1a2b3c4d5e6f7a8b (tp_group)" with a name.
-std::string comm_phrase(uint64_t comm_hash, const std::string& name);
 
 enum class HangEvent { kNone, kDetected, kChanged, kCleared };
 

@@ -1,6 +1,6 @@
 #include "supervisor/analysis/op_json.h"
 
-#include "supervisor/analysis/hang_detector.h"
+#include "common/comm_names.h"
 
 namespace xpu_timer::supervisor {
 

@@ -32,7 +32,7 @@ constexpr int kPublishMs = 100;
 // One registered rank of `node`, with an AllReduce in flight for `ago_s`.
 Snapshot node_snapshot(int rank, int node, double ago_s) {
   Snapshot s;
-  s.now_ns = monotonic_now_ns();
+  s.now_ns = monotonic_ns();
   s.now_unix_s = unix_now_s();
   RankSample r;
   r.rank = rank;
@@ -59,7 +59,7 @@ class SteadyNode {
       : base_(node_snapshot(rank, node, ago_s)), made_(std::chrono::steady_clock::now()) {}
   Snapshot now() const {
     Snapshot s = base_;
-    s.now_ns = monotonic_now_ns();
+    s.now_ns = monotonic_ns();
     s.now_unix_s = unix_now_s();
     for (RankSample& r : s.ranks) r.heartbeat_ns = s.now_ns;
     return s;

@@ -1,29 +1,21 @@
 #include "supervisor/job/process_table.h"
 
 #include <dirent.h>
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <map>
 
-#include "common/unique_fd.h"
+#include "common/file_reader.h"
 
 namespace xpu_timer::supervisor {
 namespace {
 
+// /proc/<pid>/stat is one line of well under 1 KiB.
+constexpr size_t kMaxStatBytes = 8192;
+
 bool read_small_file(const std::string& path, std::string* out) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return false;
-  char buf[1024];
-  out->clear();
-  for (;;) {
-    const ssize_t n = ::read(fd.get(), buf, sizeof(buf));
-    if (n < 0) return false;
-    if (n == 0) return true;
-    out->append(buf, static_cast<size_t>(n));
-    if (out->size() > 8192) return true;
-  }
+  std::string error;
+  return read_regular_file_ok(path, kMaxStatBytes, out, &error);
 }
 
 }  // namespace

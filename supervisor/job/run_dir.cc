@@ -90,17 +90,17 @@ bool socket_answers(const std::string& folder) {
 // files) and then the folder `name` in `parent_fd`. ENOENT is not an error:
 // another new supervisor may be cleaning the same folder.
 bool remove_folder(int parent_fd, const std::string& name, int dir_fd, std::string* error) {
-  const int list_fd = ::dup(dir_fd);
-  if (list_fd < 0) {
+  UniqueFd list_fd(::dup(dir_fd));
+  if (!list_fd.valid()) {
     *error = "dup: " + errno_text();
     return false;
   }
-  DIR* dir = ::fdopendir(list_fd);
+  DIR* dir = ::fdopendir(list_fd.get());
   if (dir == nullptr) {
     *error = "fdopendir: " + errno_text();
-    ::close(list_fd);
     return false;
   }
+  list_fd.release();  // the DIR owns it now
   std::vector<std::string> entries;
   {
     std::unique_ptr<DIR, int (*)(DIR*)> closer(dir, &::closedir);
@@ -130,13 +130,13 @@ StaleRunDirs remove_stale_run_dirs(const std::string& base) {
   if (!base_fd.valid()) return out;  // no such base: nothing left behind there
   std::vector<std::pair<std::string, pid_t>> candidates;
   {
-    const int list_fd = ::dup(base_fd.get());
-    DIR* dir = list_fd >= 0 ? ::fdopendir(list_fd) : nullptr;
+    UniqueFd list_fd(::dup(base_fd.get()));
+    DIR* dir = list_fd.valid() ? ::fdopendir(list_fd.get()) : nullptr;
     if (dir == nullptr) {
-      if (list_fd >= 0) ::close(list_fd);
       out.problems.push_back("cannot list " + base + ": " + errno_text());
       return out;
     }
+    list_fd.release();  // the DIR owns it now
     std::unique_ptr<DIR, int (*)(DIR*)> closer(dir, &::closedir);
     while (const dirent* e = ::readdir(dir)) {
       const std::string name = e->d_name;

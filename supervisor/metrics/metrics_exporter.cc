@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <map>
 
+#include "common/clock.h"
 #include "supervisor/analysis/op_json.h"
 #include "supervisor/job/process_table.h"
-#include "supervisor/ranks/rank_sampler.h"
 
 namespace xpu_timer::supervisor {
 namespace {
@@ -507,8 +507,10 @@ std::string MetricsWriter::finish(bool job_hung, bool job_running, uint64_t mism
   return out;
 }
 
-MetricsExporter::MetricsExporter(MetricsConfig config)
-    : config_(std::move(config)), rates_(static_cast<uint64_t>(config_.window_s * 1e9)) {}
+MetricsExporter::MetricsExporter(MetricsConfig config, std::function<void()> busy_pause)
+    : config_(std::move(config)),
+      busy_pause_(std::move(busy_pause)),
+      rates_(static_cast<uint64_t>(config_.window_s * 1e9)) {}
 
 std::string MetricsExporter::render(const std::vector<RankRecord>& records,
                                     const HangReport& report,
@@ -518,7 +520,7 @@ std::string MetricsExporter::render(const std::vector<RankRecord>& records,
   for (const RankVerdict& v : report.ranks) states[v.rank] = v.state;
 
   std::lock_guard<std::mutex> lock(mu_);
-  const uint64_t now = monotonic_now_ns();
+  const uint64_t now = monotonic_ns();
   MetricsWriter writer(config_, &rates_, now, &buffers_);
   for (const RankRecord& rec : records) {
     RankMetricsInput in;
@@ -540,7 +542,8 @@ std::string MetricsExporter::render(const std::vector<RankRecord>& records,
       if (e != ended->end() && !in.up) in.state = e->second;
     }
     if (rec.page != nullptr) {
-      rec.page->read(&scratch_);
+      // As the poll reads it: a page mid-update is waited for, not dropped.
+      read_page(*rec.page, &scratch_, busy_pause_);
       in.heartbeat_age_s =
           static_cast<double>(scratch_.heartbeat_age_ns(now, rec.registered_ns)) / 1e9;
       if (scratch_.page_ok()) in.page = &scratch_.page();

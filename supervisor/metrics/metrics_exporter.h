@@ -22,6 +22,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -34,6 +35,7 @@
 #include "supervisor/analysis/hang_detector.h"
 #include "supervisor/metrics/metrics_rate_window.h"
 #include "supervisor/ranks/rank_registry.h"
+#include "supervisor/ranks/rank_sampler.h"
 
 namespace xpu_timer::supervisor {
 
@@ -135,7 +137,10 @@ class MetricsWriter {
 
 class MetricsExporter {
  public:
-  explicit MetricsExporter(MetricsConfig config);
+  // `busy_pause`: the pause before rereading a page busy under its seqlock
+  // (read_page, supervisor/ranks/rank_sampler.h); tests pass their own.
+  explicit MetricsExporter(MetricsConfig config,
+                           std::function<void()> busy_pause = pause_for_busy_page);
   // The exposition for these ranks (registry snapshot) and hang report;
   // `ended`: pid -> "crashed" / "terminated" of the ranks the crash tracker
   // concluded on (may be null); `mismatched`: ranks blamed for a collective
@@ -148,6 +153,7 @@ class MetricsExporter {
 
  private:
   const MetricsConfig config_;
+  const std::function<void()> busy_pause_;
   std::mutex mu_;
   RateWindow rates_;                // guarded by mu_
   proto::StatusSnapshot scratch_;   // guarded by mu_

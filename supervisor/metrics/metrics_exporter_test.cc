@@ -1,9 +1,12 @@
 #include "supervisor/metrics/metrics_exporter.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <memory>
+#include <string>
 
 namespace xpu_timer::supervisor {
 namespace {
@@ -432,6 +435,52 @@ TEST(MetricsExporter, IdleKeysExpire) {
   EXPECT_EQ(count(text, "xpu_timer_operations_total{"), 1u);
   EXPECT_EQ(text.find("op=\"GemmEx\""), std::string::npos);
   EXPECT_NE(text.find("op=\"AllReduce\""), std::string::npos);
+}
+
+// A scrape reads a page as the poll does (read_page): a rank whose writer
+// holds the seqlock is read again after a pause, not left out of /metrics.
+// The "writer" here finishes its write during the exporter's first pause.
+TEST(MetricsExporter, APageBusyUnderItsSeqlockIsReadAgainNotDropped) {
+  char dir[] = "/tmp/xpu_exporter_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  RankIdentity id;
+  id.rank = 2;
+  std::string error;
+  auto writer = proto::StatusPageFile::create(dir, id, getpid(), &error);
+  ASSERT_NE(writer, nullptr) << error;
+  RankRecord rec;
+  rec.reg.rank = 2;
+  rec.reg.pid = getpid();
+  rec.reg.host = "h";
+  rec.page = proto::StatusPageFile::attach(writer->path(), getpid(), 2, &error);
+  ASSERT_NE(rec.page, nullptr) << error;
+  writer->begin_write();
+  writer->page()->inflight_count = 3;
+  int pauses = 0;
+  bool finish_in_first_pause = true;
+  MetricsExporter exporter(config(), [&] {
+    if (++pauses == 1 && finish_in_first_pause) writer->end_write();
+  });
+  const std::string labels = "rank=\"2\",local_rank=\"0\",host=\"h\",job_name=\"train\"";
+  std::string text = exporter.render({rec}, HangReport{});
+  EXPECT_EQ(pauses, 1) << "the first read saw the write in progress, the second its result";
+  EXPECT_TRUE(has_line(text, "xpu_timer_inflight_operations{" + labels + "} 3")) << text;
+
+  // A writer that never finishes: a bounded number of pauses, then the
+  // rank's page series are left out of this scrape (its liveness stays).
+  writer->begin_write();
+  pauses = 0;
+  finish_in_first_pause = false;
+  text = exporter.render({rec}, HangReport{});
+  EXPECT_EQ(pauses, 10);
+  EXPECT_EQ(text.find("xpu_timer_inflight_operations{"), std::string::npos) << text;
+  EXPECT_TRUE(has_line(text, "xpu_timer_rank_up{" + labels + "} 1")) << text;
+  writer->end_write();
+  const std::string path = writer->path();
+  rec.page.reset();
+  writer.reset();
+  unlink(path.c_str());
+  rmdir(dir);
 }
 
 TEST(MetricsExporter, JobNameFromEnvironmentOrCommand) {

@@ -8,6 +8,7 @@
 
 
 #include "common/protocol.h"
+#include "common/unique_fd.h"
 #include "supervisor/log_tee.h"
 
 namespace xpu_timer::supervisor {
@@ -138,17 +139,17 @@ bool RankLinkServer::listen(const std::string& path, std::string* error) {
     return false;
   }
   memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) {
+  UniqueFd fd(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd.valid()) {
     *error = std::string("socket(AF_UNIX, SOCK_SEQPACKET) failed: ") + strerror(errno);
     return false;
   }
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(fd, 256) != 0) {
+  if (bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::listen(fd.get(), 256) != 0) {
     *error = "cannot listen on " + path + ": " + strerror(errno);
-    ::close(fd);
     return false;
   }
-  acceptor_.assign(fd);
+  acceptor_.assign(fd.release());  // the acceptor owns it now
   accept_next();
   return true;
 }
@@ -182,9 +183,8 @@ void RankLinkServer::accept_next() {
 bool RankLinkServer::accept_pending() {
   auto alive = alive_;
   for (;;) {
-    const int fd =
-        accept4(acceptor_.native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) {
+    UniqueFd fd(accept4(acceptor_.native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    if (!fd.valid()) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
       SUP_LOG_WARN("accept on the rank socket failed: %s; retrying in 1 s", strerror(errno));
@@ -196,12 +196,11 @@ bool RankLinkServer::accept_pending() {
     }
     if (open_connections_ >= kMaxConnections) {
       SUP_LOG_WARN("too many rank connections (%zu): refusing one", open_connections_);
-      ::close(fd);
-      continue;
+      continue;  // `fd` closes
     }
     ++open_connections_;
     const uint64_t id = next_id_++;
-    auto conn = std::make_shared<Connection>(this, fd, id);
+    auto conn = std::make_shared<Connection>(this, fd.release(), id);  // its socket owns it
     connections_[id] = conn;
     conn->read_next();
   }

@@ -6,22 +6,15 @@
 
 namespace xpu_timer::supervisor {
 
-uint64_t monotonic_now_ns() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-double unix_now_s() {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
-
 // Rereads of a busy page, and the pause before each: 10 ms at most per rank
 // and poll, only while its writer is descheduled mid-write.
 constexpr int kBusyRetries = 10;
 constexpr long kBusyPauseNs = 1000 * 1000;
+
+void pause_for_busy_page() {
+  const timespec pause{0, kBusyPauseNs};
+  nanosleep(&pause, nullptr);
+}
 
 void read_page(const proto::StatusPageFile& page, proto::StatusSnapshot* scratch,
                const std::function<void()>& pause) {
@@ -46,10 +39,7 @@ RankSample sample_rank(const RankRecord& record, proto::StatusSnapshot* scratch)
   s.alive = process_alive(record.reg.pid, record.start_time);
   s.registered_ns = record.registered_ns;
   if (record.page == nullptr) return s;
-  read_page(*record.page, scratch, [] {
-    const timespec pause{0, kBusyPauseNs};
-    nanosleep(&pause, nullptr);
-  });
+  read_page(*record.page, scratch, pause_for_busy_page);
   s.heartbeat_ns = scratch->heartbeat_ns();  // known even when the rest is busy
   if (!scratch->page_ok()) return s;
   const proto::StatusPage& p = scratch->page();  // validated: counts within their tables
@@ -84,7 +74,7 @@ Snapshot take_snapshot(const std::vector<RankRecord>& records, proto::StatusSnap
     }
   }
   // Sample the clocks after the pages: a page time is then never in the future.
-  snap.now_ns = monotonic_now_ns();
+  snap.now_ns = monotonic_ns();
   snap.now_unix_s = unix_now_s();
   return snap;
 }

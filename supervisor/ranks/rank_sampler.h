@@ -7,24 +7,26 @@
 #include <functional>
 #include <vector>
 
-#include "supervisor/ranks/rank_registry.h"
+// A Snapshot's times are common/clock.h's (monotonic_ns, unix_now_s).
+#include "common/clock.h"
 #include "supervisor/analysis/rank_sample.h"
+#include "supervisor/ranks/rank_registry.h"
 
 namespace xpu_timer::supervisor {
 
 // `scratch` is a caller-owned snapshot (it holds a ~72 KB page copy: reuse it).
-// One read of `page` into `scratch`. A busy seqlock means the rank's
-// background thread was descheduled inside its write (a loaded machine): its
-// page is not stale, only mid-update, so it is read again after `pause()`
-// (1 ms in sample_rank), up to 10 times, rather than taken for a rank without
-// a page in this snapshot (a hang verdict would then leave that rank out).
+// One read of `page` into `scratch`, the one way the supervisor reads a page
+// (the poll and /metrics). A busy seqlock means the rank's background thread
+// was descheduled inside its write (a loaded machine): its page is not stale,
+// only mid-update, so it is read again after `pause()`, up to 10 times, rather
+// than taken for a rank without a page this time (a hang verdict would then
+// leave that rank out, a scrape would drop its series).
 void read_page(const proto::StatusPageFile& page, proto::StatusSnapshot* scratch,
                const std::function<void()>& pause);
+// The pause between those rereads everywhere but in tests: 1 ms.
+void pause_for_busy_page();
 RankSample sample_rank(const RankRecord& record, proto::StatusSnapshot* scratch);
 
 Snapshot take_snapshot(const std::vector<RankRecord>& records, proto::StatusSnapshot* scratch);
-
-uint64_t monotonic_now_ns();
-double unix_now_s();
 
 }  // namespace xpu_timer::supervisor

@@ -15,11 +15,7 @@ std::optional<RankRegistration> parse_register_message(const void* data, size_t 
 
   RankRegistration reg;
   reg.pid = msg.pid;
-  reg.rank = msg.rank;
-  reg.local_rank = msg.local_rank;
-  reg.world_size = msg.world_size;
-  reg.local_world_size = msg.local_world_size;
-  reg.group_rank = msg.group_rank;
+  static_cast<RankIdentity&>(reg) = proto::identity_of(msg);
   if (reg.pid <= 0) return fail("bad pid " + std::to_string(reg.pid));
   if (reg.world_size < 1 || reg.world_size > kMaxWorldSize) {
     return fail("bad world_size " + std::to_string(reg.world_size));

@@ -8,15 +8,14 @@
 #include <optional>
 #include <string>
 
+#include "common/rank_identity.h"
+
 namespace xpu_timer::supervisor {
 
-struct RankRegistration {
+// A checked registration: the rank's identity (reg.rank, reg.group_rank, ...)
+// and the process, host and page that hold it.
+struct RankRegistration : RankIdentity {
   pid_t pid = 0;
-  int rank = 0;
-  int local_rank = 0;
-  int world_size = 1;
-  int local_world_size = 1;
-  int group_rank = 0;
   std::string host;
   std::string status_path;
 };

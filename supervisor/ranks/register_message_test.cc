@@ -11,7 +11,7 @@ namespace {
 
 proto::RegisterMsg valid() {
   // pid 77, rank 5 (local 1) of 8 (4 a node), node 1.
-  const proto::RegisterInfo info{77, 5, 1, 8, 4, 1, "node1", "/dev/shm/x/rank-5-77.page"};
+  const proto::RegisterInfo info{77, {5, 1, 8, 4, 1}, "node1", "/dev/shm/x/rank-5-77.page"};
   proto::RegisterMsg m;
   EXPECT_TRUE(proto::encode_register(info, &m));
   return m;
