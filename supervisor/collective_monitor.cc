@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/clock.h"
+#include "common/comm_names.h"
 #include "supervisor/analysis/hang_detector.h"
 #include "supervisor/coordination/job_view.h"
 #include "supervisor/log_tee.h"
@@ -48,7 +50,7 @@ void CollectiveMonitor::read_rings(const std::vector<RankRecord>& records,
       cur.next = snap.head;
     }
   }
-  std::vector<Mismatch> found = checker_.check(monotonic_now_ns(), unix_now_s());
+  std::vector<Mismatch> found = checker_.check(monotonic_ns(), unix_now_s());
   {
     std::lock_guard<std::mutex> lock(mutex_);
     status_.collectives_checked = checker_.compared();
@@ -84,7 +86,7 @@ void CollectiveMonitor::report_once(Mismatch m) {
 
 void CollectiveMonitor::exchange_fingerprints(int node) {
   if (node < 0) return;
-  const uint64_t now = monotonic_now_ns();
+  const uint64_t now = monotonic_ns();
   if (now - std::min(now, fingerprints_offered_ns_) >= kFingerprintPeriodNs) {
     fingerprints_offered_ns_ = now;
     // What is new since the last offer: the store keeps the last few
@@ -124,7 +126,7 @@ void CollectiveMonitor::on_job_mismatch(Mismatch m, int from_node) {
   checker_.mark_reported(m.comm_hash, m.seq);
   if (reported_.count({m.comm_hash, m.seq}) != 0) return;  // reported here
   m.comm_name = checker_.comm_name(m.comm_hash);
-  m.detected_ns = monotonic_now_ns();
+  m.detected_ns = monotonic_ns();
   m.summary = mismatch_sentence(m);
   SUP_LOG_INFO("node %d found a collective mismatch across the job's nodes", from_node);
   report_once(std::move(m));

@@ -1,5 +1,4 @@
 #include "supervisor/incidents/crash_json.h"
-#include "supervisor/job/exit_status.h"
 
 #include <signal.h>
 #include <string.h>
@@ -8,6 +7,7 @@
 #include <cstdlib>
 
 #include "supervisor/analysis/op_json.h"
+#include "supervisor/job/exit_status.h"
 
 namespace xpu_timer::supervisor {
 namespace {

@@ -1,5 +1,4 @@
 #include "supervisor/incidents/crash_json.h"
-#include "supervisor/job/exit_status.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -8,6 +7,7 @@
 #include <string>
 
 #include "supervisor/incidents/crash_symbolizer.h"
+#include "supervisor/job/exit_status.h"
 
 namespace xpu_timer::supervisor {
 namespace {

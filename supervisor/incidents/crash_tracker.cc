@@ -1,5 +1,4 @@
 #include "supervisor/incidents/crash_tracker.h"
-#include "supervisor/job/exit_status.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,8 +12,10 @@
 #include <memory>
 #include <fstream>
 
+#include "common/clock.h"
 #include "common/status_page.h"
 #include "supervisor/incidents/dump_files.h"
+#include "supervisor/job/exit_status.h"
 #include "supervisor/log_tee.h"
 #include "supervisor/analysis/op_json.h"
 #include "supervisor/job/process_table.h"

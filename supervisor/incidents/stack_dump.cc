@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "common/clock.h"
 #include "flamegraph/dump_merger.h"
 #include "flamegraph/flamegraph_files.h"
 #include "stack/stack_file.h"
@@ -18,10 +19,6 @@ namespace {
 
 constexpr size_t kMaxRenderWarnings = 50;
 constexpr size_t kMaxErrorsLoggedPerRank = 3;
-
-double unix_now_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();

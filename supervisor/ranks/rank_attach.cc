@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "common/clock.h"
 #include "common/recorder_ring.h"
 #include "common/status_page.h"
 #include "supervisor/job/process_table.h"
@@ -35,7 +36,7 @@ std::optional<RankRecord> attach_rank(uint64_t connection_id, const RankRegistra
       SUP_LOG_WARN("rank %d: flight recorder not readable: %s", reg.rank, ring_error.c_str());
     }
   }
-  record.registered_ns = monotonic_now_ns();
+  record.registered_ns = monotonic_ns();
   record.connection_id = connection_id;
   record.connected = true;
   return record;
