@@ -1,10 +1,11 @@
 // The supervisor's hang verdict as the flame graphs show it: which ranks were
 // stuck and which missing, read from the hang.json the supervisor writes into
-// its dump folder (GET /hang's document, supervisor/hang_report_json.h). The
-// graphs name the verdict in their header and mark the frames a missing rank
-// passes through, so that `stuck_in_host_code@...@2|0-1/3` (2 being the rank
-// whose stack passes there) is not read as "rank 2 stuck". Pure apart from
-// reading files; any thread.
+// its dump folder. A thin adapter over the hang document's one reader
+// (common/hang_document.h). The graphs name the verdict in their header and
+// mark the frames a missing rank passes through, so that
+// `stuck_in_host_code@...@2|0-1/3` (2 being the rank whose stack passes
+// there) is not read as "rank 2 stuck". Pure apart from reading files (through
+// common/file_reader.h); any thread.
 #pragma once
 
 #include <optional>

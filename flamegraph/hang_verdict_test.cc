@@ -10,7 +10,7 @@
 namespace xpu_timer::flamegraph {
 namespace {
 
-// The shape of supervisor/hang_report_json.cc's document, trimmed.
+// The shape of the hang document (common/hang_document.h), trimmed.
 std::string hang_json(const std::string& stacks_dir) {
   return R"js({"hung":true,"summary":"ranks 0,1,3 stuck in AllReduce #6 on comm 06543c4e36ee6c61 for 5.3 s; rank 2 missing (last completed #5 on that comm)",
     "ranks":[{"rank":0,"state":"stuck"},{"rank":1,"state":"stuck"},
@@ -38,7 +38,9 @@ TEST(HangVerdict, NoHangAndBadDocuments) {
   EXPECT_FALSE(parse_hang_verdict("{\"hung\":", &error));
   EXPECT_EQ(error, "not valid JSON");
   EXPECT_FALSE(parse_hang_verdict("[1,2]", &error));
-  EXPECT_EQ(error, "not valid JSON");
+  EXPECT_EQ(error, "not a JSON object");
+  EXPECT_FALSE(parse_hang_verdict(R"({"version":2,"ranks":[]})", &error));
+  EXPECT_EQ(error, "hang document version 2; this build reads version 1");
   EXPECT_FALSE(parse_hang_verdict(R"({"ranks":7})", &error));
   EXPECT_EQ(error, "no \"ranks\" array: not a hang report");
   // Odd entries are skipped, not fatal.

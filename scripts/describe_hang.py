@@ -1,60 +1,92 @@
 #!/usr/bin/env python3
 """Says in words what the supervisor's GET /hang answers.
 
-usage: describe_hang.py URL_OR_FILE [--save PATH]
-Reads the JSON from http://host:port/hang (or a saved hang.json), prints one
-line per group of ranks and the supervisor's own summary, and optionally saves
-the JSON it read.
+Reads the hang document from http://host:port/hang (or a saved hang.json),
+prints one line per group of stuck ranks and the supervisor's own summary, and
+optionally saves the text it read. Exit status: 0 hung, 1 no hang, 2 not a
+hang document this script reads.
+
+The document's keys are docs/architecture.md "Hang document"; its owner is
+common/hang_document.h (the C++ reader). This script reads only the keys it
+prints, and refuses a "version" other than the one it knows.
 """
+import argparse
 import json
 import sys
 import urllib.request
 
+VERSION = 1  # common/hang_document.h kVersion; a document without the key is read the same
+
 
 def load(src):
-    if src.startswith("http://"):
+    if src.startswith("http://") or src.startswith("https://"):
         with urllib.request.urlopen(src, timeout=5) as r:
             return r.read().decode()
     with open(src) as f:
         return f.read()
 
 
+def ranks_text(ranks):
+    return "%s %s" % ("ranks" if len(ranks) > 1 else "rank", ",".join(str(r) for r in ranks))
+
+
+def describe(doc):
+    """The lines to print for a hang document (a dict)."""
+    parts = []
+    for g in doc.get("groups") or []:
+        where = g.get("operation", "?")
+        if g.get("comm") is not None:
+            where += " #%s on comm %s" % (g.get("seq"), g["comm"])
+            if g.get("comm_name"):
+                where += " (%s)" % g["comm_name"]
+        parts.append("%s stuck in %s (pending %.1f s)" % (
+            ranks_text(g.get("ranks") or []), where, g.get("pending_s") or 0))
+    ranks = [r for r in doc.get("ranks") or [] if isinstance(r, dict)]
+    for state in ("missing", "unresponsive", "exited"):
+        these = [r for r in ranks if r.get("state") == state]
+        if not these:
+            continue
+        detail = ""
+        seqs = [r["last_completed_seq"] for r in these if r.get("last_completed_seq") is not None]
+        if state == "missing" and seqs:
+            detail = " (last completed #%s)" % ",".join(str(s) for s in seqs)
+        parts.append("%s %s%s" % (ranks_text([r.get("rank") for r in these]), state, detail))
+    lines = ["; ".join(parts)]
+    if doc.get("summary"):
+        lines.append("supervisor says: " + doc["summary"])
+    return lines
+
+
 def main(argv):
-    if len(argv) < 2:
-        print(__doc__.strip(), file=sys.stderr)
-        return 2
-    text = load(argv[1])
-    if "--save" in argv:
-        with open(argv[argv.index("--save") + 1], "w") as f:
+    parser = argparse.ArgumentParser(
+        prog="describe_hang.py", description=__doc__.strip().split("\n\n")[0],
+        epilog="example: describe_hang.py http://127.0.0.1:9091/hang --save hang_live.json")
+    parser.add_argument("source", metavar="URL_OR_FILE",
+                        help="http://host:port/hang, or a saved hang.json")
+    parser.add_argument("--save", metavar="PATH", help="also write the text read to PATH")
+    args = parser.parse_args(argv[1:])
+    text = load(args.source)
+    if args.save:
+        with open(args.save, "w") as f:
             f.write(text)
-    doc = json.loads(text)
-    if not doc.get("hung"):
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        print("%s: not valid JSON (%s)" % (args.source, e), file=sys.stderr)
+        return 2
+    if not isinstance(doc, dict) or not isinstance(doc.get("ranks"), list):
+        print("%s: no \"ranks\" array: not a hang report" % args.source, file=sys.stderr)
+        return 2
+    version = doc.get("version", VERSION)
+    if type(version) is not int or version != VERSION:
+        print("%s: hang document version %s; this script reads version %d"
+              % (args.source, json.dumps(version), VERSION), file=sys.stderr)
+        return 2
+    if doc.get("hung") is not True:
         print("no hang reported")
         return 1
-    groups = {}
-    for r in doc.get("ranks", []):
-        if r.get("state") == "stuck":
-            op = r.get("operation") or {}
-            key = (op.get("name", "?"), op.get("seq"), op.get("comm", "?"))
-            groups.setdefault(key, []).append(r)
-    parts = []
-    for (name, seq, comm), ranks in sorted(groups.items(), key=lambda kv: kv[1][0]["rank"]):
-        pending = max(r.get("pending_s", 0) for r in ranks)
-        parts.append("%s %s stuck in %s #%s on comm %s (pending %.1f s)" % (
-            "ranks" if len(ranks) > 1 else "rank",
-            ",".join(str(r["rank"]) for r in ranks), name, seq, comm, pending))
-    for state in ("missing", "unresponsive", "exited"):
-        ranks = [r for r in doc.get("ranks", []) if r.get("state") == state]
-        if ranks:
-            detail = ""
-            seqs = [r.get("last_completed_seq") for r in ranks if r.get("last_completed_seq") is not None]
-            if state == "missing" and seqs:
-                detail = " (last completed #%s)" % ",".join(str(s) for s in seqs)
-            parts.append("rank%s %s %s%s" % ("s" if len(ranks) > 1 else "",
-                                              ",".join(str(r["rank"]) for r in ranks), state, detail))
-    print("; ".join(parts))
-    if doc.get("summary"):
-        print("supervisor says: " + doc["summary"])
+    for line in describe(doc):
+        print(line)
     return 0
 
 

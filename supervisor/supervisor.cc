@@ -79,6 +79,7 @@ JobExit Supervisor::run() {
   hooks.terminate_job = [this](const std::string& why) {
     if (job_) job_->terminate(SIGTERM, why.c_str());
   };
+  hooks.parts = [this] { return hang_document_parts(); };
   hooks.announce = [this] {
     if (job_view_) job_view_->request_dumps("hang");  // nodes that do not see it yet
   };
@@ -223,7 +224,7 @@ void Supervisor::start_http() {
       [this](std::string* body) {
         const std::shared_ptr<const HangReport> report = published_report();
         return dumps_->timeline_request(
-            report->hung ? json_text(hang_report_json(*report), 2) + "\n" : std::string(), body);
+            report->hung ? hang_json() : std::string(), body);
       }});
   std::string error;
   if (!http_->start(options_.host, options_.port, &error)) {
@@ -352,21 +353,29 @@ std::shared_ptr<const HangReport> Supervisor::published_report() const {
   return published_report_;
 }
 
+HangDocumentParts Supervisor::hang_document_parts() const {
+  HangDocumentParts parts;
+  parts.timeout_s = options_.hang_timeout_s;
+  const CollectiveStatus collectives = collectives_->published();
+  parts.mismatches = collectives.mismatches;
+  parts.mismatch_total = collectives.mismatch_total;
+  parts.collectives_checked = collectives.collectives_checked;
+  if (job_view_) {
+    parts.coordinator = coordinator_json(job_view_->status(), collectives.compared_through,
+                                         collectives.unaligned);
+  }
+  return parts;
+}
+
+// GET /hang: the hang document with the latest dumps, whatever their reason.
 std::string Supervisor::hang_json() const {
-  HangReport shown = *published_report();
-  shown.timeout_s = options_.hang_timeout_s;
-  nlohmann::json j = hang_report_json(shown);
+  HangDocumentParts parts = hang_document_parts();
   std::shared_ptr<const StackDumpReport> stacks =
       dumps_->stacks() != nullptr ? dumps_->stacks()->latest() : nullptr;
-  j["stacks"] = stacks ? stack_dump_json(*stacks) : nlohmann::json(nullptr);
-  const CollectiveStatus collectives = collectives_->published();
-  j["mismatch_total"] = collectives.mismatch_total;
-  j["collectives_checked"] = collectives.collectives_checked;
-  j["mismatches"] = collectives.mismatches;
-  j["coordinator"] = job_view_ ? coordinator_json(job_view_->status(), collectives.compared_through,
-                                                  collectives.unaligned)
-                               : nlohmann::json(nullptr);
-  return json_text(j, 2);
+  if (stacks) parts.stacks = stack_dump_json(*stacks);
+  const std::string timeline_dir = dumps_->latest_timeline_dir();
+  if (!timeline_dir.empty()) parts.timeline = nlohmann::json{{"dir", timeline_dir}};
+  return hang_document_text(*published_report(), parts);
 }
 
 std::string Supervisor::ranks_json_text() const {

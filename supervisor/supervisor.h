@@ -24,6 +24,7 @@
 
 #include "supervisor/analysis/collective_check.h"
 #include "supervisor/analysis/hang_detector.h"
+#include "supervisor/analysis/hang_report_json.h"
 #include "supervisor/job/exit_status.h"
 #include "supervisor/job/job_environment.h"
 #include "supervisor/options.h"
@@ -75,6 +76,7 @@ class Supervisor {
   void stop_when_done();
   // HTTP threads.
   std::shared_ptr<const HangReport> published_report() const;
+  HangDocumentParts hang_document_parts() const;  // any thread
   std::string hang_json() const;
   std::string ranks_json_text() const;
   std::string metrics_text() const;

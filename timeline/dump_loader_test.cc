@@ -109,7 +109,7 @@ TEST(DumpLoader, HangJsonIsReadAndABadOneIsReported) {
   load_dumps({DumpSource{dir.path(), -1}}, &d);
   EXPECT_FALSE(d.folders[0].verdict.has_value());
   EXPECT_EQ(d.warnings,
-            std::vector<std::string>{dir.path() + "/hang.json: not a JSON object; no hang "
+            std::vector<std::string>{dir.path() + "/hang.json: not valid JSON; no hang "
                                                   "verdict shown"});
   EXPECT_EQ(d.ranks.size(), 4u);
   dir.write("hang.json", R"({"hung": true, "ranks": [{"rank": "x"}, {"rank": 1, "comm": 5}]})");

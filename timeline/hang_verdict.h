@@ -1,7 +1,7 @@
 // The supervisor's hang verdict as the timeline needs it, read back from the
-// dump folder's hang.json (the document of GET /hang, written by
-// supervisor/hang_report_json.cc; docs/architecture.md "Hang detection").
-// The JSON is additive: unknown keys are ignored, and a key of the wrong type
+// dump folder's hang.json: a thin adapter over the hang document's one reader
+// (common/hang_document.h; docs/architecture.md "Hang document"). The
+// document is additive: unknown keys are ignored, and a key of the wrong type
 // drops that key (or that rank), never the whole verdict.
 #pragma once
 
@@ -32,9 +32,10 @@ struct HangVerdict {
   const VerdictRank* find(int rank) const;
 };
 
-// Parses hang.json's text. False with a one-line reason when it is not a JSON
-// object at all; fields of the wrong type are skipped (the reason of the first
-// is put in *warning, the verdict still returned).
+// Parses hang.json's text. False with a one-line reason when it is no hang
+// document (common/hang_document.h says which are not); keys of the wrong
+// type are skipped (the first one's line is put in *warning, the verdict
+// still returned).
 bool parse_hang_verdict(const std::string& text, HangVerdict* out, std::string* error,
                         std::string* warning);
 

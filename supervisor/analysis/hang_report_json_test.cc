@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "supervisor/analysis/op_json.h"
 #include "supervisor/analysis/ranks_json.h"
@@ -52,10 +54,18 @@ Snapshot hung_snapshot() {
   return snap;
 }
 
+// The document as GET /hang serves it, with no supervisor parts.
+nlohmann::json document(const HangReport& report, double timeout_s) {
+  HangDocumentParts parts;
+  parts.timeout_s = timeout_s;
+  return nlohmann::json::parse(hang_document_text(report, parts));
+}
+
 TEST(HangReportJson, Shape) {
   HangDetector d(2.0);
   ASSERT_EQ(d.update(hung_snapshot()), HangEvent::kDetected);
-  const nlohmann::json j = hang_report_json(d.report());
+  const nlohmann::json j = document(d.report(), d.timeout_s());
+  EXPECT_EQ(j["version"], hang_document::kVersion);
   EXPECT_EQ(j["hung"], true);
   EXPECT_DOUBLE_EQ(j["detected_at"].get<double>(), 1700000000.5);
   EXPECT_DOUBLE_EQ(j["timeout_s"].get<double>(), 2.0);
@@ -113,7 +123,7 @@ TEST(HangReportJson, NamedCommunicatorInSentenceGroupsAndMissingRanks) {
   std::snprintf(snap.ranks[1].comms[0].name, sizeof(proto::CommSlot::name), "tp_group");
   HangDetector d(2.0);
   ASSERT_EQ(d.update(snap), HangEvent::kDetected);
-  const nlohmann::json j = hang_report_json(d.report());
+  const nlohmann::json j = document(d.report(), d.timeout_s());
   EXPECT_EQ(j["summary"],
             "rank 0 stuck in AllGather #4 on comm 0000000000000abc (tp_group) for 2.5 s; rank 1 "
             "missing (last completed #3 on that comm); rank 2 missing (never registered)");
@@ -138,11 +148,51 @@ TEST(HangReportJson, NameOfAHashLocalToOneRankIsNotUsed) {
 TEST(HangReportJson, NoHang) {
   HangReport r;
   r.timeout_s = 300;
-  const nlohmann::json j = hang_report_json(r);
+  const nlohmann::json j = document(r, 300);
   EXPECT_EQ(j["hung"], false);
   EXPECT_TRUE(j["detected_at"].is_null());
   EXPECT_EQ(j["summary"], "no hang");
   EXPECT_TRUE(j["ranks"].is_array());
+  EXPECT_DOUBLE_EQ(j["timeout_s"].get<double>(), 300);
+}
+
+TEST(HangReportJson, TheSupervisorsPartsAndOneShapeForGetHangAndHangJson) {
+  HangDetector d(2.0);
+  ASSERT_EQ(d.update(hung_snapshot()), HangEvent::kDetected);
+  HangDocumentParts live;  // GET /hang: no coordinator, no dumps yet
+  live.timeout_s = 2;
+  live.mismatches = nlohmann::json::array({{{"kind", "dtype"}}});
+  live.mismatch_total = 3;
+  live.collectives_checked = 12;
+  HangDocumentParts file = live;  // hang.json: the hang's own dumps
+  file.coordinator = {{"url", "http://etcd:2379"}, {"connected", true}};
+  file.stacks = {{"dir", "/d/stacks-1"}};
+  file.timeline = {{"dir", "/d/timeline-1-hang"}};
+  const nlohmann::json a = nlohmann::json::parse(hang_document_text(d.report(), live));
+  const nlohmann::json b = nlohmann::json::parse(hang_document_text(d.report(), file));
+  ASSERT_EQ(a.size(), b.size());
+  for (const auto& [key, value] : a.items()) EXPECT_TRUE(b.contains(key)) << key;
+  EXPECT_EQ(a["mismatches"], live.mismatches);
+  EXPECT_EQ(a["mismatch_total"], 3);
+  EXPECT_EQ(a["collectives_checked"], 12);
+  EXPECT_TRUE(a["coordinator"].is_null());
+  EXPECT_TRUE(a["stacks"].is_null());
+  EXPECT_TRUE(a["timeline"].is_null());
+  EXPECT_EQ(b["coordinator"], file.coordinator);
+  EXPECT_EQ(b["stacks"]["dir"], "/d/stacks-1");
+  EXPECT_EQ(b["timeline"]["dir"], "/d/timeline-1-hang");
+
+  // The one reader reads what the supervisor writes, without a warning.
+  hang_document::Document back;
+  std::string error;
+  std::vector<std::string> warnings;
+  ASSERT_TRUE(hang_document::parse(hang_document_text(d.report(), file), &back, &error,
+                                   &warnings))
+      << error;
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(back.ranks.size(), 3u);
+  EXPECT_EQ(back.stacks_dir(), "/d/stacks-1");
+  EXPECT_EQ(hang_document::to_text(back), hang_document_text(d.report(), file));
 }
 
 TEST(RanksJson, Shape) {

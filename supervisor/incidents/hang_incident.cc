@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "supervisor/analysis/hang_report_json.h"
-#include "supervisor/analysis/op_json.h"
 #include "supervisor/incidents/dump_files.h"
 #include "supervisor/log_tee.h"
 
@@ -47,8 +45,14 @@ HangIncident::HangIncident(IncidentDumps* dumps, std::string dump_dir, bool kill
       kill_on_hang_(kill_on_hang),
       hooks_(std::move(hooks)) {}
 
+// The hang document with this hang's own dumps: hang.json and the dump
+// folders' copies.
 std::string HangIncident::document() const {
-  return hang_ ? json_text(hang_report_json(*hang_), 2) + "\n" : std::string();
+  if (!hang_) return std::string();
+  HangDocumentParts parts = hooks_.parts ? hooks_.parts() : HangDocumentParts{};
+  if (stacks_) parts.stacks = stack_dump_json(*stacks_);
+  if (!timeline_dir_.empty()) parts.timeline = nlohmann::json{{"dir", timeline_dir_}};
+  return hang_document_text(*hang_, parts);
 }
 
 void HangIncident::on_event(HangEvent event, const HangReport& report) {
@@ -147,12 +151,8 @@ void HangIncident::after_crashes(uint64_t incidents) {
 
 void HangIncident::write_file() {
   if (dump_dir_.empty() || !hang_) return;
-  nlohmann::json j = hang_report_json(*hang_);
-  j["stacks"] = stacks_ ? stack_dump_json(*stacks_) : nlohmann::json(nullptr);
-  j["timeline"] =
-      timeline_dir_.empty() ? nlohmann::json(nullptr) : nlohmann::json{{"dir", timeline_dir_}};
   std::string error;
-  if (!write_file_atomically(dump_dir_ + "/hang.json", json_text(j, 2) + "\n", &error)) {
+  if (!write_file_atomically(dump_dir_ + "/hang.json", document(), &error)) {
     SUP_LOG_WARN("%s", error.c_str());
   }
 }

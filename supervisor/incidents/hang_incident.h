@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "supervisor/analysis/hang_detector.h"
+#include "supervisor/analysis/hang_report_json.h"
 #include "supervisor/incidents/incident_dumps.h"
 
 namespace xpu_timer::supervisor {
@@ -28,6 +29,9 @@ struct HangIncidentHooks {
   std::function<void(const std::string& why)> terminate_job;
   // A new hang: tell the other nodes, which may not see it yet.
   std::function<void()> announce;
+  // What the hang document holds beside the verdict (mismatches, the
+  // coordinator, ...); `stacks` and `timeline` are filled here.
+  std::function<HangDocumentParts()> parts;
 };
 
 class HangIncident {

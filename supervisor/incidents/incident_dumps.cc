@@ -44,6 +44,10 @@ TimelineDumpResult IncidentDumps::timelines(const std::string& reason,
   result = dump_timelines(targets, dump_dir_, reason, hang_json, unix_now_s());
   for (const std::string& e : result.errors) SUP_LOG_WARN("flight recorder: %s", e.c_str());
   if (result.ok) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      latest_timeline_dir_ = result.dir;
+    }
     SUP_LOG_INFO("flight recorder (%s): %llu operations of %zu rank(s) in %s", reason.c_str(),
                  static_cast<unsigned long long>(result.records), result.ranks.size(),
                  result.dir.c_str());
@@ -78,6 +82,11 @@ nlohmann::json IncidentDumps::timelines_and_stacks(const std::string& reason) {
                      : started.error.c_str());
   }
   return j;
+}
+
+std::string IncidentDumps::latest_timeline_dir() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return latest_timeline_dir_;
 }
 
 int IncidentDumps::stacks_request(StackDumper::DoneFn done, std::string* json_body) {

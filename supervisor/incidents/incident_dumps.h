@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -48,10 +49,15 @@ class IncidentDumps {
   int stacks_request(StackDumper::DoneFn done, std::string* json_body);
   int timeline_request(const std::string& hang_json, std::string* json_body);
 
+  // The folder of the latest timeline dump that worked; "" before the first.
+  std::string latest_timeline_dir() const;
+
  private:
   const std::string dump_dir_;
   const RanksFn ranks_;
   std::unique_ptr<StackDumper> stacks_;
+  mutable std::mutex mutex_;
+  std::string latest_timeline_dir_;  // mutex_
 };
 
 }  // namespace xpu_timer::supervisor

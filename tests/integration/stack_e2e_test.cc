@@ -14,6 +14,7 @@
 #include <map>
 #include <optional>
 #include <regex>
+#include <set>
 
 #include "tests/integration/supervisor_fixture.h"
 
@@ -179,6 +180,18 @@ TEST(StackE2E, HangCollectsEveryRankMergesAndLeavesThemRunning) {
   const std::string file_dir = hang_file.at("stacks").at("dir").get<std::string>();
   EXPECT_GE(file_dir, dir);
   EXPECT_EQ(file_dir.rfind(job.dump_dir() + "/stacks-", 0), 0u) << file_dir;
+  // One hang document (common/hang_document.h): GET /hang, hang.json and the
+  // folder's hang.json have the same keys, the version among them.
+  const auto keys = [](const nlohmann::json& j) {
+    std::set<std::string> k;
+    for (const auto& item : j.items()) k.insert(item.key());
+    return k;
+  };
+  const auto live = job.get_json("/hang");
+  const auto in_folder = nlohmann::json::parse(read_file(dir + "/hang.json"), nullptr, false);
+  EXPECT_EQ(hang_file.at("version"), 1) << hang_file.dump(2);
+  EXPECT_EQ(keys(live), keys(hang_file)) << live.dump(2);
+  EXPECT_EQ(keys(in_folder), keys(hang_file)) << in_folder.dump(2);
   const std::string log = job.log();
   const auto at = log.find(": " + dir + "\n");
   ASSERT_NE(at, std::string::npos) << log;
