@@ -5,7 +5,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test demo clean dist sanitize
+.PHONY: all deps configure build test demo clean dist sanitize fuzz
 
 all: build
 
@@ -49,3 +49,11 @@ sanitize: deps
 	cmake -S . -B $(BUILD)-tsan -DCMAKE_BUILD_TYPE=Debug -DXPU_TIMER_SANITIZE=thread $(CMAKE_FLAGS)
 	cmake --build $(BUILD)-tsan -j$(JOBS) --target $(SAN_TARGETS)
 	cd $(BUILD)-tsan && for t in $(SAN_TARGETS); do TSAN_OPTIONS=halt_on_error=1 ./bin/$$t --gtest_brief=1 || exit 1; done
+
+# The libFuzzer targets (every *_fuzz: stack files, status pages, ring dumps,
+# socket messages, ...) built with clang in $(BUILD)-fuzz and run FUZZ_SECONDS
+# each on a copy of their seed corpus (<component>/fuzz/corpus/); fails on a
+# crash, leak or hang, naming the input.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	CMAKE_FLAGS="$(CMAKE_FLAGS)" JOBS=$(JOBS) scripts/run_fuzzers.sh $(BUILD)-fuzz $(FUZZ_SECONDS)
