@@ -37,11 +37,16 @@ dist: deps
 	scripts/make_dist.sh
 
 # Unit tests under ASan+UBSan and under TSan (the supervisor's threads and the
-# injected library's background thread). End-to-end tests are left out: a
-# sanitized libxpu_timer_inject.so cannot be preloaded into unsanitized ranks.
-# The coordination store's tests run a real etcd (the job view's thread).
-SAN_TARGETS ?= common_test supervisor_test inject_unit_test etcd_store_process_test \
-               job_view_process_test
+# injected library's background thread), and the tests of the parsers of
+# hostile input: stack files, merged dumps and hang.json (flamegraph), ring
+# dumps (timeline). End-to-end tests are left out: a sanitized
+# libxpu_timer_inject.so cannot be preloaded into unsanitized ranks. The
+# coordination store's tests run a real etcd (the job view's thread).
+SAN_TARGETS ?= common_test inject_unit_test stack_unit_test flamegraph_test timeline_test \
+               supervisor_test supervisor_job_test supervisor_ranks_test \
+               supervisor_analysis_test supervisor_metrics_test supervisor_http_test \
+               supervisor_coordination_test supervisor_incidents_test \
+               etcd_store_process_test job_view_process_test
 sanitize: deps
 	cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=Debug -DXPU_TIMER_SANITIZE=address $(CMAKE_FLAGS)
 	cmake --build $(BUILD)-asan -j$(JOBS) --target $(SAN_TARGETS)
