@@ -5,7 +5,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test demo clean dist sanitize
+.PHONY: all deps configure build test demo clean dist sanitize fuzz
 
 all: build
 
@@ -37,11 +37,16 @@ dist: deps
 	scripts/make_dist.sh
 
 # Unit tests under ASan+UBSan and under TSan (the supervisor's threads and the
-# injected library's background thread). End-to-end tests are left out: a
-# sanitized libxpu_timer_inject.so cannot be preloaded into unsanitized ranks.
-# The coordination store's tests run a real etcd (the job view's thread).
-SAN_TARGETS ?= common_test supervisor_test inject_unit_test etcd_store_process_test \
-               job_view_process_test
+# injected library's background thread), and the tests of the parsers of
+# hostile input: stack files, merged dumps and hang.json (flamegraph), ring
+# dumps (timeline). End-to-end tests are left out: a sanitized
+# libxpu_timer_inject.so cannot be preloaded into unsanitized ranks. The
+# coordination store's tests run a real etcd (the job view's thread).
+SAN_TARGETS ?= common_test inject_unit_test stack_unit_test flamegraph_test timeline_test \
+               supervisor_test supervisor_job_test supervisor_ranks_test \
+               supervisor_analysis_test supervisor_metrics_test supervisor_http_test \
+               supervisor_coordination_test supervisor_incidents_test \
+               etcd_store_process_test job_view_process_test
 sanitize: deps
 	cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=Debug -DXPU_TIMER_SANITIZE=address $(CMAKE_FLAGS)
 	cmake --build $(BUILD)-asan -j$(JOBS) --target $(SAN_TARGETS)
@@ -49,3 +54,11 @@ sanitize: deps
 	cmake -S . -B $(BUILD)-tsan -DCMAKE_BUILD_TYPE=Debug -DXPU_TIMER_SANITIZE=thread $(CMAKE_FLAGS)
 	cmake --build $(BUILD)-tsan -j$(JOBS) --target $(SAN_TARGETS)
 	cd $(BUILD)-tsan && for t in $(SAN_TARGETS); do TSAN_OPTIONS=halt_on_error=1 ./bin/$$t --gtest_brief=1 || exit 1; done
+
+# The libFuzzer targets (every *_fuzz: stack files, status pages, ring dumps,
+# socket messages, ...) built with clang in $(BUILD)-fuzz and run FUZZ_SECONDS
+# each on a copy of their seed corpus (<component>/fuzz/corpus/); fails on a
+# crash, leak or hang, naming the input.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	CMAKE_FLAGS="$(CMAKE_FLAGS)" JOBS=$(JOBS) scripts/run_fuzzers.sh $(BUILD)-fuzz $(FUZZ_SECONDS)

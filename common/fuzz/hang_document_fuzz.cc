@@ -3,7 +3,7 @@
 // one-line reason, or a model that the writer turns into a document that
 // reads back to the same model (the writer's text of both is the same);
 // never a crash, a hang or a sanitizer report (ASan/UBSan in the same build).
-// Seeds: common/fuzz/corpus/hang_document/ (documents the writer wrote).
+// Seeds: common/fuzz/corpus/hang_document_fuzz/ (documents the writer wrote).
 // Run: hang_document_fuzz -max_total_time=60 [corpus dir]
 #include <cstddef>
 #include <cstdint>

@@ -1,5 +1,7 @@
 #include "supervisor/ranks/crash_message.h"
 
+#include <climits>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 
@@ -17,6 +19,22 @@ template <typename T>
 std::optional<T> failure(std::string* error, const std::string& why) {
   if (error != nullptr) *error = why;
   return std::nullopt;
+}
+
+// A JSON integer that fits an int. nlohmann's get<int>() converts 1e10 or
+// 1.5 too, and out of range that conversion is undefined behaviour.
+bool int_value(const nlohmann::json& v, int* out) {
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(INT_MAX)) return false;
+    *out = static_cast<int>(u);
+    return true;
+  }
+  if (!v.is_number_integer()) return false;
+  const int64_t s = v.get<int64_t>();
+  if (s < INT_MIN || s > INT_MAX) return false;
+  *out = static_cast<int>(s);
+  return true;
 }
 
 }  // namespace
@@ -63,8 +81,10 @@ std::optional<PythonExceptionReport> parse_python_exception(const void* data, si
   try {
     const json doc = json::parse(body->begin(), body->end());
     PythonExceptionReport r;
-    r.pid = doc.at("pid").get<pid_t>();
-    r.rank = doc.at("rank").get<int>();
+    if (!int_value(doc.at("pid"), &r.pid) || r.pid <= 0) {
+      return failure<PythonExceptionReport>(error, "bad pid");
+    }
+    if (!int_value(doc.at("rank"), &r.rank)) return failure<PythonExceptionReport>(error, "bad rank");
     r.time_unix_s = doc.value("time", 0.0);
     const json& type = doc.at("type");
     r.type_module = type.value("module", "builtins");
@@ -75,8 +95,9 @@ std::optional<PythonExceptionReport> parse_python_exception(const void* data, si
     r.message = doc.value("message", "");
     for (const json& a : doc.value("args", json::array())) r.args.push_back(a.get<std::string>());
     for (const json& f : doc.value("traceback", json::array())) {
-      r.traceback.push_back({f.at("file").get<std::string>(), f.at("func").get<std::string>(),
-                             f.at("line").is_number() ? f.at("line").get<int>() : 0});
+      int line = 0;
+      if (!int_value(f.at("line"), &line)) line = 0;
+      r.traceback.push_back({f.at("file").get<std::string>(), f.at("func").get<std::string>(), line});
     }
     r.formatted = doc.value("formatted", "");
     if (r.pid <= 0) return failure<PythonExceptionReport>(error, "bad pid");

@@ -98,5 +98,26 @@ TEST(CrashMessage, PythonExceptionJsonIsParsedAndGarbageRefused) {
   }
 }
 
+// A pid, rank or line that is not an int (a fraction, or out of int's range)
+// is refused, not converted: out of range that conversion is undefined
+// behaviour (found by protocol_fuzz under UBSan). A bad line number is 0.
+TEST(CrashMessage, PythonExceptionNumbersOutsideIntAreRefused) {
+  const std::string tail =
+      R"("type":{"qualname":"E"},"traceback":[{"file":"f.py","func":"g","line":1e10}]})";
+  std::string error;
+  for (const std::string& ids : {std::string(R"({"pid":17000000000.05,"rank":0,)"),
+                                 std::string(R"({"pid":12.5,"rank":0,)"),
+                                 std::string(R"({"pid":12,"rank":4294967296,)")}) {
+    const std::string m = python_message(ids + tail);
+    EXPECT_FALSE(parse_python_exception(m.data(), m.size(), &error).has_value()) << ids;
+  }
+  const std::string m = python_message(R"({"pid":12,"rank":3,)" + tail);
+  auto r = parse_python_exception(m.data(), m.size(), &error);
+  ASSERT_TRUE(r.has_value()) << error;
+  EXPECT_EQ(r->rank, 3);
+  ASSERT_EQ(r->traceback.size(), 1u);
+  EXPECT_EQ(r->traceback[0].line, 0);
+}
+
 }  // namespace
 }  // namespace xpu_timer::supervisor
