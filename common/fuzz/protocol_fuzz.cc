@@ -87,11 +87,7 @@ void check_register(const void* p, size_t len, std::optional<proto::MsgType> typ
   // What the supervisor accepted, sent again by the encoder, reads the same.
   proto::RegisterInfo info;
   info.pid = reg->pid;
-  info.rank = reg->rank;
-  info.local_rank = reg->local_rank;
-  info.world_size = reg->world_size;
-  info.local_world_size = reg->local_world_size;
-  info.group_rank = reg->group_rank;
+  info.identity = *reg;  // the registration is a RankIdentity with pid, host and page
   info.hostname = reg->host.c_str();
   info.status_path = reg->status_path.c_str();
   proto::RegisterMsg again;
