@@ -6,7 +6,8 @@ set -euo pipefail
 
 pkgs=(cmake make g++ pkg-config python3 libunwind-dev libdw-dev libelf-dev libboost-dev
       nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev prometheus
-      etcd-server)  # the multi-node coordination store's tests run a real etcd
+      etcd-server  # the multi-node coordination store's tests run a real etcd
+      libssl-dev openssl)  # TLS to etcd; the tests make their certificates with openssl
 
 missing=()
 for p in "${pkgs[@]}"; do
