@@ -7,6 +7,7 @@ set -euo pipefail
 pkgs=(cmake make g++ pkg-config python3 libunwind-dev libdw-dev libelf-dev libboost-dev
       nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev prometheus
       etcd-server   # the multi-node coordination store's tests run a real etcd
+      libssl-dev openssl  # TLS to etcd; the tests make their certificates with openssl
       clang libclang-rt-dev llvm)  # `make fuzz`: libFuzzer's runtime is in libclang-rt-dev
                                    # (only recommended by clang), llvm-symbolizer in llvm
 

@@ -71,16 +71,27 @@ constexpr FlagHelp kFlags[] = {
      "during the job; a signal ends the wait; 0: none",
      "30", "XPU_TIMER_METRICS_LINGER_S"},
     {"--coordinator", "URL",
-     "etcd://HOST:PORT: share the ranks' progress with the job's other nodes and decide hangs "
+     "etcd://HOST:PORT (https://HOST:PORT for TLS): share the ranks' progress with the job's other nodes and decide hangs "
      "over the whole job; none: this node alone",
      "none", "XPU_TIMER_COORDINATOR"},
     {"--job-id", "ID", "names the job in the coordinator (the same on every node)",
      "TORCHELASTIC_RUN_ID, torchrun's --rdzv-id, else default", "XPU_TIMER_JOB_ID"},
+    {"--etcd-user", "NAME", "etcd user (auth enabled); its password from the file below or "
+     "XPU_TIMER_ETCD_PASSWORD", "none", "XPU_TIMER_ETCD_USER"},
+    {"--etcd-password-file", "F", "file whose first line is the etcd user's password", "none",
+     "XPU_TIMER_ETCD_PASSWORD_FILE"},
+    {"--etcd-ca-file", "F", "PEM CA of etcd's server certificate (https:// coordinator)",
+     "the system's CAs", "XPU_TIMER_ETCD_CA_FILE"},
+    {"--etcd-cert-file", "F", "PEM client certificate for etcd --client-cert-auth", "none",
+     "XPU_TIMER_ETCD_CERT_FILE"},
+    {"--etcd-key-file", "F", "PEM key of the client certificate", "none",
+     "XPU_TIMER_ETCD_KEY_FILE"},
 };
 
 // Variables that set no option, listed after the options.
 constexpr const char* kOtherEnv[][2] = {
     {"XPU_TIMER_DEBUG_MODE", "1: debug log lines"},
+    {"XPU_TIMER_ETCD_PASSWORD", "the etcd user's password (or --etcd-password-file)"},
     {"XPU_TIMER_INJECT_LIB", "path of libxpu_timer_inject.so (default <bin>/../lib/)"},
     {"XPU_TIMER_EXIT_HOOK_PLUGIN", "comma-separated Python plugin files run on a crash"},
     {"XPU_TIMER_PLUGIN_TIMEOUT", "seconds a plugin may run (default 30)"},
@@ -97,7 +108,9 @@ constexpr const char* kOtherEnv[][2] = {
 std::string usage_line() {
   return "usage: xpu_timer_supervisor [--port P] [--host H] [--hang-timeout S] [--dump-dir D] "
          "[--on-hang keep|kill] [--poll-ms MS] [--kill-grace S] [--metrics-linger S] "
-         "[--coordinator etcd://HOST:PORT] [--job-id ID] -- COMMAND [ARGS...]";
+         "[--coordinator etcd://HOST:PORT] [--job-id ID] [--etcd-user NAME] "
+         "[--etcd-password-file F] [--etcd-ca-file F] [--etcd-cert-file F] [--etcd-key-file F] "
+         "-- COMMAND [ARGS...]";
 }
 
 std::string help_text() {
@@ -142,6 +155,16 @@ ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup&
   }
 
   if (const char* v = env("XPU_TIMER_COORDINATOR"); v != nullptr) o.coordinator = v;
+  StoreSecurity& sec = o.coordinator_security;
+  for (const auto& [name, field] :
+       {std::pair<const char*, std::string*>{"XPU_TIMER_ETCD_USER", &sec.user},
+        {"XPU_TIMER_ETCD_PASSWORD", &sec.password},
+        {"XPU_TIMER_ETCD_PASSWORD_FILE", &sec.password_file},
+        {"XPU_TIMER_ETCD_CA_FILE", &sec.ca_file},
+        {"XPU_TIMER_ETCD_CERT_FILE", &sec.cert_file},
+        {"XPU_TIMER_ETCD_KEY_FILE", &sec.key_file}}) {
+    if (const char* v = env(name); v != nullptr) *field = v;
+  }
   if (const char* v = env("XPU_TIMER_JOB_ID"); v != nullptr && *v != '\0') {
     o.job_id = v;
   } else if (const char* run = env("TORCHELASTIC_RUN_ID"); run != nullptr && *run != '\0') {
@@ -213,6 +236,16 @@ ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup&
       }
     } else if (name == "--coordinator") {
       o.coordinator = value;
+    } else if (name == "--etcd-user") {
+      sec.user = value;
+    } else if (name == "--etcd-password-file") {
+      sec.password_file = value;
+    } else if (name == "--etcd-ca-file") {
+      sec.ca_file = value;
+    } else if (name == "--etcd-cert-file") {
+      sec.cert_file = value;
+    } else if (name == "--etcd-key-file") {
+      sec.key_file = value;
     } else if (name == "--job-id") {
       if (value.empty()) return error("--job-id must not be empty");
       o.job_id = value;
@@ -241,6 +274,7 @@ ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup&
     StoreEndpoint endpoint;
     std::string why;
     if (!parse_store_url(o.coordinator, &endpoint, &why)) return error(why);
+    if (!check_store_security(endpoint, sec, &why)) return error(why);
   }
   for (const char c : o.job_id) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') {

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "supervisor/coordination/coordination_store.h"
+
 namespace xpu_timer::supervisor {
 
 enum class OnHang { kKeep, kKill };
@@ -32,6 +34,9 @@ struct Options {
   // Default: XPU_TIMER_JOB_ID, else TORCHELASTIC_RUN_ID, else torchrun's
   // --rdzv-id in the command, else "default".
   std::string job_id;
+  // etcd's user/password auth and TLS files (coordination_store.h). The
+  // password from XPU_TIMER_ETCD_PASSWORD or a file, never the command line.
+  StoreSecurity coordinator_security;
   std::vector<std::string> command;  // the job: argv[0] and its arguments
 };
 

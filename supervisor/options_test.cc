@@ -153,5 +153,31 @@ TEST(Options, CoordinatorAndJobId) {
   }
 }
 
+// etcd's auth and TLS: flags or variables for the files and the user, the
+// password only from a variable or a file; what cannot work is refused.
+TEST(Options, CoordinatorCredentials) {
+  ParseResult r = parse({"--coordinator", "https://etcd:2379", "--etcd-ca-file", "/etc/hostname",
+                         "--etcd-cert-file", "/etc/hostname", "--etcd-key-file", "/etc/hostname",
+                         "--etcd-user", "xpu", "--", "x"},
+                        {{"XPU_TIMER_ETCD_PASSWORD", "pw"}});
+  ASSERT_EQ(r.status, ParseResult::Status::kOk) << r.error;
+  EXPECT_EQ(r.options.coordinator_security.ca_file, "/etc/hostname");
+  EXPECT_EQ(r.options.coordinator_security.cert_file, "/etc/hostname");
+  EXPECT_EQ(r.options.coordinator_security.user, "xpu");
+  EXPECT_EQ(r.options.coordinator_security.password, "pw");
+  r = parse({"--coordinator", "etcd://etcd:2379", "--", "x"},
+            {{"XPU_TIMER_ETCD_USER", "xpu"}, {"XPU_TIMER_ETCD_PASSWORD_FILE", "/etc/hostname"}});
+  ASSERT_EQ(r.status, ParseResult::Status::kOk) << r.error;
+  EXPECT_EQ(r.options.coordinator_security.password_file, "/etc/hostname");
+  r = parse({"--coordinator", "etcd://etcd:2379", "--etcd-ca-file", "/etc/hostname", "--", "x"});
+  EXPECT_EQ(r.status, ParseResult::Status::kError);
+  EXPECT_EQ(r.error,
+            "etcd CA, certificate or key files are given but the coordinator URL is not TLS (write "
+            "https://HOST:PORT)");
+  r = parse({"--coordinator", "etcd://etcd:2379", "--etcd-user", "xpu", "--", "x"});
+  EXPECT_EQ(r.error, "the etcd user 'xpu' is given without a password (give a password file)");
+  EXPECT_EQ(parse({"--etcd-password", "pw", "--", "x"}).status, ParseResult::Status::kError);
+}
+
 }  // namespace
 }  // namespace xpu_timer::supervisor

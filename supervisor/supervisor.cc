@@ -156,7 +156,8 @@ void Supervisor::open_dump_dir() {
 void Supervisor::start_coordinator() {
   if (options_.coordinator.empty()) return;
   std::string why;
-  auto store = open_coordination_store(options_.coordinator, kCoordinatorLeaseS, &why);
+  auto store = open_coordination_store(options_.coordinator, kCoordinatorLeaseS, &why,
+                                       kDefaultStoreCallTimeout, options_.coordinator_security);
   if (store == nullptr) {
     SUP_LOG_WARN("coordinator %s: %s; deciding over this node's ranks alone",
                  options_.coordinator.c_str(), why.c_str());
@@ -278,7 +279,8 @@ void Supervisor::poll() {
       // The whole job: this node's ranks and the other nodes' latest.
       const RankRegistration& any = records.front().reg;
       job_view_->offer(snap, any.group_rank, any.world_size, any.host,
-                       wants_job_view(snap, options_.hang_timeout_s, detector_.report().hung));
+                       wants_job_view(snap, options_.hang_timeout_s, detector_.report().hung),
+                       any.local_world_size);
       event = detector_.update(job_view_->merge(snap, options_.hang_timeout_s));
     } else {
       event = detector_.update(snap);

@@ -24,6 +24,7 @@ struct KeyValue {
   std::string key;
   std::string value;
   int64_t mod_revision = 0;  // the store's revision of the key's last change
+  int64_t lease = 0;         // the lease the key is bound to (0: none): who wrote it
 };
 
 class CoordinationStore {
@@ -44,6 +45,14 @@ class CoordinationStore {
   // (read everything again).
   virtual bool get_prefix(const std::string& prefix, std::vector<KeyValue>* out, int64_t* revision,
                           int64_t min_mod_revision = 0) = 0;
+  // Sets `key` to `value` under this client's lease only if no one holds the
+  // key (one writer per key); `created` says whether it was. Remembered like
+  // put(): a new lease claims it again the same way. The default (a store
+  // without transactions) is put() and `created` true.
+  virtual bool create(const std::string& key, const std::string& value, bool* created);
+  // The lease this client's keys are bound to now (KeyValue::lease of what
+  // it put); 0 before the first grant, and for a store without leases.
+  virtual int64_t lease() const;
   // Deletes `key` (true also when it did not exist) and forgets it.
   virtual bool remove(const std::string& key) = 0;
   // Refreshes the lease; to be called well within its TTL (a third of it).
@@ -55,19 +64,43 @@ class CoordinationStore {
 struct StoreEndpoint {
   std::string host;  // a name, an IPv4 address, or an IPv6 address without brackets
   int port = 0;
+  bool tls = false;  // https:// or etcds://
 };
 
-// Parses "etcd://HOST:PORT" (HOST a name, an IPv4 address or [IPv6]). False
-// with one line naming the URL, what is expected and what is wrong otherwise.
+// How the client proves who it is and checks the server, as etcd
+// deployments ask: a user and password (etcd's auth: a token from
+// /v3/auth/authenticate sent with every request, renewed when etcd refuses
+// it), and for TLS the CA that signed the server's certificate and the
+// client's own certificate and key (etcd --client-cert-auth).
+struct StoreSecurity {
+  std::string user;
+  std::string password;       // or read from password_file when empty
+  std::string password_file;  // its first line
+  std::string ca_file;        // "" for the system's CAs
+  std::string cert_file;
+  std::string key_file;
+};
+
+// Parses "etcd://HOST:PORT", or "https://HOST:PORT" / "etcds://HOST:PORT"
+// for TLS (HOST a name, an IPv4 address or [IPv6]). False with one line
+// naming the URL, what is expected and what is wrong otherwise.
 bool parse_store_url(const std::string& url, StoreEndpoint* out, std::string* error);
+// Checks `security` against the URL's scheme (certificate files without TLS,
+// a certificate without its key, a password without a user, a password file
+// that cannot be read); false with one line.
+bool check_store_security(const StoreEndpoint& endpoint, const StoreSecurity& security,
+                          std::string* error);
 
 constexpr std::chrono::milliseconds kDefaultStoreCallTimeout{2000};
 
 // The store named by `url`. Only parses the URL and checks the arguments;
 // the store is first contacted by the first call. Null with one line in
 // `error` for a URL or argument that cannot work.
+// With TLS, the certificate files are loaded here; a password file is read
+// here too.
 std::unique_ptr<CoordinationStore> open_coordination_store(
     const std::string& url, int lease_ttl_s, std::string* error,
-    std::chrono::milliseconds call_timeout = kDefaultStoreCallTimeout);
+    std::chrono::milliseconds call_timeout = kDefaultStoreCallTimeout,
+    const StoreSecurity& security = {});
 
 }  // namespace xpu_timer::supervisor

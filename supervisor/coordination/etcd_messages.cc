@@ -175,6 +175,23 @@ std::string delete_request(const std::string& key) {
   return json{{"key", base64_encode(key)}}.dump();
 }
 
+std::string create_request(const std::string& key, const std::string& value, int64_t lease) {
+  // Compare create_revision == 0: true only while the key does not exist.
+  // grpc-gateway takes the enums by name.
+  const std::string k = base64_encode(key);
+  json put = {{"key", k}, {"value", base64_encode(value)}, {"lease", int64_string(lease)}};
+  return json{{"compare", json::array({json{{"key", k},
+                                            {"result", "EQUAL"},
+                                            {"target", "CREATE"},
+                                            {"create_revision", "0"}}})},
+              {"success", json::array({json{{"request_put", std::move(put)}}})}}
+      .dump();
+}
+
+std::string authenticate_request(const std::string& name, const std::string& password) {
+  return json{{"name", name}, {"password", password}}.dump();
+}
+
 Outcome read_grant(int status, const std::string& body, int64_t* lease, int64_t* ttl_s,
                    std::string* error) {
   json doc;
@@ -267,7 +284,8 @@ Outcome read_range(int status, const std::string& body, std::vector<KeyValue>* o
       why = "no \"key\"";
     } else if (read_bytes(kv, "key", &item.key, &why) &&
                read_bytes(kv, "value", &item.value, &why) &&
-               read_int64(kv, "mod_revision", &item.mod_revision, &why)) {
+               read_int64(kv, "mod_revision", &item.mod_revision, &why) &&
+               read_int64(kv, "lease", &item.lease, &why)) {
       out->push_back(std::move(item));
       continue;
     }
@@ -276,6 +294,48 @@ Outcome read_range(int status, const std::string& body, std::vector<KeyValue>* o
     return Outcome::kFailed;
   }
   return Outcome::kOk;
+}
+
+Outcome read_create(int status, const std::string& body, bool* created, std::string* error) {
+  json doc;
+  const Outcome o = open_answer(status, body, &doc, error);
+  if (o != Outcome::kOk) return o;
+  const json* ok = member(doc, "succeeded");
+  if (ok != nullptr && !ok->is_boolean()) {
+    *error = "\"succeeded\" is not a boolean";
+    return Outcome::kFailed;
+  }
+  *created = ok != nullptr && ok->get<bool>();  // left out when false
+  return Outcome::kOk;
+}
+
+Outcome read_authenticate(int status, const std::string& body, std::string* token,
+                          std::string* error) {
+  json doc;
+  const Outcome o = open_answer(status, body, &doc, error);
+  if (o != Outcome::kOk) return o;
+  const json* t = member(doc, "token");
+  if (t == nullptr || !t->is_string() || t->get_ref<const std::string&>().empty()) {
+    *error = "authenticate answer without a \"token\"";
+    return Outcome::kFailed;
+  }
+  // Sent back as a header: refuse what would split it.
+  for (const char c : t->get_ref<const std::string&>()) {
+    if (c < 0x21 || c > 0x7e) {
+      *error = "authenticate answer: the token holds a control character or a space";
+      return Outcome::kFailed;
+    }
+  }
+  *token = t->get<std::string>();
+  return Outcome::kOk;
+}
+
+bool is_auth_rejected(int status, const std::string& body) {
+  // etcd 3.4/3.5's gateway: HTTP 401 with "etcdserver: invalid auth token"
+  // once a token expired (or the server restarted), "user name is empty"
+  // without one.
+  return status == 401 || body.find("invalid auth token") != std::string::npos ||
+         body.find("user name is empty") != std::string::npos;
 }
 
 Outcome read_delete(int status, const std::string& body, std::string* error) {

@@ -27,6 +27,11 @@ std::string put_request(const std::string& key, const std::string& value, int64_
 // still counts every key of the range.
 std::string range_prefix_request(const std::string& prefix, int64_t min_mod_revision = 0);
 std::string delete_request(const std::string& key);
+// A transaction that puts `key` under `lease` only if the key does not exist
+// (its create_revision is 0): one writer per key (POST /v3/kv/txn).
+std::string create_request(const std::string& key, const std::string& value, int64_t lease);
+// POST /v3/auth/authenticate: {name, password}.
+std::string authenticate_request(const std::string& name, const std::string& password);
 
 enum class Outcome {
   kOk,
@@ -46,5 +51,14 @@ Outcome read_put(int status, const std::string& body, std::string* error);
 Outcome read_range(int status, const std::string& body, std::vector<KeyValue>* out,
                    int64_t* revision, std::string* error);
 Outcome read_delete(int status, const std::string& body, std::string* error);
+// The answer to create_request: `created` false when the key existed.
+Outcome read_create(int status, const std::string& body, bool* created, std::string* error);
+// The token of an authenticate answer (printable, no spaces: it is sent
+// back as the Authorization header).
+Outcome read_authenticate(int status, const std::string& body, std::string* token,
+                          std::string* error);
+// Whether an answer says that the request's token was refused (expired, the
+// server restarted, none sent): authenticate again.
+bool is_auth_rejected(int status, const std::string& body);
 
 }  // namespace xpu_timer::supervisor::etcd

@@ -10,39 +10,67 @@ constexpr char kKeepAlive[] = "/v3/lease/keepalive";
 constexpr char kPut[] = "/v3/kv/put";
 constexpr char kRange[] = "/v3/kv/range";
 constexpr char kDelete[] = "/v3/kv/deleterange";
+constexpr char kTxn[] = "/v3/kv/txn";
+constexpr char kAuthenticate[] = "/v3/auth/authenticate";
 }  // namespace
 
 EtcdStore::EtcdStore(const StoreEndpoint& endpoint, int lease_ttl_s,
-                     std::chrono::milliseconds call_timeout)
-    : http_(endpoint.host, endpoint.port),
-      name_("etcd " +
+                     std::chrono::milliseconds call_timeout, std::shared_ptr<const TlsContext> tls,
+                     std::string user, std::string password)
+    : http_(endpoint.host, endpoint.port, std::move(tls)),
+      name_(std::string(endpoint.tls ? "etcd https " : "etcd ") +
             (endpoint.host.find(':') != std::string::npos ? "[" + endpoint.host + "]"
                                                           : endpoint.host) +
             ":" + std::to_string(endpoint.port)),
       lease_ttl_s_(lease_ttl_s),
-      call_timeout_(call_timeout) {}
+      call_timeout_(call_timeout),
+      user_(std::move(user)),
+      password_(std::move(password)) {}
 
 bool EtcdStore::fail(const char* path, const std::string& why) {
   error_ = name_ + ": " + path + ": " + why;
   return false;
 }
 
+bool EtcdStore::authenticate(Deadline deadline) {
+  HttpResponse r;
+  std::string why;
+  if (!http_.post(kAuthenticate, etcd::authenticate_request(user_, password_), deadline, &r,
+                  &why)) {
+    return fail(kAuthenticate, why);
+  }
+  if (etcd::read_authenticate(r.status, r.body, &token_, &why) != etcd::Outcome::kOk) {
+    token_.clear();
+    return fail(kAuthenticate, "as user '" + user_ + "': " + why);
+  }
+  ++authentications_;
+  return true;
+}
+
 bool EtcdStore::request(const char* path, const std::string& body, Deadline deadline,
                         HttpResponse* response) {
   std::string why;
-  if (http_.post(path, body, deadline, response, &why)) return true;
+  // A token refused once (it expired: etcd's --auth-token-ttl, 300 s by
+  // default, or etcd restarted) is renewed and the request sent again.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (!user_.empty() && token_.empty() && !authenticate(deadline)) return false;
+    if (!http_.post(path, body, deadline, response, &why, token_)) break;
+    if (user_.empty() || attempt > 0 || !etcd::is_auth_rejected(response->status, response->body)) {
+      return true;
+    }
+    token_.clear();
+  }
+  if (why.empty()) return true;  // refused twice: the caller reads etcd's answer
   if (why.rfind("timed out", 0) == 0) {
     why += " (call timeout " + std::to_string(call_timeout_.count()) + " ms)";
   }
   return fail(path, why);
 }
 
-EtcdStore::Result EtcdStore::put_one(const std::string& key, const std::string& value,
-                                     Deadline deadline) {
-  HttpResponse r;
-  if (!request(kPut, etcd::put_request(key, value, lease_), deadline, &r)) return Result::kFailed;
-  std::string why;
-  switch (etcd::read_put(r.status, r.body, &why)) {
+// A write's answer as a Result (kFailed with error_ set).
+EtcdStore::Result EtcdStore::write_result(const char* path, etcd::Outcome outcome,
+                                          const std::string& why) {
+  switch (outcome) {
     case etcd::Outcome::kOk:
       return Result::kOk;
     case etcd::Outcome::kLeaseNotFound:
@@ -50,8 +78,26 @@ EtcdStore::Result EtcdStore::put_one(const std::string& key, const std::string& 
     case etcd::Outcome::kFailed:
       break;
   }
-  fail(kPut, why);
+  fail(path, why);
   return Result::kFailed;
+}
+
+EtcdStore::Result EtcdStore::create_one(const std::string& key, const std::string& value,
+                                        Deadline deadline, bool* created) {
+  HttpResponse r;
+  if (!request(kTxn, etcd::create_request(key, value, lease_), deadline, &r)) {
+    return Result::kFailed;
+  }
+  std::string why;
+  return write_result(kTxn, etcd::read_create(r.status, r.body, created, &why), why);
+}
+
+EtcdStore::Result EtcdStore::put_one(const std::string& key, const std::string& value,
+                                     Deadline deadline) {
+  HttpResponse r;
+  if (!request(kPut, etcd::put_request(key, value, lease_), deadline, &r)) return Result::kFailed;
+  std::string why;
+  return write_result(kPut, etcd::read_put(r.status, r.body, &why), why);
 }
 
 bool EtcdStore::restore(Deadline deadline) {
@@ -70,7 +116,9 @@ bool EtcdStore::restore(Deadline deadline) {
   }
   if (!republish_) return true;
   for (const auto& [key, value] : published_) {
-    switch (put_one(key, value, deadline)) {
+    bool ignored = false;  // a claim another holds now stays theirs: the view sees it
+    switch (created_.count(key) != 0 ? create_one(key, value, deadline, &ignored)
+                                     : put_one(key, value, deadline)) {
       case Result::kOk:
         continue;
       case Result::kLeaseGone: {
@@ -139,9 +187,34 @@ bool EtcdStore::get_prefix(const std::string& prefix, std::vector<KeyValue>* out
   return true;
 }
 
+bool EtcdStore::create(const std::string& key, const std::string& value, bool* created) {
+  const Deadline end = deadline();
+  *created = false;
+  if (key.empty()) return fail(kTxn, "empty key");
+  published_[key] = value;
+  created_.insert(key);
+  if (lease_ != 0 && !republish_) {
+    switch (create_one(key, value, end, created)) {
+      case Result::kOk:
+        return true;
+      case Result::kFailed:
+        return false;
+      case Result::kLeaseGone:
+        lease_ = 0;
+        break;
+    }
+  }
+  // A new lease: restore() claims it with the others (whether it got it is
+  // for the caller to read back: the key's lease is ours or not).
+  if (!restore(end)) return false;
+  *created = true;
+  return true;
+}
+
 bool EtcdStore::remove(const std::string& key) {
   if (key.empty()) return fail(kDelete, "empty key");
   published_.erase(key);
+  created_.erase(key);
   HttpResponse r;
   if (!request(kDelete, etcd::delete_request(key), deadline(), &r)) return false;
   std::string why;

@@ -1,6 +1,9 @@
 // CoordinationStore on etcd v3 (3.4 and later), through its JSON gateway
-// over plain HTTP/1.1 (POST /v3/lease/grant, /v3/lease/keepalive,
-// /v3/kv/put, /v3/kv/range, /v3/kv/deleterange). One lease per client,
+// over HTTP/1.1 or HTTPS (POST /v3/lease/grant, /v3/lease/keepalive,
+// /v3/kv/put, /v3/kv/range, /v3/kv/deleterange, /v3/kv/txn). With a user,
+// every request carries the token of /v3/auth/authenticate; a request etcd
+// refuses for its token (expired, etcd restarted) authenticates again and is
+// sent once more, within the same deadline. One lease per client,
 // granted on the first put or keep_alive and re-granted when etcd says it is
 // gone (it expired, or etcd lost its data); the keys this client put are then
 // written again under the new lease. Each public call makes one or more
@@ -11,20 +14,27 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <set>
 #include <string>
 
 #include "supervisor/coordination/coordination_store.h"
+#include "supervisor/coordination/etcd_messages.h"
 #include "supervisor/coordination/http_client.h"
 
 namespace xpu_timer::supervisor {
 
 class EtcdStore final : public CoordinationStore {
  public:
-  EtcdStore(const StoreEndpoint& endpoint, int lease_ttl_s, std::chrono::milliseconds call_timeout);
+  EtcdStore(const StoreEndpoint& endpoint, int lease_ttl_s, std::chrono::milliseconds call_timeout,
+            std::shared_ptr<const TlsContext> tls = nullptr, std::string user = "",
+            std::string password = "");
 
   bool put(const std::string& key, const std::string& value) override;
   bool get_prefix(const std::string& prefix, std::vector<KeyValue>* out, int64_t* revision,
                   int64_t min_mod_revision = 0) override;
+  bool create(const std::string& key, const std::string& value, bool* created) override;
+  int64_t lease() const override { return lease_; }
   bool remove(const std::string& key) override;
   bool keep_alive() override;
   const std::string& error() const override { return error_; }
@@ -33,6 +43,8 @@ class EtcdStore final : public CoordinationStore {
   // lease was found gone. How many leases this client was granted.
   int64_t lease_id() const { return lease_; }
   int lease_grants() const { return lease_grants_; }
+  // How many tokens this client was given (0 without a user).
+  int authentications() const { return authentications_; }
 
  private:
   using Deadline = HttpClient::Deadline;
@@ -41,7 +53,12 @@ class EtcdStore final : public CoordinationStore {
   // One request; kOk with the answer's status and body, kFailed with error_ set.
   bool request(const char* path, const std::string& body, Deadline deadline,
                HttpResponse* response);
+  bool authenticate(Deadline deadline);
+  Result write_result(const char* path, etcd::Outcome outcome, const std::string& why);
   Result put_one(const std::string& key, const std::string& value, Deadline deadline);
+  // create(): kOk with `created` set.
+  Result create_one(const std::string& key, const std::string& value, Deadline deadline,
+                    bool* created);
   // Grants a lease if there is none and writes every key of published_ under it.
   bool restore(Deadline deadline);
   bool fail(const char* path, const std::string& why);
@@ -57,6 +74,11 @@ class EtcdStore final : public CoordinationStore {
   // must carry. `republish_` is set while some of them are not yet written
   // under the current lease.
   std::map<std::string, std::string> published_;
+  std::set<std::string> created_;  // those of published_ claimed by create()
+  std::string user_;
+  std::string password_;
+  std::string token_;  // "" until authenticated (and after etcd refused it)
+  int authentications_ = 0;
   bool republish_ = false;
   std::string error_;
 };

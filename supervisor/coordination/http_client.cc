@@ -41,6 +41,53 @@ int wait_fd(int fd, short events, HttpClient::Deadline deadline) {
 
 std::string errno_text(int err) { return strerror(err); }
 
+bool send_all(int fd, const std::string& data, HttpClient::Deadline deadline, std::string* error) {
+  for (size_t sent = 0; sent < data.size();) {
+    const ssize_t n = ::send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+      *error = "cannot send the request: " + errno_text(errno);
+      return false;
+    }
+    const int ready = wait_fd(fd, POLLOUT, deadline);
+    if (ready == 0) {
+      *error = "timed out sending the request";
+      return false;
+    }
+    if (ready < 0) {
+      *error = "cannot send the request: " + errno_text(-ready);
+      return false;
+    }
+  }
+  return true;
+}
+
+// > 0 bytes read, 0 at the end of the stream, -1 with `error`.
+long recv_some(int fd, char* buf, size_t size, HttpClient::Deadline deadline, std::string* error) {
+  for (;;) {
+    const ssize_t n = ::recv(fd, buf, size, 0);
+    if (n >= 0) return static_cast<long>(n);
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      *error = "cannot read the answer: " + errno_text(errno);
+      return -1;
+    }
+    const int ready = wait_fd(fd, POLLIN, deadline);
+    if (ready == 0) {
+      *error = "timed out waiting for the answer";
+      return -1;
+    }
+    if (ready < 0) {
+      *error = "cannot read the answer: " + errno_text(-ready);
+      return -1;
+    }
+  }
+}
+
 }  // namespace
 
 // One lookup, shared by the client and the thread running getaddrinfo
@@ -53,7 +100,8 @@ struct HttpClient::Lookup {
   std::vector<Address> addresses;
 };
 
-HttpClient::HttpClient(std::string host, int port) : host_(std::move(host)), port_(port) {
+HttpClient::HttpClient(std::string host, int port, std::shared_ptr<const TlsContext> tls)
+    : host_(std::move(host)), port_(port), tls_(std::move(tls)) {
   const bool ipv6 = host_.find(':') != std::string::npos;
   host_header_ = (ipv6 ? "[" + host_ + "]" : host_) + ":" + std::to_string(port_);
   // A literal address needs no lookup.
@@ -163,63 +211,36 @@ int HttpClient::connect_any(Deadline deadline, std::string* error) {
 }
 
 bool HttpClient::post(const std::string& path, const std::string& body, Deadline deadline,
-                      HttpResponse* response, std::string* error) {
+                      HttpResponse* response, std::string* error,
+                      const std::string& authorization) {
   if (!resolve(deadline, error)) return false;
   UniqueFd fd(connect_any(deadline, error));
   if (!fd.valid()) return false;
 
-  const std::string request =
-      "POST " + path + " HTTP/1.1\r\nHost: " + host_header_ +
-      "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-      "\r\nConnection: close\r\n\r\n" + body;
-  for (size_t sent = 0; sent < request.size();) {
-    const ssize_t n = ::send(fd.get(), request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
-    if (n > 0) {
-      sent += static_cast<size_t>(n);
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-      *error = "cannot send the request: " + errno_text(errno);
-      return false;
-    }
-    const int ready = wait_fd(fd.get(), POLLOUT, deadline);
-    if (ready == 0) {
-      *error = "timed out sending the request";
-      return false;
-    }
-    if (ready < 0) {
-      *error = "cannot send the request: " + errno_text(-ready);
-      return false;
-    }
+  std::string request = "POST " + path + " HTTP/1.1\r\nHost: " + host_header_ +
+                        "\r\nContent-Type: application/json\r\nContent-Length: " +
+                        std::to_string(body.size()) + "\r\n";
+  if (!authorization.empty()) request += "Authorization: " + authorization + "\r\n";
+  request += "Connection: close\r\n\r\n" + body;
+  TlsStream tls;
+  if (tls_ != nullptr) {
+    if (!tls.connect(*tls_, fd.get(), host_, deadline, error)) return false;
+    if (!tls.write_all(request, deadline, error)) return false;
+  } else if (!send_all(fd.get(), request, deadline, error)) {
+    return false;
   }
 
   HttpResponseParser parser;
   char buf[16384];
   while (parser.state() == HttpResponseParser::State::kNeedMore) {
-    const ssize_t n = ::recv(fd.get(), buf, sizeof(buf), 0);
-    if (n > 0) {
-      parser.feed(buf, static_cast<size_t>(n));
-      continue;
-    }
+    const long n = tls_ != nullptr ? tls.read(buf, sizeof(buf), deadline, error)
+                                   : recv_some(fd.get(), buf, sizeof(buf), deadline, error);
+    if (n < 0) return false;
     if (n == 0) {
       parser.finish();
       break;
     }
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) {
-      *error = "cannot read the answer: " + errno_text(errno);
-      return false;
-    }
-    const int ready = wait_fd(fd.get(), POLLIN, deadline);
-    if (ready == 0) {
-      *error = "timed out waiting for the answer";
-      return false;
-    }
-    if (ready < 0) {
-      *error = "cannot read the answer: " + errno_text(-ready);
-      return false;
-    }
+    parser.feed(buf, static_cast<size_t>(n));
   }
   if (parser.state() == HttpResponseParser::State::kError) {
     *error = "malformed answer: " + parser.error();

@@ -4,8 +4,10 @@
 // gives. Name lookups are bounded too: a host name is resolved by
 // getaddrinfo on a thread of its own, and a lookup still running at the
 // deadline is left to finish there and used by a later call. The addresses
-// found are kept until a connection to every one of them fails. No TLS, no redirects, no
-// proxies. Not synchronised: one owner thread.
+// found are kept until a connection to every one of them fails. With a TLS
+// context every connection is TLS (tls_stream.h: the server's certificate is
+// verified for the host). No redirects, no proxies. Not synchronised: one
+// owner thread.
 #pragma once
 
 #include <sys/socket.h>
@@ -14,6 +16,8 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "supervisor/coordination/tls_stream.h"
 
 namespace xpu_timer::supervisor {
 
@@ -27,16 +31,18 @@ class HttpClient {
   using Deadline = std::chrono::steady_clock::time_point;
 
   // `host`: a name, an IPv4 address or an IPv6 address without brackets.
-  HttpClient(std::string host, int port);
+  // `tls` null: plain HTTP.
+  HttpClient(std::string host, int port, std::shared_ptr<const TlsContext> tls = nullptr);
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
 
   // POSTs `body` (application/json) to `path`. True when a complete answer
   // arrived, whatever its status; false with one line in `error` ("cannot
   // connect: Connection refused", "timed out waiting for the answer",
-  // "malformed answer: ...") otherwise.
+  // "malformed answer: ...") otherwise. `authorization` ("" for none) is
+  // sent as the Authorization header.
   bool post(const std::string& path, const std::string& body, Deadline deadline,
-            HttpResponse* response, std::string* error);
+            HttpResponse* response, std::string* error, const std::string& authorization = "");
 
  private:
   struct Lookup;
@@ -53,6 +59,7 @@ class HttpClient {
   bool literal_ = false;            // host_ is an address: never looked up
   std::vector<Address> addresses_;  // empty until resolved
   std::shared_ptr<Lookup> lookup_;  // a lookup under way, shared with its thread
+  std::shared_ptr<const TlsContext> tls_;
 };
 
 }  // namespace xpu_timer::supervisor

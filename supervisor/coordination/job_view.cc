@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -35,7 +36,7 @@ JobView::~JobView() {
 }
 
 void JobView::offer(const Snapshot& local, int node, int world_size, const std::string& host,
-                    bool alarm) {
+                    bool alarm, int local_world_size) {
   if (node < 0) return;
   NodeProgress p;
   p.node = node;
@@ -45,6 +46,7 @@ void JobView::offer(const Snapshot& local, int node, int world_size, const std::
   std::lock_guard<std::mutex> lock(mu_);
   mine_ = std::move(p);
   mine_alarm_ = alarm;
+  local_world_size_ = local_world_size;
 }
 
 Snapshot JobView::merge(const Snapshot& local, double timeout_s) const {
@@ -147,6 +149,7 @@ bool JobView::round() {
     mine = mine_;
     mine_alarm = mine_alarm_;
     requests.swap(requests_);
+    if (mine) job_ = job_shape(mine->world_size, local_world_size_);
   }
   auto requeue = [&] {
     std::lock_guard<std::mutex> lock(mu_);
@@ -162,6 +165,11 @@ bool JobView::round() {
       return false;
     }
     alarm_put_ = mine_alarm;
+  }
+  // Who writes for each node, before anything of theirs is read.
+  if (mine && !read_owners(*mine)) {
+    requeue();
+    return false;
   }
   if (!store_->get_prefix(root_ + "/alarms/", &kvs, nullptr)) {
     requeue();
@@ -207,15 +215,7 @@ bool JobView::round() {
   if (exchange && !read_others(mine, &others)) return false;
 
   if (!store_->get_prefix(root_ + "/dumps/", &kvs, nullptr)) return false;
-  std::vector<std::pair<std::string, int>> asked;
-  for (const KeyValue& kv : kvs) {
-    if (!seen_requests_.insert(kv.key).second || first_read_) continue;
-    const nlohmann::json v = nlohmann::json::parse(kv.value, nullptr, false);
-    if (!v.is_object() || !v.contains("reason") || !v["reason"].is_string()) continue;
-    const int node =
-        v.contains("node") && v["node"].is_number_integer() ? v["node"].get<int>() : -1;
-    asked.emplace_back(v["reason"].get<std::string>(), node);
-  }
+  const std::vector<std::pair<std::string, int>> asked = admit_requests(kvs);
   first_read_ = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -226,6 +226,10 @@ bool JobView::round() {
       if (mine) last_exchange_s_ = now_s;
       status_.nodes.clear();
       for (const NodeProgress& p : others) status_.nodes.push_back(p.node);
+      // A node whose keys are gone leaves: what it said lasts no longer
+      // than its keys (a forger's keys deleted, a lease expired, etcd
+      // restarted empty).
+      last_known_.clear();
       for (const NodeProgress& p : others) last_known_[p.node] = p;
       others_ = std::move(others);
     }
@@ -253,13 +257,24 @@ bool JobView::read_others(const std::optional<NodeProgress>& mine,
   std::vector<KeyValue> kvs;
   if (!store_->get_prefix(root_ + "/stamps/", &kvs, nullptr)) return false;
   std::vector<NodeStamp> stamps;
+  std::set<int> refused_stamps;  // nodes whose stamp key holds what does not count
+  const double now_s = unix_now_s();
+  if (job_.node_count <= 0) return true;  // no rank registered here: nothing to judge by
   for (const KeyValue& kv : kvs) {
     NodeStamp st;
     std::string why;
+    const int key_node = node_of_key(kv.key, root_ + "/stamps/");
     if (!parse_node_stamp(kv.value, &st, &why)) {
       ignore_key(kv, why);
-    } else if (st.node != me) {
+    } else if (st.node == me && key_node == me) {
+      continue;
+    } else if (!(why = stamp_refusal(st, key_node, job_, now_s)).empty()) {
+      ignore_key(kv, why);
+      refused_stamps.insert(key_node);
+    } else if (trusted(kv, key_node)) {
       stamps.push_back(std::move(st));
+    } else {
+      refused_stamps.insert(key_node);
     }
   }
 
@@ -289,13 +304,36 @@ bool JobView::read_others(const std::optional<NodeProgress>& mine,
     arrived.insert(kv.key);
     NodeProgress p;
     std::string why;
+    const int key_node = node_of_key(kv.key, nodes);
     if (!parse_node_progress(kv.value, &p, &why)) {
       ignore_key(kv, why);
       unreadable_docs_.insert(kv.key);
       continue;
     }
-    unreadable_docs_.erase(kv.key);
-    if (p.node != me) docs_[p.node] = std::move(p);
+    if (p.node == me && key_node == me) continue;
+    // Refused like an unreadable one: a stamp naming it does not make
+    // every later read a full one.
+    if (!(why = document_refusal(p, key_node, job_, now_s)).empty()) {
+      ignore_key(kv, why);
+    } else if (trusted(kv, key_node)) {
+      unreadable_docs_.erase(kv.key);
+      doc_leases_[p.node] = kv.lease;
+      docs_[p.node] = std::move(p);
+      continue;
+    }
+    // The node's document read before stays: a forger overwriting a real
+    // node's key must not take the node out of the view.
+    unreadable_docs_.insert(kv.key);
+  }
+  // A document counts while its node's owner is the one that wrote it.
+  for (auto it = docs_.begin(); it != docs_.end();) {
+    const auto owner = owners_.find(it->first);
+    if (owner == owners_.end() || owner->second != doc_leases_[it->first]) {
+      doc_leases_.erase(it->first);
+      it = docs_.erase(it);
+    } else {
+      ++it;
+    }
   }
 
   for (const NodeStamp& st : stamps) {
@@ -320,10 +358,118 @@ bool JobView::read_others(const std::optional<NodeProgress>& mine,
       if (p.node == st.node) others->push_back(p);
     }
   }
+  // A stamp key that holds something else now (a forger overwrote it): the
+  // node's previous snapshot stands until its next stamp (merge() judges
+  // its age), as for a stamp naming a document we lack.
+  for (const int node : refused_stamps) {
+    if (docs_.count(node) == 0) continue;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const NodeProgress& p : others_) {
+      if (p.node == node) others->push_back(p);
+    }
+  }
+  // One node per rank: this node's ranks, then the documents in node order.
+  std::vector<std::pair<int, std::string>> refused;
+  *others = without_rank_conflicts(mine ? mine->snapshot : Snapshot{}, std::move(*others), &refused);
+  for (const auto& [node, why] : refused) {
+    KeyValue kv;
+    kv.key = nodes + std::to_string(node);
+    ignore_key(kv, why);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   status_.docs_read += kvs.size();
   if (all) ++status_.full_reads;
   return true;
+}
+
+bool JobView::read_owners(const NodeProgress& mine) {
+  const std::string dir = root_ + "/owners/";
+  if (!claimed_) {
+    bool created = false;
+    if (!store_->create(dir + std::to_string(mine.node), mine.host, &created)) return false;
+    claimed_ = true;
+  }
+  std::vector<KeyValue> kvs;
+  if (!store_->get_prefix(dir, &kvs, nullptr)) return false;
+  owners_ = owner_leases(kvs, dir, job_);
+  owners_reread_ = false;
+  const auto it = owners_.find(mine.node);
+  if (it != owners_.end() && it->second == store_->lease()) {
+    owner_lost_said_ = false;
+    return true;
+  }
+  // Not ours (yet, or any more): claimed again next round; free once its
+  // holder's lease ends.
+  claimed_ = false;
+  put_doc_ = 0;  // whatever we put under a lease that was not the owner's does not count
+  if (it != owners_.end() && !owner_lost_said_) {
+    owner_lost_said_ = true;
+    SUP_LOG_WARN(
+        "coordinator %s: node %d's owner key is held by lease %lld, not this supervisor's (%lld): "
+        "the other nodes ignore what this node publishes until it is ours (another supervisor "
+        "running as node %d?)",
+        url_.c_str(), mine.node, static_cast<long long>(it->second),
+        static_cast<long long>(store_->lease()), mine.node);
+  }
+  return true;
+}
+
+bool JobView::trusted(const KeyValue& kv, int node) {
+  std::string why;
+  if (written_by_owner(kv, node, owners_, &why)) return true;
+  // A node claims its owner key before it writes anything else, but this
+  // round read the owners before its other keys: a key of a node of the job
+  // with no owner yet, or another one, reads the owners again (once a round).
+  if (!owners_reread_ && node >= 0 && node < job_.node_count) {
+    owners_reread_ = true;
+    const std::string dir = root_ + "/owners/";
+    std::vector<KeyValue> kvs;
+    if (store_->get_prefix(dir, &kvs, nullptr)) owners_ = owner_leases(kvs, dir, job_);
+    if (written_by_owner(kv, node, owners_, &why)) return true;
+  }
+  ignore_key(kv, why);
+  return false;
+}
+
+std::vector<std::pair<std::string, int>> JobView::admit_requests(const std::vector<KeyValue>& kvs) {
+  std::vector<std::pair<std::string, int>> asked;
+  const std::string dir = root_ + "/dumps/";
+  const double now_s = unix_now_s();
+  size_t refused = 0;
+  std::string first;
+  for (const KeyValue& kv : kvs) {
+    if (!seen_requests_.insert(kv.key).second || first_read_) continue;
+    const nlohmann::json v = nlohmann::json::parse(kv.value, nullptr, false);
+    const int node = node_of_key(kv.key, dir, /*after_dash=*/true);
+    std::string why;
+    bool from_owner = false;
+    if (!v.is_object() || !v.contains("reason") || !v["reason"].is_string()) {
+      why = "not a dump request";
+    } else if (!v.contains("node") || !v["node"].is_number_integer() ||
+               v["node"].get<int64_t>() != node) {
+      why = "its key and its body name different nodes";
+    } else {
+      from_owner = written_by_owner(kv, node, owners_, &why);
+    }
+    // The asking node's alarm may reach the store after our read of the
+    // alarms (it is put first, but read first too): its request waits.
+    const double asked_s = static_cast<double>(std::strtoll(kv.key.c_str() + dir.size(), nullptr, 10)) / 1000;
+    if (from_owner && alarmed_.count(node) == 0 && now_s - asked_s < kRequestWaitS) {
+      seen_requests_.erase(kv.key);
+      continue;
+    }
+    if (from_owner && dump_gate_.admit(true, alarmed_.count(node) > 0, now_s, &why)) {
+      asked.emplace_back(v["reason"].get<std::string>(), node);
+      continue;
+    }
+    if (refused++ == 0) first = kv.key + ": " + why;
+  }
+  // One line per round, however many: a flood is one line, not many.
+  if (refused > 0) {
+    SUP_LOG_WARN("coordinator %s: ignoring %zu dump request(s) (%s%s)", url_.c_str(), refused,
+                 first.c_str(), refused > 1 ? "; ..." : "");
+  }
+  return asked;
 }
 
 nlohmann::json coordinator_json(const JobViewStatus& s, const nlohmann::json& compared_through,

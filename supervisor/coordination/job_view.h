@@ -24,13 +24,24 @@
 //     (once; requests older than this view are only marked seen).
 // <root> is /xpu_timer/<job id>.
 //
+// Only what the job can vouch for counts (store_trust.h): this node claims
+// <root>/owners/<node> under its lease (create-if-absent), and reads the
+// owners every round; a key of node N counts only under N's owner lease, for
+// N within the job's node count, and a document or stamp only when its
+// ranks and clock pass store_trust's checks. What is refused is said once
+// per key. A node whose keys are gone (deleted, its lease expired, etcd
+// restarted empty) leaves the merge at the next exchange. Dump requests of
+// other nodes are obeyed only from an owner whose alarm stands, at most one
+// every DumpRequestGate::kMinIntervalS.
+//
 // The view keeps the documents it read, by node, and applies to each the
 // node's latest stamp. A stamp that names a document the view lacks (the
 // store lost or missed a change: its revision went back, a read raced a
 // put) keeps that node's previous snapshot and makes the next read take
 // every document again. merge() joins only snapshots whose stamp is at most
 // kFreshS old: an older one would show its ranks' operations in flight for
-// as long as it is old; a node whose stamp is gone is not merged at all.
+// as long as it is old (while an alarm stands, its ranks stay without news);
+// a node whose stamp is gone is not merged at all.
 //
 // Losing the store never harms the job: while calls fail, merge() returns
 // this node's snapshot alone (today's single-node behaviour) and the view
@@ -60,6 +71,7 @@
 #include "supervisor/coordination/coordination_store.h"
 #include "supervisor/analysis/job_fingerprints.h"
 #include "supervisor/coordination/node_progress.h"
+#include "supervisor/coordination/store_trust.h"
 
 namespace xpu_timer::supervisor {
 
@@ -111,9 +123,11 @@ class JobView {
   static constexpr double kFreshFraction = 0.1;
 
   // This node's latest snapshot, its node (group rank; -1 while no rank
-  // registered: nothing is published), the job's world size, and whether
-  // it wants the job's view now (wants_job_view).
-  void offer(const Snapshot& local, int node, int world_size, const std::string& host, bool alarm);
+  // registered: nothing is published), the job's world size, whether it
+  // wants the job's view now (wants_job_view), and the ranks per node
+  // (LOCAL_WORLD_SIZE: with the world size, the job's node count).
+  void offer(const Snapshot& local, int node, int world_size, const std::string& host, bool alarm,
+             int local_world_size = 1);
   // `local` joined with the other nodes' ranks (merge_job_snapshot), or
   // `local` alone while the store is not answering. A node's snapshot is
   // merged while its stamp is at most max(kFreshS, kFreshFraction x the hang
@@ -142,6 +156,9 @@ class JobView {
   void publish_mismatch(uint64_t comm_hash, uint64_t seq, NodeFingerprints mine);
   static constexpr double kMismatchKeepS = 60;
   static constexpr size_t kFingerprintWindowsKept = 4;
+  // A request from an owner whose alarm this view has not read yet is
+  // looked at again for this long (its alarm is put just before it).
+  static constexpr double kRequestWaitS = 10;
 
  private:
   void run();
@@ -155,8 +172,16 @@ class JobView {
   // store call failed.
   bool fingerprint_round(int my_node);
   // The keys under <root>/alarms/: hands new mismatches to on_mismatch_;
-  // whether a node's alarm stands.
+  // whether a node's alarm stands (alarmed_ holds which).
   bool note_alarm_keys(const std::vector<KeyValue>& kvs);
+  // Claims this node's owner key if it must, and reads every owner into
+  // owners_; false when a store call failed.
+  bool read_owners(const NodeProgress& mine);
+  // Whether `kv` (a key of `node`) was written by the node's owner; says
+  // once per key why not.
+  bool trusted(const KeyValue& kv, int node);
+  // The dump requests under <root>/dumps/ to hand on (reason, node).
+  std::vector<std::pair<std::string, int>> admit_requests(const std::vector<KeyValue>& kvs);
   // <root>/fingerprints/<node>/<unix ms>: one window of the node's.
   std::string fingerprints_key(int node, double unix_s) const;
   // Says once per key that a value read from the store is not ours to use.
@@ -178,9 +203,11 @@ class JobView {
   bool stop_ = false;
   std::optional<NodeProgress> mine_;
   bool mine_alarm_ = false;
+  int local_world_size_ = 1;
   std::vector<NodeProgress> others_;
-  // Every other node's latest snapshot ever read (those gone from the store
-  // too): merged without news while an alarm stands (merge()).
+  // Every other node's latest snapshot, as of the last exchange (a node whose
+  // keys are gone is not): merged without news while an alarm stands and
+  // its news is late (merge()).
   std::map<int, NodeProgress> last_known_;
   std::vector<std::string> requests_;
   JobViewStatus status_;
@@ -200,10 +227,20 @@ class JobView {
   bool alarm_put_ = false;          // our alarm key is in the store
   double last_exchange_s_ = -1e9;   // unix time of the last documents exchange
   std::set<std::string> bad_keys_;  // warned about once
+  // Who vouches for what (store_trust.h): the job's size as this node's
+  // ranks say, the owner lease of each node, the nodes whose alarm stands.
+  JobShape job_;
+  std::map<int, int64_t> owners_;
+  bool owners_reread_ = false;  // owners_ was read again this round (trusted())
+  bool claimed_ = false;  // this node's owner key was created (or is being re-claimed)
+  bool owner_lost_said_ = false;
+  std::set<int> alarmed_;
+  DumpRequestGate dump_gate_;
   // The documents exchange (the view's thread only): what this node put,
   // and what it read of the others.
   uint64_t put_doc_ = 0;                   // id of our document in the store (0: none)
   std::map<int, NodeProgress> docs_;       // the documents read, by node (their ids in .doc)
+  std::map<int, int64_t> doc_leases_;      // the lease each of docs_ was written under
   int64_t docs_revision_ = 0;              // the store's revision at the last read of them
   bool read_all_docs_ = true;              // the next read takes every document
   std::set<std::string> unreadable_docs_;  // keys of documents that did not parse

@@ -45,11 +45,15 @@ std::string JobView::fingerprints_key(int node, double unix_s) const {
 
 bool JobView::note_alarm_keys(const std::vector<KeyValue>& kvs) {
   const std::string alarms = root_ + "/alarms/";
-  bool alarm = false;
+  alarmed_.clear();
+  if (job_.node_count <= 0) return false;  // no rank registered here: nothing to judge by
   for (const KeyValue& kv : kvs) {
     const std::string name = kv.key.substr(std::min(kv.key.size(), alarms.size()));
     if (name.rfind(kMismatchKeyPrefix, 0) != 0) {
-      alarm = true;  // a node's alarm: <node>
+      // A node's alarm (<node>), from that node's owner only.
+      const int node = node_of_key(kv.key, alarms);
+      if (name == std::to_string(node) && trusted(kv, node)) alarmed_.insert(node);
+      if (name != std::to_string(node)) ignore_key(kv, "not an alarm of a node");
       continue;
     }
     if (!seen_mismatches_.insert(kv.key).second) continue;
@@ -60,9 +64,10 @@ bool JobView::note_alarm_keys(const std::vector<KeyValue>& kvs) {
       ignore_key(kv, why);
       continue;
     }
+    if (!trusted(kv, from)) continue;
     on_mismatch_(std::move(m), from);
   }
-  return alarm;
+  return !alarmed_.empty();
 }
 
 bool JobView::fingerprint_round(int my_node) {
@@ -96,7 +101,12 @@ bool JobView::fingerprint_round(int my_node) {
         ignore_key(kv, why);
         continue;
       }
-      if (f.node != my_node) out->push_back(std::move(f));
+      if (f.node == my_node) continue;
+      if (node_of_key(kv.key, root_ + "/fingerprints/") != f.node) {
+        ignore_key(kv, "it names node " + std::to_string(f.node) + " under another node's key");
+      } else if (trusted(kv, f.node)) {
+        out->push_back(std::move(f));
+      }
     }
     return true;
   };

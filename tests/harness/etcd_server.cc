@@ -72,15 +72,21 @@ bool EtcdServer::start(const std::string& data_dir) {
       client_port_ = ports[0];
       peer_port_ = ports[1];
     }
-    const std::string client_url = "http://127.0.0.1:" + std::to_string(client_port_);
+    const bool tls = !tls_ca_.empty();
+    const std::string client_url =
+        (tls ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(client_port_);
     const std::string peer_url = "http://127.0.0.1:" + std::to_string(peer_port_);
     ChildOptions options;
     options.log_path = dir_ + "/etcd.log";
-    child_ = Child::start(
-        {bin, "--name", "xpu", "--data-dir", data_dir, "--listen-client-urls", client_url,
-         "--advertise-client-urls", client_url, "--listen-peer-urls", peer_url,
-         "--initial-advertise-peer-urls", peer_url, "--initial-cluster", "xpu=" + peer_url},
-        {"ETCD_NAME=", "ETCD_DATA_DIR=", "ETCDCTL_API="}, options);
+    std::vector<std::string> argv = {
+        bin, "--name", "xpu", "--data-dir", data_dir, "--listen-client-urls", client_url,
+        "--advertise-client-urls", client_url, "--listen-peer-urls", peer_url,
+        "--initial-advertise-peer-urls", peer_url, "--initial-cluster", "xpu=" + peer_url};
+    if (tls) {
+      argv.insert(argv.end(), {"--cert-file", tls_cert_, "--key-file", tls_key_,
+                               "--client-cert-auth", "--trusted-ca-file", tls_ca_});
+    }
+    child_ = Child::start(argv, {"ETCD_NAME=", "ETCD_DATA_DIR=", "ETCDCTL_API="}, options);
     if (child_ == nullptr) return false;
     bool exited = false;
     const bool up = wait_until(
@@ -89,6 +95,9 @@ bool EtcdServer::start(const std::string& data_dir) {
             exited = true;
             return true;
           }
+          // Over TLS /health needs a client certificate: etcd's own line
+          // saying it serves clients instead.
+          if (tls) return child_->output().find("serving client requests on") != std::string::npos;
           const auto reply = http_get(client_port_, "/health");
           return reply.has_value() && reply->status == 200 &&
                  reply->body.find("true") != std::string::npos;

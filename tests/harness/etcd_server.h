@@ -27,6 +27,14 @@ class EtcdServer {
 
   // `dir`: a folder of the test's (its log goes there).
   explicit EtcdServer(std::string dir) : dir_(std::move(dir)) {}
+  // Serves clients over TLS with this server certificate and key, and
+  // accepts only clients with a certificate signed by `ca`
+  // (--client-cert-auth --trusted-ca-file): call before start().
+  void use_tls(std::string ca, std::string cert, std::string key) {
+    tls_ca_ = std::move(ca);
+    tls_cert_ = std::move(cert);
+    tls_key_ = std::move(key);
+  }
   ~EtcdServer() { stop(); }
 
   // Starts etcd on `data_dir` (new free ports the first time, the same ports
@@ -37,13 +45,17 @@ class EtcdServer {
   bool running() const { return child_ != nullptr; }
   Child& child() { return *child_; }
   int client_port() const { return client_port_; }
-  std::string url() const { return "etcd://127.0.0.1:" + std::to_string(client_port_); }
+  std::string url() const {
+    return (tls_ca_.empty() ? "etcd://127.0.0.1:" : "https://127.0.0.1:") +
+           std::to_string(client_port_);
+  }
 
  private:
   std::string dir_;
   int client_port_ = 0;
   int peer_port_ = 0;
   std::unique_ptr<Child> child_;
+  std::string tls_ca_, tls_cert_, tls_key_;
 };
 
 }  // namespace xpu_timer::testing
