@@ -9,7 +9,6 @@
 #include <boost/asio/post.hpp>
 
 #include "common/mapped_read_guard.h"
-#include "supervisor/analysis/hang_report_json.h"
 #include "supervisor/analysis/op_json.h"
 #include "supervisor/analysis/ranks_json.h"
 #include "supervisor/collective_monitor.h"
@@ -23,7 +22,6 @@
 #include "supervisor/incidents/incident_dumps.h"
 #include "supervisor/job/job_controller.h"
 #include "supervisor/job/job_launcher.h"
-#include "supervisor/job/process_table.h"
 #include "supervisor/job/run_dir.h"
 #include "supervisor/log_tee.h"
 #include "supervisor/metrics/metrics_exporter.h"
