@@ -1,5 +1,6 @@
 // The xpu_timer_stacktrace_viewer binary: outputs, exit codes and messages.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -188,6 +189,26 @@ TEST(ViewerCli, SymlinkLoopIsSkippedWithOneWarning) {
   EXPECT_EQ(r.err.find(warning, at + 1), std::string::npos) << r.err;  // once
   EXPECT_NE(r.err.find("merged 2 of 3 stack file(s), world size 2"), std::string::npos) << r.err;
   EXPECT_FALSE(TestFolder::read(out.path() + "/cpp_stack.svg").empty());
+}
+
+// A FIFO (or a device) named like a stack file is refused at once with one
+// warning, and the viewer neither blocks on it nor skips it silently.
+TEST(ViewerCli, FifoIsSkippedWithOneWarningAndNeverWaitedOn) {
+  TestFolder dump, out, logs;
+  SyntheticDumpSpec spec;
+  spec.world_size = 2;
+  spec.threads_per_rank = 1;
+  std::string error;
+  ASSERT_TRUE(write_synthetic_dump(dump.path(), spec, &error)) << error;
+  const std::string fifo = dump.path() + "/00001-00003.stacktrace";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const ViewerRun r = run_viewer(logs, "--path " + dump.path() + " --out " + out.path());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::string warning = fifo + ": not a regular file (a FIFO); file skipped";
+  const size_t at = r.err.find(warning);
+  EXPECT_NE(at, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(warning, at + 1), std::string::npos) << r.err;  // once
+  EXPECT_NE(r.err.find("merged 2 of 3 stack file(s), world size 2"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -154,9 +154,11 @@ bool list_stack_files(const std::string& dir, std::vector<std::string>* paths, s
     }
     const std::string path = prefix + std::string(name);
     struct stat st;
-    // One that cannot be stat'ed (a symlink loop, a dangling link) is listed too: the
-    // loader then names it and why in one warning, and the folder's other files are read.
-    if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) paths->push_back(path);
+    // Anything but a folder is listed: one that is not a regular file (a FIFO, a
+    // device, a socket) or cannot be stat'ed (a symlink loop, a dangling link) is
+    // then refused by the loader, which names it and why in one warning without
+    // ever blocking on it, and the folder's other files are read.
+    if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) paths->push_back(path);
   }
   if (errno != 0) {
     *error = "cannot list folder " + dir + ": " + errno_text();

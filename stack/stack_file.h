@@ -84,9 +84,10 @@ bool parse_stack_file(std::string_view text, ProcessStack* out, std::string* err
 bool load_stack_file(const std::string& path, ProcessStack* out, std::string* error,
                      size_t max_bytes = kMaxStackFileBytes);
 
-// The `*.stacktrace` files directly in `dir` that are regular files or cannot
-// be stat'ed (a symlink loop: the loader then says why), sorted by name; false
-// with *error naming the folder and errno when it cannot be listed.
+// The `*.stacktrace` entries directly in `dir` that are not folders, sorted by
+// name: a FIFO, device or socket so named is listed so that the loader refuses
+// it with one warning (load_stack_file never blocks on it); false with *error
+// naming the folder and errno when it cannot be listed.
 bool list_stack_files(const std::string& dir, std::vector<std::string>* paths, std::string* error);
 
 }  // namespace xpu_timer::stack

@@ -211,14 +211,18 @@ TEST(StackFile, ListsTheStackFilesOfAFolderByName) {
   for (const char* name : {"00001-00002.stacktrace", "00000-00002.stacktrace", "notes.txt"})
     std::ofstream(d + "/" + name) << "{}";
   ASSERT_EQ(mkdir((d + "/x.stacktrace").c_str(), 0755), 0);
+  // Listed, so that the loader refuses it with a warning rather than skip it silently.
+  ASSERT_EQ(mkfifo((d + "/00002-00002.stacktrace").c_str(), 0600), 0);
   std::vector<std::string> paths;
   std::string err;
   ASSERT_TRUE(list_stack_files(d, &paths, &err)) << err;
   EXPECT_EQ(paths, (std::vector<std::string>{d + "/00000-00002.stacktrace",
-                                             d + "/00001-00002.stacktrace"}));
+                                             d + "/00001-00002.stacktrace",
+                                             d + "/00002-00002.stacktrace"}));
   EXPECT_FALSE(list_stack_files(d + "/nope", &paths, &err));
   EXPECT_EQ(err, "cannot open folder " + d + "/nope: No such file or directory");
-  for (const char* name : {"00001-00002.stacktrace", "00000-00002.stacktrace", "notes.txt"})
+  for (const char* name :
+       {"00001-00002.stacktrace", "00000-00002.stacktrace", "00002-00002.stacktrace", "notes.txt"})
     unlink((d + "/" + name).c_str());
   rmdir((d + "/x.stacktrace").c_str());
   rmdir(dir);
