@@ -224,6 +224,7 @@ json to_json(const Document& doc) {
   j["version"] = kVersion;
   j["hung"] = doc.hung;
   j["detected_at"] = doc.detected_at ? json(*doc.detected_at) : json(nullptr);
+  j["frozen_since"] = doc.frozen_since ? json(*doc.frozen_since) : json(nullptr);
   j["timeout_s"] = doc.timeout_s;
   j["summary"] = doc.summary;
   json ranks = json::array();
@@ -351,6 +352,7 @@ bool parse(std::string_view text, Document* out, std::string* error,
   const Fields top(j, "", warnings, &dropped);
   top.read("hung", &out->hung);
   top.read("detected_at", &out->detected_at);
+  top.read("frozen_since", &out->frozen_since);
   top.read("timeout_s", &out->timeout_s);
   top.read("summary", &out->summary);
   for (size_t i = 0; i < ranks->size(); ++i) {

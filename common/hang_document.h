@@ -106,6 +106,10 @@ struct Document {
   int version = kVersion;
   bool hung = false;
   std::optional<double> detected_at;  // unix seconds; none: no hang seen
+  // Unix seconds since which no rank is stuck any more although the hang was
+  // not cleared (its stuck ranks died or were stopped): the durations and
+  // states are as of then. None: the verdict is live.
+  std::optional<double> frozen_since;
   double timeout_s = 0;
   std::string summary;  // the verdict in one sentence
   std::vector<Rank> ranks;

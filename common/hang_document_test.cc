@@ -112,13 +112,14 @@ TEST(HangDocument, WriterWritesTheDocumentedKeys) {
 
   // No hang and no supervisor parts: the same keys, empty or null.
   const json none = json::parse(to_text(Document{}));
-  for (const char* key : {"version", "hung", "detected_at", "timeout_s", "summary", "ranks",
-                          "groups", "mismatches", "mismatch_total", "collectives_checked",
-                          "coordinator", "stacks", "timeline"}) {
+  for (const char* key : {"version", "hung", "detected_at", "frozen_since", "timeout_s", "summary",
+                          "ranks", "groups", "mismatches", "mismatch_total",
+                          "collectives_checked", "coordinator", "stacks", "timeline"}) {
     EXPECT_TRUE(none.contains(key)) << key;
   }
-  EXPECT_EQ(none.size(), 13u);
+  EXPECT_EQ(none.size(), 14u);
   EXPECT_TRUE(none["detected_at"].is_null());
+  EXPECT_TRUE(none["frozen_since"].is_null());
   EXPECT_TRUE(none["coordinator"].is_null());
   EXPECT_EQ(none["mismatches"], json::array());
 }

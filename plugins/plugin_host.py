@@ -21,7 +21,8 @@ instance of it whose str() is the original message, and exc_traceback a real
 traceback object whose frames carry the original file names, function names
 and line numbers (so the traceback module formats it as the rank would have).
 
-Everything this host prints ends up in the supervisor's log; the supervisor
+Everything this host prints ends up in the supervisor's log, a line starting
+"error: " (and the indented traceback under it) as a warning; the supervisor
 kills it after XPU_TIMER_PLUGIN_TIMEOUT seconds. Exit status: 0 plugin ran or
 lacks the hook, 1 the plugin failed, 2 bad input.
 """
@@ -137,13 +138,13 @@ def main(argv):
         doc = json.load(sys.stdin)
         hook = doc["hook"]
     except (ValueError, KeyError) as e:
-        print("bad report on stdin: %s" % e)
+        print("error: bad report on stdin: %s" % e)
         return 2
     started = time.monotonic()
     try:
         plugin = load_plugin(argv[1])
     except BaseException as e:
-        print("cannot load plugin %s: %s: %s" % (argv[1], type(e).__name__, e))
+        print("error: cannot load plugin %s: %s: %s" % (argv[1], type(e).__name__, e))
         return 1
     try:
         if hook == "python":
@@ -151,7 +152,7 @@ def main(argv):
         else:
             run_cpp_hook(plugin, doc)
     except BaseException as e:
-        print("plugin raised %s: %s" % (type(e).__name__, e))
+        print("error: plugin raised %s: %s" % (type(e).__name__, e))
         for line in traceback.format_exc().rstrip().splitlines():
             print("  " + line)
         return 1

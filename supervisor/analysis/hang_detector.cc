@@ -321,7 +321,15 @@ HangEvent HangDetector::update(const Snapshot& snap) {
     if (it == stuck_baseline_.end() || !s.registered) continue;
     if (s.pid != it->second.first || s.completed_total > it->second.second) progressed = true;
   }
-  if (!progressed) return HangEvent::kNone;  // keep the last hang report
+  if (!progressed) {
+    // Keep the last hang report, but say that it no longer moves: its
+    // durations would otherwise read as current for ever.
+    if (!report_.frozen_since_unix_s) {
+      report_.frozen_since_unix_s = snap.now_unix_s;
+      report_.summary += "; no rank is stuck any more, durations as of then";
+    }
+    return HangEvent::kNone;
+  }
   stuck_baseline_.clear();
   signature_.clear();
   report_ = std::move(now);

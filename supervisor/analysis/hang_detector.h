@@ -104,6 +104,10 @@ struct StuckGroup {
 struct HangReport {
   bool hung = false;
   std::optional<double> detected_at_unix_s;
+  // Set when the hang stands although no rank is stuck any more (its stuck
+  // ranks died or stopped without completing): the report is kept for the
+  // post-mortem, its durations as of this instant.
+  std::optional<double> frozen_since_unix_s;
   double timeout_s = 0;
   std::string summary = "no hang";
   std::vector<RankVerdict> ranks;  // every expected rank, sorted

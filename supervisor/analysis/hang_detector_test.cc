@@ -321,11 +321,19 @@ TEST(HangDetector, HangStaysReportedWhenTheStuckRanksDieWithoutProgress) {
   dead.alive = false;
   RankSample dead1 = behind(1, 6);
   dead1.alive = false;
-  EXPECT_EQ(d.update(snapshot({dead, dead1})), HangEvent::kNone);
+  EXPECT_FALSE(d.report().frozen_since_unix_s.has_value());
+  Snapshot later = snapshot({dead, dead1});
+  later.now_unix_s += 4;
+  EXPECT_EQ(d.update(later), HangEvent::kNone);
   EXPECT_TRUE(d.report().hung);
+  // Kept for the post-mortem, and said to be frozen: its 5.2 s no longer grow.
   EXPECT_EQ(d.report().summary,
             "rank 0 stuck in AllReduce #6 on comm 1a2b3c4d5e6f7a8b for 5.2 s; rank 1 missing "
-            "(last completed #5 on that comm)");
+            "(last completed #5 on that comm); no rank is stuck any more, durations as of then");
+  EXPECT_EQ(d.report().frozen_since_unix_s, later.now_unix_s);
+  later.now_unix_s += 10;
+  EXPECT_EQ(d.update(later), HangEvent::kNone);
+  EXPECT_EQ(d.report().frozen_since_unix_s, later.now_unix_s - 10);  // the first instant
 }
 
 TEST(HangDetector, RestartedRankClearsTheHang) {

@@ -74,6 +74,7 @@ hang_document::Document hang_document_of(const HangReport& report) {
   hd::Document d;
   d.hung = report.hung;
   d.detected_at = report.detected_at_unix_s;
+  d.frozen_since = report.frozen_since_unix_s;
   d.timeout_s = report.timeout_s;
   d.summary = report.summary;
   for (const RankVerdict& v : report.ranks) d.ranks.push_back(rank_of(v));

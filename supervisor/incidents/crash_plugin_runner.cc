@@ -77,6 +77,13 @@ void log_plugin_settings(const PluginSettings& s) {
   for (const std::string& p : s.plugins) names += (names.empty() ? "" : ", ") + p;
   SUP_LOG_INFO("exit-hook plugins: %s (host %s, timeout %.0f s)", names.c_str(),
                s.host_script.c_str(), s.timeout_s);
+  // A plugin that cannot be read would be found only at the first crash.
+  for (const std::string& p : s.plugins) {
+    if (::access(p.c_str(), R_OK) != 0) {
+      SUP_LOG_WARN("exit-hook plugin %s is not readable (%s): it will fail at every crash",
+                   p.c_str(), strerror(errno));
+    }
+  }
   if (::access(s.host_script.c_str(), R_OK) != 0) {
     SUP_LOG_WARN("plugin host %s is not readable (%s): plugins will fail; set XPU_TIMER_PLUGIN_HOST",
                  s.host_script.c_str(), strerror(errno));
@@ -138,8 +145,20 @@ class CrashPluginRunner::Run : public std::enable_shared_from_this<Run> {
     }
   }
 
+  // The host says "error: ..." when the plugin failed (plugin_host.py), with
+  // its traceback indented below: a warning, the rest is information.
   void flush_line() {
-    if (!line_.empty()) SUP_LOG_INFO("%s: %s", label_.c_str(), line_.c_str());
+    if (line_.empty()) return;
+    if (line_.rfind("error: ", 0) == 0) {
+      failing_ = true;
+    } else if (line_.rfind("  ", 0) != 0) {
+      failing_ = false;
+    }
+    if (failing_) {
+      SUP_LOG_WARN("%s: %s", label_.c_str(), line_.c_str());
+    } else {
+      SUP_LOG_INFO("%s: %s", label_.c_str(), line_.c_str());
+    }
     line_.clear();
   }
 
@@ -168,6 +187,7 @@ class CrashPluginRunner::Run : public std::enable_shared_from_this<Run> {
   boost::asio::posix::stream_descriptor out_;
   boost::asio::steady_timer timer_;
   std::string label_;
+  bool failing_ = false;  // the last unindented line was an error
   std::array<char, 4096> buf_{};
   std::string line_;
   size_t logged_ = 0;

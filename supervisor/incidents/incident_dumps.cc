@@ -1,5 +1,8 @@
 #include "supervisor/incidents/incident_dumps.h"
 
+#include <dirent.h>
+#include <unistd.h>
+
 #include "common/clock.h"
 #include "supervisor/job/process_table.h"
 #include "supervisor/log_tee.h"
@@ -18,11 +21,33 @@ std::vector<StackTarget> stack_targets(const std::vector<RankRecord>& records) {
   return out;
 }
 
+// A supervisor killed in the middle of a dump (SIGKILL, OOM) leaves the folder
+// it had just made, empty; the next one in the same --dump-dir removes such
+// folders (rmdir removes only empty ones) so that nobody opens them for
+// evidence.
+void remove_empty_dump_folders(const std::string& dump_dir) {
+  DIR* d = ::opendir(dump_dir.c_str());
+  if (d == nullptr) return;
+  std::vector<std::string> removed;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.rfind("stacks-", 0) != 0 && name.rfind("timeline-", 0) != 0) continue;
+    if (::rmdir((dump_dir + "/" + name).c_str()) == 0) removed.push_back(name);
+  }
+  ::closedir(d);
+  if (removed.empty()) return;
+  std::string names;
+  for (const std::string& n : removed) names += (names.empty() ? "" : ", ") + n;
+  SUP_LOG_INFO("removed %zu empty dump folder(s) an interrupted run left in %s: %s",
+               removed.size(), dump_dir.c_str(), names.c_str());
+}
+
 }  // namespace
 
 IncidentDumps::IncidentDumps(std::string dump_dir, RanksFn ranks)
     : dump_dir_(std::move(dump_dir)), ranks_(std::move(ranks)) {
   if (dump_dir_.empty()) return;
+  remove_empty_dump_folders(dump_dir_);
   StackDumpSettings settings;
   settings.dump_dir = dump_dir_;
   stacks_ = std::make_unique<StackDumper>(std::move(settings));

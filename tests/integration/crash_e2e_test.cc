@@ -207,10 +207,26 @@ TEST(CrashE2E, SegvIsReportedWithItsFrameAndBadPluginsOnlyCostLogLines) {
   for (const char* key : {"address", "offset", "function_name"}) {
     EXPECT_TRUE(si["frame_infos"][0].contains(key)) << key;
   }
-  EXPECT_NE(log.find("raised ValueError: plugin bug"), std::string::npos) << log;
+  // A plugin's failure is a warning, with its traceback; a missing plugin is
+  // said at start, before any crash, and again when it fails.
+  const auto line_with = [&log](const std::string& needle) {
+    const size_t at = log.find(needle);
+    if (at == std::string::npos) return std::string();
+    const size_t begin = log.rfind('\n', at);
+    return log.substr(begin == std::string::npos ? 0 : begin + 1,
+                      log.find('\n', at) - (begin == std::string::npos ? 0 : begin + 1));
+  };
+  const std::string raised = line_with("error: plugin raised ValueError: plugin bug");
+  EXPECT_NE(raised.find(" WARN] plugin raising.py (rank 1 pid "), std::string::npos) << log;
+  EXPECT_NE(line_with("raise ValueError('plugin bug')").find(" WARN] "), std::string::npos) << log;
   EXPECT_NE(log.find("plugin hanging.py"), std::string::npos) << log;
   EXPECT_NE(log.find("killed"), std::string::npos) << log;
-  EXPECT_NE(log.find("cannot load plugin"), std::string::npos) << log;
+  const std::string missing = pdir + "/missing.py";
+  const size_t unreadable = log.find("exit-hook plugin " + missing + " is not readable");
+  EXPECT_NE(unreadable, std::string::npos) << log;
+  EXPECT_LT(unreadable, log.find("crash: rank 1")) << log;
+  EXPECT_NE(line_with("error: cannot load plugin " + missing).find(" WARN] "), std::string::npos)
+      << log;
 }
 
 TEST(CrashE2E, AbortIsReportedWithAbortInTheFrames) {
