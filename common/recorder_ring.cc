@@ -380,11 +380,14 @@ std::string dump_file_name(int rank, int world_size) {
   return buf;
 }
 
-bool write_ring_image(const std::string& path, const RingSnapshot& s, std::string* error) {
+RingImage ring_image(const RingSnapshot& s) {
   uint64_t cap = 16;
   while (cap < s.records.size() && cap < kMaxCapacity) cap <<= 1;
   const size_t n = s.records.size() < cap ? s.records.size() : cap;
-  std::vector<uint64_t> image((ring_file_bytes(static_cast<uint32_t>(cap)) + 7) / 8, 0);
+  RingImage img;
+  img.bytes = ring_file_bytes(static_cast<uint32_t>(cap));
+  img.words.assign((img.bytes + 7) / 8, 0);
+  std::vector<uint64_t>& image = img.words;
   auto* h = reinterpret_cast<RingHeader*>(image.data());
   h->magic = kRingMagic;
   h->version = kRingVersion;
@@ -418,14 +421,22 @@ bool write_ring_image(const std::string& path, const RingSnapshot& s, std::strin
     r.data.op_id = d.op_id;  // the rank's own position, kept for cross-reference
     r.version.store(i * kVersionStride + 2, std::memory_order_relaxed);
   }
+  return img;
+}
+
+bool write_ring_image(const std::string& path, const RingSnapshot& s, std::string* error) {
+  return write_ring_image(path, ring_image(s), error);
+}
+
+bool write_ring_image(const std::string& path, const RingImage& img, std::string* error) {
   const std::string tmp = path + ".tmp";
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644));
   if (!fd.valid()) {
     *error = "cannot create " + tmp + ": " + std::strerror(errno);
     return false;
   }
-  const char* p = reinterpret_cast<const char*>(image.data());
-  size_t left = ring_file_bytes(static_cast<uint32_t>(cap));
+  const char* p = img.data();
+  size_t left = img.bytes;
   while (left > 0) {
     const ssize_t w = ::write(fd.get(), p, left);
     if (w < 0 && errno == EINTR) continue;

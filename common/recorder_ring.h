@@ -239,6 +239,16 @@ class RingReader {
 // temporary name and renamed, so a reader never sees half a dump. Dumps are
 // named RRRRR-WWWWW.timeline (rank and world size, five digits each).
 bool write_ring_image(const std::string& path, const RingSnapshot& s, std::string* error);
+// The image such a file holds, built in memory (8-byte aligned, as the reader
+// wants): read back with RingReader::read_image it is exactly what a reader
+// of the file gets, so a trace converted from it equals one from the file.
+struct RingImage {
+  std::vector<uint64_t> words;
+  size_t bytes = 0;
+  const char* data() const { return reinterpret_cast<const char*>(words.data()); }
+};
+RingImage ring_image(const RingSnapshot& s);
+bool write_ring_image(const std::string& path, const RingImage& image, std::string* error);
 std::string dump_file_name(int rank, int world_size);
 
 // Copies between a record in the ring and a plain one; the version word is

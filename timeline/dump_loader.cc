@@ -11,6 +11,8 @@
 #include <cstring>
 #include <map>
 
+#include "common/file_reader.h"
+
 namespace xpu_timer::timeline {
 namespace {
 
@@ -29,46 +31,6 @@ bool is_directory(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-// Reads a whole regular file of at most `limit` bytes. False with a reason;
-// ENOENT is reported through *missing.
-bool read_file(const std::string& path, size_t limit, std::string* out, std::string* error,
-               bool* missing = nullptr) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (missing != nullptr) *missing = errno == ENOENT;
-    *error = std::string("cannot open: ") + std::strerror(errno);
-    return false;
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    *error = "not a regular file";
-    ::close(fd);
-    return false;
-  }
-  if (static_cast<uint64_t>(st.st_size) > limit) {
-    *error = "too large (" + std::to_string(st.st_size) + " bytes, at most " +
-             std::to_string(limit) + ")";
-    ::close(fd);
-    return false;
-  }
-  out->resize(static_cast<size_t>(st.st_size));
-  size_t got = 0;
-  while (got < out->size()) {
-    const ssize_t n = ::read(fd, &(*out)[got], out->size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      *error = std::string("read failed: ") + std::strerror(errno);
-      ::close(fd);
-      return false;
-    }
-    if (n == 0) break;  // shrank while we read: parse what we got
-    got += static_cast<size_t>(n);
-  }
-  out->resize(got);
-  ::close(fd);
-  return true;
-}
-
 // The sorted *.timeline names of a folder.
 bool list_dumps(const std::string& dir, std::vector<std::string>* names, std::string* error) {
   DIR* d = ::opendir(dir.c_str());
@@ -85,12 +47,35 @@ bool list_dumps(const std::string& dir, std::vector<std::string>* names, std::st
   return true;
 }
 
-// Parses one dump file into `rt`. False with the one warning line.
+// Reads one dump file into `rt`. False with the one warning line.
 bool load_one(const std::string& path, const std::string& name, RankTimeline* rt,
               std::string* warning) {
   std::string bytes, why;
-  if (!read_file(path, max_dump_file_bytes(), &bytes, &why) ||
-      !recorder::RingReader::read_image(bytes.data(), bytes.size(), &rt->ring, &why)) {
+  if (!read_regular_file_ok(path, max_dump_file_bytes(), &bytes, &why)) {
+    *warning = path + ": " + why + "; skipped";
+    return false;
+  }
+  return load_ring_image(path, name, bytes.data(), bytes.size(), rt, warning);
+}
+
+void load_hang_json(const std::string& dir, DumpFolder* folder, std::vector<std::string>* warn) {
+  const std::string path = dir + "/hang.json";
+  std::string text, why;
+  const ReadFileStatus status = read_regular_file(path, kMaxHangJsonBytes, &text, &why);
+  if (status == ReadFileStatus::kMissing) return;
+  if (status != ReadFileStatus::kOk) {
+    warn->push_back(path + ": " + why + "; no hang verdict shown");
+    return;
+  }
+  load_hang_text(path, text, folder, warn);
+}
+
+}  // namespace
+
+bool load_ring_image(const std::string& path, const std::string& name, const void* bytes,
+                     size_t size, RankTimeline* rt, std::string* warning) {
+  std::string why;
+  if (!recorder::RingReader::read_image(bytes, size, &rt->ring, &why)) {
     *warning = path + ": " + why + "; skipped";
     return false;
   }
@@ -123,24 +108,17 @@ bool load_one(const std::string& path, const std::string& name, RankTimeline* rt
   return true;
 }
 
-void load_hang_json(const std::string& dir, DumpFolder* folder, std::vector<std::string>* warn) {
-  const std::string path = dir + "/hang.json";
-  std::string text, why, note;
-  bool missing = false;
-  if (!read_file(path, kMaxHangJsonBytes, &text, &why, &missing)) {
-    if (!missing) warn->push_back(path + ": " + why + "; no hang verdict shown");
-    return;
-  }
+void load_hang_text(const std::string& source, const std::string& text, DumpFolder* folder,
+                    std::vector<std::string>* warnings) {
   HangVerdict v;
+  std::string why, note;
   if (!parse_hang_verdict(text, &v, &why, &note)) {
-    warn->push_back(path + ": " + why + "; no hang verdict shown");
+    warnings->push_back(source + ": " + why + "; no hang verdict shown");
     return;
   }
-  if (!note.empty()) warn->push_back(path + ": " + note);
+  if (!note.empty()) warnings->push_back(source + ": " + note);
   folder->verdict = std::move(v);
 }
-
-}  // namespace
 
 size_t max_dump_file_bytes() { return recorder::ring_file_bytes(recorder::kMaxCapacity); }
 

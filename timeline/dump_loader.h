@@ -49,6 +49,18 @@ struct LoadedDumps {
 
 void load_dumps(const std::vector<DumpSource>& sources, LoadedDumps* out);
 
+// The pieces load_dumps is made of, for dumps already in memory (the
+// supervisor converts the rings it just copied without reading them back):
+// one ring image (as a RRRRR-WWWWW.timeline file holds it) into *rt, named
+// `path` in warnings and checked against its file `name`; false with the
+// one warning line (a warning may come with true too).
+bool load_ring_image(const std::string& path, const std::string& name, const void* bytes,
+                     size_t size, RankTimeline* rt, std::string* warning);
+// A hang document's text (hang.json) as `folder`'s verdict; problems are
+// warnings naming `source`.
+void load_hang_text(const std::string& source, const std::string& text, DumpFolder* folder,
+                    std::vector<std::string>* warnings);
+
 // Dump files larger than a ring of kMaxCapacity records are not ring images.
 size_t max_dump_file_bytes();
 

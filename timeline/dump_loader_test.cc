@@ -47,25 +47,30 @@ TEST(DumpLoader, MalformedFilesAreSkippedWithOneWarningEach) {
                 patched<uint32_t>(good0, offsetof(RingHeader, capacity), 1u << 30)),
       dir.subdir("dir.timeline"),
       dir.write("empty.timeline", ""),
+      // A FIFO: refused at once, never waited on for a writer (before, the
+      // tool hung here for ever).
+      dir.path() + "/fifo.timeline",
       dir.write("garbage.timeline", garbage),
       dir.write("head.timeline", patched<uint64_t>(good0, offsetof(RingHeader, head), 1ull << 62)),
       dir.write("rank.timeline", patched<int32_t>(good0, offsetof(RingHeader, rank), -7)),
       dir.write("version.timeline", patched<uint32_t>(good0, offsetof(RingHeader, version), 99)),
   };
+  ASSERT_EQ(::mkfifo(paths[3].c_str(), 0600), 0);
   LoadedDumps d;
   load_dumps({DumpSource{dir.path(), -1}}, &d);
   EXPECT_EQ(ranks_of(d), (std::set<int>{0, 1, 3}));
-  EXPECT_EQ(d.files_found, 11u);
+  EXPECT_EQ(d.files_found, 12u);
   const std::vector<std::string> expected = {
       r2 + ": ring file has " + std::to_string(good0.size() / 2) + " bytes, its header needs " +
           std::to_string(good0.size()) + "; skipped",
       paths[0] + ": ring capacity is not a power of two within limits; skipped",
-      paths[1] + ": not a regular file; skipped",
+      paths[1] + ": not a regular file (a folder); skipped",
       paths[2] + ": too short for a flight-recorder ring; skipped",
-      paths[3] + ": not a flight-recorder ring (bad magic); skipped",
-      paths[4] + ": none of its 32 record(s) is readable; skipped",
-      paths[5] + ": rank -7 of world size 4 is out of range; skipped",
-      paths[6] + ": ring format version 99, this build reads 1 to 2; skipped",
+      paths[3] + ": not a regular file (a FIFO); skipped",
+      paths[4] + ": not a flight-recorder ring (bad magic); skipped",
+      paths[5] + ": none of its 32 record(s) is readable; skipped",
+      paths[6] + ": rank -7 of world size 4 is out of range; skipped",
+      paths[7] + ": ring format version 99, this build reads 1 to 2; skipped",
   };
   EXPECT_EQ(d.warnings, expected);
 }

@@ -1,9 +1,6 @@
 #include "timeline/timeline_cli.h"
 
-#include <fcntl.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -15,6 +12,7 @@
 #include "timeline/dump_loader.h"
 #include "timeline/timeline_diff.h"
 #include "timeline/trace_builder.h"
+#include "timeline/trace_conversion.h"
 
 namespace xpu_timer::timeline {
 namespace {
@@ -68,61 +66,11 @@ void show_warnings(const std::vector<std::string>& warnings) {
   }
 }
 
-// An output written to a temporary name and renamed when complete, so that a
-// viewer never opens half a trace.
-class OutputFile {
- public:
-  explicit OutputFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp") {}
-  ~OutputFile() {
-    if (file_ != nullptr) {
-      std::fclose(file_);
-      ::unlink(tmp_.c_str());
-    }
-  }
-  OutputFile(const OutputFile&) = delete;
-  OutputFile& operator=(const OutputFile&) = delete;
-
-  // nullptr with the error logged.
-  std::FILE* open() {
-    const int fd = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      XPU_TIMER_LOG_ERROR("cannot create %s: %s", tmp_.c_str(), std::strerror(errno));
-      return nullptr;
-    }
-    file_ = ::fdopen(fd, "w");
-    if (file_ == nullptr) {
-      XPU_TIMER_LOG_ERROR("cannot write %s: %s", tmp_.c_str(), std::strerror(errno));
-      ::close(fd);
-      ::unlink(tmp_.c_str());
-    }
-    return file_;
-  }
-  // `write_errno`: the first failed write's errno, 0 if none. False with the
-  // error logged.
-  bool commit(int write_errno) {
-    const int close_rc = std::fclose(file_);
-    file_ = nullptr;
-    const int err = write_errno != 0 ? write_errno : (close_rc != 0 ? errno : 0);
-    if (err != 0 || ::rename(tmp_.c_str(), path_.c_str()) != 0) {
-      XPU_TIMER_LOG_ERROR("cannot write %s: %s", path_.c_str(),
-                          std::strerror(err != 0 ? err : errno));
-      ::unlink(tmp_.c_str());
-      return false;
-    }
-    return true;
-  }
-
- private:
-  std::string path_, tmp_;
-  std::FILE* file_ = nullptr;
-};
-
 bool write_text(const std::string& path, const std::string& text) {
-  OutputFile out(path);
-  std::FILE* f = out.open();
-  if (f == nullptr) return false;
-  const int err = std::fwrite(text.data(), 1, text.size(), f) == text.size() ? 0 : errno;
-  return out.commit(err != 0 ? err : (std::ferror(f) ? EIO : 0));
+  std::string error;
+  if (write_file_whole(path, text, &error)) return true;
+  XPU_TIMER_LOG_ERROR("%s", error.c_str());
+  return false;
 }
 
 std::string json_text(const nlohmann::json& j) {
@@ -221,14 +169,15 @@ int run_trace(const Args& a) {
     return 1;
   }
   const std::string path = a.output.empty() ? a.paths[0] + "/timeline.json" : a.output;
-  OutputFile out(path);
-  std::FILE* file = out.open();
-  if (file == nullptr) return 1;
   std::vector<std::string> warnings;
-  TraceSink sink(file);
-  const TraceSummary summary = write_trace(dumps, options, &sink, &warnings);
+  TraceSummary summary;
+  std::string error;
+  const bool written = write_trace_file(dumps, options, path, &summary, &warnings, &error);
   show_warnings(warnings);
-  if (!out.commit(sink.write_errno())) return 1;
+  if (!written) {
+    XPU_TIMER_LOG_ERROR("%s", error.c_str());
+    return 1;
+  }
   XPU_TIMER_LOG_INFO("%zu rank(s) from %zu dump file(s): %zu event(s), %zu collective flow(s)",
                      dumps.ranks.size(), dumps.files_found, summary.events, summary.flows);
   std::printf("%s\n", path.c_str());

@@ -66,7 +66,7 @@ TimelineDumpResult IncidentDumps::timelines(const std::string& reason,
   for (const RankRecord& r : ranks_()) {
     targets.push_back(TimelineTarget{r.reg.rank, r.reg.world_size, r.ring});
   }
-  result = dump_timelines(targets, dump_dir_, reason, hang_json, unix_now_s());
+  result = timelines_.dump(targets, dump_dir_, reason, hang_json, unix_now_s());
   for (const std::string& e : result.errors) SUP_LOG_WARN("flight recorder: %s", e.c_str());
   if (result.ok) {
     {
@@ -147,6 +147,23 @@ int IncidentDumps::stacks_request(StackDumper::DoneFn done, std::string* json_bo
 
 int IncidentDumps::timeline_request(const std::string& hang_json, std::string* json_body) {
   using nlohmann::json;
+  if (!dump_dir_.empty()) {
+    std::string running;
+    if (timelines_.busy(&running)) {
+      *json_body = json{{"error", "a timeline dump is being converted"}, {"dir", running}}.dump();
+      return 409;
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    const uint64_t now = monotonic_ns();
+    const double since_s = static_cast<double>(now - last_timeline_request_ns_) * 1e-9;
+    if (last_timeline_request_ns_ != 0 && since_s < kRequestIntervalS) {
+      *json_body = json{{"error", "timeline dumps are requested too often"},
+                        {"retry_after_s", kRequestIntervalS - since_s}}
+                       .dump();
+      return 429;
+    }
+    last_timeline_request_ns_ = now;
+  }
   const TimelineDumpResult r = timelines("request", hang_json);
   json errors = json::array();
   for (const std::string& e : r.errors) errors.push_back(e);
@@ -162,6 +179,7 @@ int IncidentDumps::timeline_request(const std::string& hang_json, std::string* j
       {"ranks", r.ranks},
       {"operations", r.records},
       {"trace", r.trace.empty() ? json(nullptr) : json(r.trace)},
+      {"converting", r.converting},
       {"errors",
        errors}}.dump();
   return 200;

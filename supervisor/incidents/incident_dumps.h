@@ -46,8 +46,15 @@ class IncidentDumps {
   nlohmann::json timelines_and_stacks(const std::string& reason);
 
   // POST /dump/stacks and POST /dump/timeline: the HTTP status and JSON body.
+  // A timeline request while a conversion runs or waits is 409 naming its
+  // folder, and one within kRequestIntervalS of the previous accepted one is
+  // 429 (`retry_after_s`), so that a flood of requests cannot fill the disk
+  // or keep the dumper busy.
   int stacks_request(StackDumper::DoneFn done, std::string* json_body);
   int timeline_request(const std::string& hang_json, std::string* json_body);
+  static constexpr double kRequestIntervalS = 2.0;
+
+  TimelineDumper& timeline_dumper() { return timelines_; }
 
   // The folder of the latest timeline dump that worked; "" before the first.
   std::string latest_timeline_dir() const;
@@ -56,8 +63,10 @@ class IncidentDumps {
   const std::string dump_dir_;
   const RanksFn ranks_;
   std::unique_ptr<StackDumper> stacks_;
+  TimelineDumper timelines_;
   mutable std::mutex mutex_;
-  std::string latest_timeline_dir_;  // mutex_
+  std::string latest_timeline_dir_;          // mutex_
+  uint64_t last_timeline_request_ns_ = 0;    // mutex_: CLOCK_MONOTONIC of the last accepted
 };
 
 }  // namespace xpu_timer::supervisor

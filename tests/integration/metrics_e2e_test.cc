@@ -197,7 +197,8 @@ TEST_P(PythonProbesE2E, GcCollectionsAndDataLoaderWaitsAreCountedExactly) {
   ASSERT_TRUE(reply.has_value());
   ASSERT_EQ(reply->status, 200) << reply->body;
   const std::string dir = nlohmann::json::parse(reply->body).at("dir").get<std::string>();
-  const auto trace = nlohmann::json::parse(read_file(dir + "/timeline.json"));
+  const auto trace = wait_for_dump_trace(reply->body);
+  ASSERT_TRUE(trace.is_object()) << "no trace in " << dir;
   std::map<std::pair<int, int>, std::string> threads;  // (pid, tid) -> track name
   for (const auto& e : trace.at("traceEvents")) {
     if (e.value("ph", "") == "M" && e.value("name", "") == "thread_name") {

@@ -110,7 +110,8 @@ TEST(PipelineBubbleE2E, EveryStageIdlesForTheOneF1BBubbleInClosedForm) {
   ASSERT_TRUE(reply.has_value());
   ASSERT_EQ(reply->status, 200) << reply->body;
   const std::string dir = nlohmann::json::parse(reply->body).at("dir").get<std::string>();
-  const auto trace = nlohmann::json::parse(read_file(dir + "/timeline.json"));
+  const auto trace = wait_for_dump_trace(reply->body);
+  ASSERT_TRUE(trace.is_object()) << "no trace in " << dir;
   int steps[kStages] = {};
   for (const auto& e : trace.at("traceEvents")) {
     if (e.value("ph", "") != "X" || e.value("name", "") != "step") continue;

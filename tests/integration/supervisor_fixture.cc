@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <sstream>
 
@@ -92,6 +93,16 @@ double value_of(const std::string& text, const std::string& family, int rank,
     return std::stod(line.substr(line.rfind(' ') + 1));
   }
   return -1;
+}
+
+nlohmann::json wait_for_dump_trace(const std::string& reply_body) {
+  const nlohmann::json reply = nlohmann::json::parse(reply_body, nullptr, false);
+  if (!reply.is_object() || !reply.contains("dir")) return nullptr;
+  const std::string trace = reply.at("dir").get<std::string>() + "/timeline.json";
+  if (!wait_until([&] { return ::access(trace.c_str(), F_OK) == 0; }, std::chrono::seconds(60))) {
+    return nullptr;
+  }
+  return nlohmann::json::parse(read_file(trace), nullptr, false);
 }
 
 }  // namespace xpu_timer::testing

@@ -55,4 +55,10 @@ class SupervisedJob {
   int port_ = 0;
 };
 
+// The trace of a POST /dump/timeline answer (its `dir`): the supervisor
+// converts it on its dumper's thread after answering, and renames
+// timeline.json into place when complete, so this waits for the file to
+// appear (up to 60 s). Null json when it does not.
+nlohmann::json wait_for_dump_trace(const std::string& reply_body);
+
 }  // namespace xpu_timer::testing
