@@ -1,6 +1,8 @@
 #include "supervisor/job/process_table.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <signal.h>
 
 #include <cstdlib>
 #include <map>
@@ -62,10 +64,20 @@ std::optional<ProcStat> read_proc_stat(pid_t pid) {
 
 bool process_alive(pid_t pid, uint64_t start_time) {
   if (pid <= 0) return false;
-  const auto st = read_proc_stat(pid);
-  if (!st) return false;
-  if (st->state == 'Z' || st->state == 'X') return false;
-  return start_time == 0 || st->start_time == start_time;
+  std::string text, error;
+  const ReadFileStatus read = read_regular_file("/proc/" + std::to_string(pid) + "/stat",
+                                                kMaxStatBytes, &text, &error);
+  if (read == ReadFileStatus::kMissing) return false;  // no /proc/PID: no such process
+  if (read == ReadFileStatus::kOk) {
+    if (const std::optional<ProcStat> st = parse_proc_stat(text)) {
+      if (st->state == 'Z' || st->state == 'X') return false;
+      return start_time == 0 || st->start_time == start_time;
+    }
+  }
+  // The read failed for another reason (out of descriptors, EACCES) or gave
+  // nonsense: that proves nothing. Only ESRCH proves death; anything else is
+  // a process that may well be training on, and unknown is never dead.
+  return !(::kill(pid, 0) != 0 && errno == ESRCH);
 }
 
 std::vector<pid_t> descendants_of(pid_t root) {

@@ -27,7 +27,10 @@ std::optional<ProcStat> parse_proc_stat(const std::string& text);
 std::optional<ProcStat> read_proc_stat(pid_t pid);
 
 // True when `pid` exists, is not a zombie, and (when start_time != 0) is the
-// same process that had that start time.
+// same process that had that start time. Death is decided only from what
+// proves it (no /proc/PID, a zombie, another start time, kill(pid, 0) failing
+// with ESRCH), never from a failed read: a supervisor out of descriptors
+// (a connection flood) must not take its ranks for dead.
 bool process_alive(pid_t pid, uint64_t start_time = 0);
 
 // Every live process whose parent chain reaches `root` (excluding root).

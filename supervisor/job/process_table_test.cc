@@ -2,10 +2,14 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <vector>
 
 namespace xpu_timer::supervisor {
 namespace {
@@ -40,6 +44,51 @@ TEST(ProcessTable, LivenessZombiesAndPidReuse) {
   EXPECT_FALSE(process_alive(child));
   waitpid(child, nullptr, 0);
   EXPECT_FALSE(process_alive(child));
+}
+
+// Out of descriptors, /proc cannot be opened: a live process stays alive (a
+// connection flood once made the supervisor report its ranks dead), and a
+// dead one is still dead (kill(pid, 0) says ESRCH).
+TEST(ProcessTable, OutOfDescriptorsALiveProcessIsNotDead) {
+  const pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  ASSERT_EQ(waitpid(dead, nullptr, 0), dead);
+  const pid_t live = fork();
+  if (live == 0) {
+    pause();
+    _exit(0);
+  }
+  const auto live_stat = read_proc_stat(live);
+  ASSERT_TRUE(live_stat.has_value());
+  struct rlimit saved {};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  std::vector<int> hogs;
+  // A low limit, then every descriptor below it taken.
+  struct rlimit low = saved;
+  low.rlim_cur = 64;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  for (;;) {
+    const int fd = ::dup(0);
+    if (fd < 0) break;
+    hogs.push_back(fd);
+  }
+  const bool self_alive = process_alive(getpid());
+  const bool live_alive = process_alive(live, live_stat->start_time);
+  const bool dead_alive = process_alive(dead);
+  const int open_errno = [] {
+    const int fd = ::open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    const int e = fd < 0 ? errno : 0;
+    if (fd >= 0) ::close(fd);
+    return e;
+  }();
+  for (int fd : hogs) ::close(fd);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
+  kill(live, SIGKILL);
+  waitpid(live, nullptr, 0);
+  ASSERT_EQ(open_errno, EMFILE);  // the situation this is about
+  EXPECT_TRUE(self_alive);
+  EXPECT_TRUE(live_alive);
+  EXPECT_FALSE(dead_alive);
 }
 
 TEST(ProcessTable, DescendantsIncludeGrandchildren) {
