@@ -2,11 +2,16 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <list>
+#include <map>
 #include <optional>
 
 #include "supervisor/http/http_request_guard.h"
@@ -25,6 +30,12 @@ constexpr auto kWriteTimeout = std::chrono::seconds(60);
 constexpr auto kDrainTimeout = std::chrono::seconds(2);
 constexpr uint32_t kHeaderLimit = 8 * 1024;
 constexpr uint64_t kBodyLimit = 64 * 1024;
+// At most this many connections are open at once (fewer when the descriptor
+// limit is low: a quarter of it), and one client address holds at most three
+// quarters of them; a newcomer beyond that replaces the connection that has
+// waited longest without a whole request. So a flood of idle connections
+// neither exhausts the supervisor's descriptors nor keeps /healthz out.
+constexpr size_t kMaxConnections = 64;
 
 std::optional<std::string_view> header(const http::request<http::string_body>& req,
                                        http::field field) {
@@ -54,13 +65,44 @@ std::optional<HttpAnswer> parse_error_answer(beast::error_code ec) {
   return HttpAnswer{400, kText, "bad request: " + ec.message() + "\n"};
 }
 
+class Session;
+
+// The open connections, for the cap (docs/architecture.md "The processes"):
+// the HTTP thread only.
+struct Connections {
+  std::atomic<size_t> open{0};  // also read by HttpServer::open_connections()
+  std::map<std::string, size_t> per_peer;
+  std::list<std::weak_ptr<Session>> oldest_first;
+};
+
 // One client connection; lives as long as an operation of it is pending.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, const HttpHandlers& handlers, const RequestGuard& guard)
-      : stream_(std::move(socket)), handlers_(handlers), guard_(guard) {}
+  Session(tcp::socket socket, const HttpHandlers& handlers, const RequestGuard& guard,
+          std::shared_ptr<Connections> connections, std::string peer)
+      : stream_(std::move(socket)),
+        handlers_(handlers),
+        guard_(guard),
+        connections_(std::move(connections)),
+        peer_(std::move(peer)) {
+    ++connections_->open;
+    ++connections_->per_peer[peer_];
+  }
+  ~Session() { uncount(); }
+
+  const std::string& peer() const { return peer_; }
+  // Waiting for (the rest of) a request: a client that holds a connection
+  // without asking anything, whom a newcomer may replace.
+  bool idle() const { return waiting_; }
+  // Closes it for a newcomer; it no longer counts from now (its pending read
+  // ends with an error and the session goes).
+  void evict() {
+    uncount();
+    close();
+  }
 
   void read_request() {
+    waiting_ = true;
     parser_.emplace();
     parser_->header_limit(kHeaderLimit);
     parser_->body_limit(kBodyLimit);
@@ -72,6 +114,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   void on_read(beast::error_code ec) {
+    waiting_ = false;
     if (ec) {
       // A request the parser refused gets its status and the reason, then
       // the connection closes: what follows in the stream cannot be framed.
@@ -139,6 +182,13 @@ class Session : public std::enable_shared_from_this<Session> {
                             });
   }
 
+  void uncount() {
+    if (!counted_) return;
+    counted_ = false;
+    --connections_->open;
+    if (--connections_->per_peer[peer_] == 0) connections_->per_peer.erase(peer_);
+  }
+
   void close() {
     beast::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
@@ -152,6 +202,10 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> response_;
   bool refused_ = false;  // the parser refused the request: drain, then close
+  bool waiting_ = false;  // in read_request(), no whole request yet
+  bool counted_ = true;   // in Connections (until evicted or destroyed)
+  std::shared_ptr<Connections> connections_;
+  std::string peer_;
   char drain_[4096];
 };
 
@@ -165,7 +219,22 @@ struct HttpServer::Impl {
       if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
       if (!ec) {
         ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);
-        std::make_shared<Session>(std::move(socket), handlers, *guard)->read_request();
+        beast::error_code peer_ec;
+        const auto remote = socket.remote_endpoint(peer_ec);
+        const std::string peer = peer_ec ? std::string("?") : remote.address().to_string();
+        if (make_room(peer)) {
+          auto session = std::make_shared<Session>(std::move(socket), handlers, *guard,
+                                                   connections, peer);
+          connections->oldest_first.push_back(session);
+          session->read_request();
+        } else {
+          if (!refuse_logged) {
+            refuse_logged = true;
+            SUP_LOG_WARN("HTTP: %zu connections open, none idle: refusing new ones until one ends",
+                         connections->open.load());
+          }
+          socket.close(peer_ec);
+        }
       } else {
         SUP_LOG_WARN("HTTP accept failed: %s", ec.message().c_str());
         // EMFILE and the like: back off instead of spinning.
@@ -175,8 +244,33 @@ struct HttpServer::Impl {
     });
   }
 
+  // Room for a connection from `peer`: under the caps, or made by closing
+  // the longest-idle connection (of `peer` itself when it holds its share).
+  // False when every connection is busy with a request.
+  bool make_room(const std::string& peer) {
+    auto& list = connections->oldest_first;
+    for (auto it = list.begin(); it != list.end();) it = it->expired() ? list.erase(it) : ++it;
+    const auto mine = connections->per_peer.find(peer);
+    const bool peer_full = mine != connections->per_peer.end() && mine->second >= per_peer_cap;
+    if (!peer_full && connections->open < cap) return true;
+    for (auto it = list.begin(); it != list.end(); ++it) {
+      const std::shared_ptr<Session> s = it->lock();
+      if (!s || !s->idle() || (peer_full && s->peer() != peer)) continue;
+      s->evict();  // its pending read ends; the session goes with it
+      list.erase(it);
+      ++evicted;
+      return true;
+    }
+    return false;
+  }
+
   HttpHandlers handlers;
   std::optional<RequestGuard> guard;  // set by start(), before the first accept
+  std::shared_ptr<Connections> connections = std::make_shared<Connections>();
+  size_t cap = kMaxConnections;
+  size_t per_peer_cap = kMaxConnections * 3 / 4;
+  uint64_t evicted = 0;
+  bool refuse_logged = false;
   asio::io_context io{1};
   tcp::acceptor acceptor;
 };
@@ -207,6 +301,11 @@ bool HttpServer::start(const std::string& host, int port, std::string* error) {
     return false;
   }
   port_ = acceptor.local_endpoint().port();
+  struct rlimit files {};
+  if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY) {
+    impl_->cap = std::max<size_t>(4, std::min<size_t>(kMaxConnections, files.rlim_cur / 4));
+    impl_->per_peer_cap = std::max<size_t>(2, impl_->cap * 3 / 4);
+  }
   impl_->guard.emplace(host);
   impl_->accept_next();
   // The server's thread must not take the process's signals: the asio
@@ -224,6 +323,10 @@ bool HttpServer::start(const std::string& host, int port, std::string* error) {
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   return true;
 }
+
+size_t HttpServer::open_connections() const { return impl_->connections->open.load(); }
+
+size_t HttpServer::connection_cap() const { return impl_->cap; }
 
 void HttpServer::stop() {
   impl_->io.stop();

@@ -5,11 +5,17 @@
 // libcpp-httplib.so, OpenSSL and brotli at run time; Beast is header-only.)
 // Requests are bounded (8 KiB header, 64 KiB body, 10 s per read); a
 // malformed one is answered 400 (431 for too large a header, 413 for too
-// large a body) with the parser's reason, and its connection closed. Requests
+// large a body) with the parser's reason, and its connection closed. At most
+// connection_cap() connections are open (64, or a quarter of the descriptor
+// limit), three quarters of them from one address; beyond that a newcomer
+// replaces the connection that has waited longest without a whole request,
+// so a flood of idle connections can neither exhaust descriptors nor keep
+// /healthz out. Requests
 // that change state pass http_request_guard.h first (403 when a browser page
 // of another origin sent them). Routing: http_routes.h.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <thread>
@@ -30,6 +36,10 @@ class HttpServer {
   bool start(const std::string& host, int port, std::string* error);
   int port() const { return port_; }
   void stop();
+  // Connections open now, and the most there may be (see http_server.cc's
+  // kMaxConnections: a newcomer beyond it replaces the longest-idle one).
+  size_t open_connections() const;
+  size_t connection_cap() const;
 
  private:
   struct Impl;
