@@ -345,9 +345,9 @@ void Supervisor::stop_when_done() {
   if (plugins_idle_ && linger_over_) io_.stop();
 }
 
-// The HTTP handlers: they read the published hang report (report_mutex_),
-// the registry, the crash tracker, the collective monitor, the stack dumper
-// and the job view, each thread-safe on its own.
+// The HTTP handlers read the published hang report (report_mutex_), the
+// registry, the crash tracker, the collective monitor, the incident dumps
+// (stack and timeline dumpers), the job view and the exporter: each locks.
 std::shared_ptr<const HangReport> Supervisor::published_report() const {
   std::lock_guard<std::mutex> lock(report_mutex_);
   return published_report_;
