@@ -66,7 +66,10 @@ const char* op_state_str(uint8_t state);
 
 // Record::flags
 constexpr uint8_t kRecTimed = 1;    // gpu_start_ns and gpu_end_ns are GPU times
-constexpr uint8_t kRecEndOnly = 2;  // only the end event was recorded (gpu_end_ns)
+// Not timed: a collective's two markers only. gpu_end_ns is its end and
+// gpu_start_ns (when known) its start marker's GPU time, the rank's arrival
+// at the collective; their difference is no duration of the rank's own work.
+constexpr uint8_t kRecEndOnly = 2;
 constexpr uint8_t kRecGroup = 4;    // an ncclGroupStart/End block of group_size operations
 // A host-side region (kind proto::OpKind::kRange): gpu_start_ns..gpu_end_ns
 // are its host start and end, `seq` its name id (the names region), `peer`
@@ -99,7 +102,7 @@ struct RecordData {
   uint32_t m = 0, n = 0, k = 0, batch = 0;  // GEMM shape (0 = unknown)
   uint64_t launch_ns = 0;                   // host call
   uint64_t ready_ns = 0;                    // seen able to run (previous work on its stream done)
-  uint64_t gpu_start_ns = 0;                // kRecTimed
+  uint64_t gpu_start_ns = 0;                // kRecTimed, or kRecEndOnly's arrival
   uint64_t gpu_end_ns = 0;                  // kRecTimed or kRecEndOnly, once completed
   uint64_t op_id = 0;  // ring position (== version / kVersionStride when stable)
 };

@@ -342,7 +342,14 @@ bool Poller::process_head(Pending& p, uint64_t now_ns, bool* done) {
     return false;
   }
   if (end_only) {  // a completion marker: counted, not timed
-    if (state_->ring.ok()) p.gpu_end_ns = gpu_clock_.host_ns_of(p.rec.device, pair.end, now_ns);
+    if (state_->ring.ok()) {
+      p.gpu_end_ns = gpu_clock_.host_ns_of(p.rec.device, pair.end, now_ns);
+      // The start marker's GPU time is the rank's arrival at the collective
+      // (the work before it on its stream had finished): the supervisor's
+      // straggler analysis compares it across ranks. The Poller's call, never
+      // the user's thread's.
+      if (p.gpu_end_ns != 0) p.gpu_start_ns = gpu_clock_.host_ns_of(p.rec.device, pair.start, now_ns);
+    }
     record(p, static_cast<uint8_t>(recorder::OpState::kCompleted));
     finish(p, 0, Outcome::kCounted, now_ns);
     *done = true;

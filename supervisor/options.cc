@@ -65,6 +65,8 @@ constexpr FlagHelp kFlags[] = {
     {"--on-hang", "keep|kill", "on a hang, keep the job or end it once its stacks are in", "keep",
      "XPU_TIMER_HANG_KILL=1 means kill"},
     {"--poll-ms", "MS", "how often the ranks' status pages are read", "500", nullptr},
+    {"--slow-window", "S", "seconds of collectives the straggler analysis (GET /slow) looks at",
+     "30", "XPU_TIMER_SLOW_WINDOW_S"},
     {"--kill-grace", "S", "seconds from SIGTERM to SIGKILL when the job is ended", "10", nullptr},
     {"--metrics-linger", "S",
      "after the job ended, seconds /metrics still answers (job_running 0) if it was scraped "
@@ -107,7 +109,7 @@ constexpr const char* kOtherEnv[][2] = {
 
 std::string usage_line() {
   return "usage: xpu_timer_supervisor [--port P] [--host H] [--hang-timeout S] [--dump-dir D] "
-         "[--on-hang keep|kill] [--poll-ms MS] [--kill-grace S] [--metrics-linger S] "
+         "[--on-hang keep|kill] [--poll-ms MS] [--slow-window S] [--kill-grace S] [--metrics-linger S] "
          "[--coordinator etcd://HOST:PORT] [--job-id ID] [--etcd-user NAME] "
          "[--etcd-password-file F] [--etcd-ca-file F] [--etcd-cert-file F] [--etcd-key-file F] "
          "-- COMMAND [ARGS...]";
@@ -151,6 +153,12 @@ ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup&
     if (!parse_seconds(v, 0.0, &o.metrics_linger_s) || o.metrics_linger_s > kMaxLingerS) {
       return error(std::string("XPU_TIMER_METRICS_LINGER_S must be a number of seconds 0-") +
                    std::to_string(static_cast<int>(kMaxLingerS)) + ", got '" + v + "'");
+    }
+  }
+  if (const char* v = env("XPU_TIMER_SLOW_WINDOW_S"); v != nullptr && *v != '\0') {
+    if (!parse_seconds(v, 1.0, &o.slow_window_s)) {
+      return error(std::string("XPU_TIMER_SLOW_WINDOW_S must be a number of seconds >= 1, got '") +
+                   v + "'");
     }
   }
 
@@ -230,6 +238,10 @@ ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup&
         return error("--poll-ms must be a whole number of milliseconds >= 1, got '" + value + "'");
       }
       o.poll_ms = static_cast<int>(ms);
+    } else if (name == "--slow-window") {
+      if (!parse_seconds(value, 1.0, &o.slow_window_s)) {
+        return error("--slow-window must be a number of seconds >= 1, got '" + value + "'");
+      }
     } else if (name == "--kill-grace") {
       if (!parse_seconds(value, 0.0, &o.kill_grace_s)) {
         return error("--kill-grace must be a number of seconds >= 0, got '" + value + "'");

@@ -25,6 +25,8 @@ struct Options {
   // (docs/metrics.md "Alerts"). Only when /metrics was scraped during the job
   // and no signal asked the supervisor to stop; 0: exit at once.
   double metrics_linger_s = 30.0;
+  // The sliding window of the straggler analysis (docs/usage.md "Slow ranks").
+  double slow_window_s = 30.0;
   // A job spanning several nodes: every node's supervisor shares its ranks'
   // progress through this store (etcd://HOST:PORT) and decides hangs over
   // the whole job (docs/architecture.md "Jobs of several nodes"). "": this

@@ -11,6 +11,7 @@
 #include "common/mapped_read_guard.h"
 #include "supervisor/analysis/op_json.h"
 #include "supervisor/analysis/ranks_json.h"
+#include "supervisor/analysis/slow_report_json.h"
 #include "supervisor/collective_monitor.h"
 #include "supervisor/coordination/job_view.h"
 #include "supervisor/coordination/node_progress.h"
@@ -26,9 +27,11 @@
 #include "supervisor/log_tee.h"
 #include "supervisor/metrics/metrics_exporter.h"
 #include "supervisor/metrics/metrics_linger.h"
+#include "supervisor/metrics/straggler_metrics.h"
 #include "supervisor/ranks/rank_attach.h"
 #include "supervisor/ranks/rank_link_server.h"
 #include "supervisor/ranks/rank_sampler.h"
+#include "supervisor/slow_rank_monitor.h"
 
 namespace xpu_timer::supervisor {
 namespace {
@@ -62,13 +65,14 @@ JobExit Supervisor::run() {
   struct sigaction inherited_pipe {};
   sigaction(SIGPIPE, &ignore_pipe, &inherited_pipe);
 
-  open_dump_dir();
+  dump_dir_ = open_dump_dir(options_.dump_dir);
   SUP_LOG_INFO("%s", options_summary(options_).c_str());
   PluginSettings plugin_settings = plugin_settings_from_env();
   log_plugin_settings(plugin_settings);
   start_coordinator();
   collectives_ = std::make_unique<CollectiveMonitor>(
       job_view_.get(), [this](Mismatch m) { on_mismatch(std::move(m)); });
+  slow_ = std::make_unique<SlowRankMonitor>(StragglerOptions{options_.slow_window_s}, job_view_.get());
   plugins_ = std::make_unique<CrashPluginRunner>(io_, std::move(plugin_settings));
   crashes_ = std::make_unique<CrashTracker>(dump_dir_, plugins_.get());
   dumps_ = std::make_unique<IncidentDumps>(dump_dir_, [this] { return registry_.snapshot(); });
@@ -137,20 +141,6 @@ JobExit Supervisor::run() {
   return result;
 }
 
-void Supervisor::open_dump_dir() {
-  std::string error;
-  if (!make_directories(options_.dump_dir, &error)) {
-    SUP_LOG_WARN("dump directory unusable, no dump files will be written: %s", error.c_str());
-    return;
-  }
-  dump_dir_ = options_.dump_dir;
-  ::unlink((dump_dir_ + "/hang.json").c_str());  // they describe an earlier run
-  ::unlink((dump_dir_ + "/supervisor.port").c_str());
-  if (!open_log_copy(dump_dir_ + "/supervisor.log")) {
-    SUP_LOG_WARN("cannot write %s/supervisor.log: %s", dump_dir_.c_str(), strerror(errno));
-  }
-}
-
 void Supervisor::start_coordinator() {
   if (options_.coordinator.empty()) return;
   std::string why;
@@ -210,7 +200,7 @@ void Supervisor::start_watching(RunDir* run_dir, WatchSettings* watch) {
 }
 
 void Supervisor::start_http() {
-  http_ = std::make_unique<HttpServer>(HttpHandlers{
+  HttpHandlers handlers{
       [this] { return hang_json(); }, [this] { return ranks_json_text(); },
       [this] { return metrics_text(); },
       [this](std::string* body) {
@@ -224,7 +214,9 @@ void Supervisor::start_http() {
         const std::shared_ptr<const HangReport> report = published_report();
         return dumps_->timeline_request(
             report->hung ? hang_json() : std::string(), body);
-      }});
+      }};
+  handlers.slow_json = [this] { return json_text(slow_report_json(*slow_->published()), 2); };
+  http_ = std::make_unique<HttpServer>(handlers);
   std::string error;
   if (!http_->start(options_.host, options_.port, &error)) {
     SUP_LOG_ERROR("HTTP disabled: %s; the job and hang detection go on", error.c_str());
@@ -272,6 +264,7 @@ void Supervisor::poll() {
     const Snapshot snap = take_snapshot(records, poll_scratch_.get());
     const int node = records.empty() ? -1 : records.front().reg.group_rank;
     collectives_->note_snapshot(snap, node);
+    slow_->poll(records, snap, node, records.empty() ? 0 : records.front().reg.world_size);
     HangEvent event;
     if (job_view_ && !records.empty()) {
       // The whole job: this node's ranks and the other nodes' latest.
@@ -346,7 +339,7 @@ void Supervisor::stop_when_done() {
 }
 
 // The HTTP handlers read the published hang report (report_mutex_), the
-// registry, the crash tracker, the collective monitor, the incident dumps
+// registry, the crash tracker, the collective and slow-rank monitors, the incident dumps
 // (stack and timeline dumpers), the job view and the exporter: each locks.
 std::shared_ptr<const HangReport> Supervisor::published_report() const {
   std::lock_guard<std::mutex> lock(report_mutex_);
@@ -393,7 +386,8 @@ std::string Supervisor::metrics_text() const {
   const bool running = job_running_.load();
   if (running) scraped_while_running_ = true;  // somebody will want to see the end
   return metrics_->render(registry_.snapshot(), *report, &ended, running,
-                          &collectives.mismatched_ranks, collectives.mismatch_total);
+                          &collectives.mismatched_ranks, collectives.mismatch_total) +
+         straggler_metrics_text(*slow_->published(), metrics_->config().job_name);
 }
 
 }  // namespace xpu_timer::supervisor

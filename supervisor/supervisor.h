@@ -33,6 +33,7 @@
 namespace xpu_timer::supervisor {
 
 class CollectiveMonitor;
+class SlowRankMonitor;
 class CrashPluginRunner;
 class CrashTracker;
 class HangIncident;
@@ -56,7 +57,6 @@ class Supervisor {
 
  private:
   // Steps of run(), in order.
-  void open_dump_dir();
   void start_coordinator();
   // The run dir and the rank socket; *watch stays empty when they cannot
   // be had (the job then runs unwatched).
@@ -111,6 +111,7 @@ class Supervisor {
   std::unique_ptr<JobView> job_view_;
   // Collective consistency (asio thread; published() for HTTP).
   std::unique_ptr<CollectiveMonitor> collectives_;
+  std::unique_ptr<SlowRankMonitor> slow_;  // poll() on the asio thread; HTTP reads published()
   // Asio thread: the hang's log, dumps, hang.json and --on-hang kill.
   std::unique_ptr<HangIncident> hang_;
   // Last member: destroyed first, so its threads end before what they use.

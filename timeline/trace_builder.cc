@@ -98,7 +98,10 @@ bool place(const TraceContext& ctx, size_t ri, const RecordData& r, Slice* s) {
     return true;
   }
   if (completed && (r.flags & recorder::kRecEndOnly) != 0 && ge) {
-    const int64_t start = could_start && *could_start <= *ge ? *could_start : *ge;
+    // From its arrival (the start marker's GPU time) where the ring has it,
+    // else from when the Poller saw that it could start.
+    const auto from = gs ? gs : could_start;
+    const int64_t start = from && *from <= *ge ? *from : *ge;
     *s = Slice{ri, stream_tid, Place::kEndOnly, start, *ge, &r};
     return true;
   }
@@ -185,7 +188,8 @@ json slice_args(const TraceContext& ctx, const Slice& s) {
       a["busbw_GBps"] = algbw * bus_factor(r);
     }
   } else if (s.place == Place::kEndOnly) {
-    a["timing"] = "end event only: drawn from when it could start";
+    a["timing"] = r.gpu_start_ns != 0 ? "not timed: drawn from its arrival (start marker) to its end"
+                                      : "not timed: drawn from when it could start to its end";
   } else if (s.place == Place::kPending) {
     a["timing"] = "not completed at dump time: drawn to the end of the trace";
     const int rank = ctx.dumps.ranks[s.rank_index].rank;

@@ -362,7 +362,7 @@ TEST(Trace, OverlapsEndOnlyFailedAndUntimeableRecords) {
   EXPECT_EQ(slices[3]["name"], "AllReduce #1");
   EXPECT_DOUBLE_EQ(slices[3]["ts"].get<double>(), 300.0);  // from ready_ns
   EXPECT_DOUBLE_EQ(slices[3]["dur"].get<double>(), 100.0);
-  EXPECT_EQ(slices[3]["args"]["timing"], "end event only: drawn from when it could start");
+  EXPECT_EQ(slices[3]["args"]["timing"], "not timed: drawn from when it could start to its end");
   EXPECT_FALSE(slices[3]["args"].contains("busbw_GBps"));
   // The missing rank without a dump gets a process of its own, with the mark.
   EXPECT_EQ(process_names(trace)[2], "rank 1");
@@ -417,6 +417,57 @@ struct HostTrace {
   std::map<std::pair<int, int>, std::string> threads;
   std::map<std::string, json> by_name;
 };
+
+// Three ranks of one AllReduce, sampled out (arrival and end only): rank 2
+// arrives 2 ms after the next latest. Its slice starts at its arrival, and
+// its process gets the counter "arrived last (ms late)": 2 while it ran, 0
+// after.
+TEST(Trace, TheLastArrivalOfACollectiveIsItsRanksLatenessCounter) {
+  using recorder::OpState;
+  TempDir dir;
+  const uint64_t us = testing::kUs;
+  for (int rank = 0; rank < 3; ++rank) {
+    recorder::RingSnapshot s = rank0_snapshot(3);
+    s.rank = rank;
+    recorder::RecordData d;
+    d.name = static_cast<uint16_t>(proto::OpName::kAllReduce);
+    d.kind = static_cast<uint8_t>(proto::OpKind::kNccl);
+    d.state = static_cast<uint8_t>(OpState::kCompleted);
+    d.flags = recorder::kRecEndOnly;
+    d.device = 0;
+    d.stream = 0x10;
+    d.nranks = 3;
+    d.comm_hash = 7;
+    d.seq = 1;
+    d.launch_ns = s.created_mono_ns + 100 * us;
+    d.ready_ns = s.created_mono_ns + 5000 * us;  // the Poller saw it late: not drawn from here
+    d.gpu_start_ns = s.created_mono_ns + (rank == 2 ? 3000 : 1000 - rank * 100) * us;
+    d.gpu_end_ns = s.created_mono_ns + 3500 * us;
+    s.records.push_back(d);
+    std::string error;
+    ASSERT_TRUE(recorder::write_ring_image(
+        dir.path() + "/" + recorder::dump_file_name(rank, 3), s, &error))
+        << error;
+  }
+  std::vector<std::string> warnings;
+  const json trace = trace_of({dir.path()}, &warnings);
+  const std::vector<json> slices = events_with(trace, "X");
+  const json* late = slice_named(slices, 3, "AllReduce #1");
+  ASSERT_NE(late, nullptr);
+  EXPECT_DOUBLE_EQ((*late)["ts"].get<double>(), 2900.0);  // t0: rank 1's arrival at 900 us
+  EXPECT_DOUBLE_EQ((*late)["dur"].get<double>(), 500.0);
+  EXPECT_EQ((*late)["args"]["timing"], "not timed: drawn from its arrival (start marker) to its end");
+  std::vector<json> counters;
+  for (const json& e : events_with(trace, "C")) {
+    if (e["name"] == "arrived last (ms late)") counters.push_back(e);
+  }
+  ASSERT_EQ(counters.size(), 2u);
+  EXPECT_EQ(counters[0]["pid"], 3);
+  EXPECT_DOUBLE_EQ(counters[0]["ts"].get<double>(), 2900.0);
+  EXPECT_DOUBLE_EQ(counters[0]["args"]["ms"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(counters[1]["ts"].get<double>(), 3400.0);
+  EXPECT_DOUBLE_EQ(counters[1]["args"]["ms"].get<double>(), 0.0);
+}
 
 TEST(Trace, RangesAndStepsAreNamedSlicesOnHostTracks) {
   TempDir dir;

@@ -34,6 +34,39 @@ json flow_event(const TraceContext& ctx, const Slice& s, const char* ph, uint64_
   return e;
 }
 
+// The rank the others waited for at a collective: the last to arrive (its
+// slice starts at its arrival, the start marker's GPU time), drawn as a
+// counter of its rank, "arrived last (ms late)", spiking to its margin over
+// the next latest for the collective's duration (docs/usage.md "Slow ranks").
+// Ranks of several nodes compare through their wall clocks.
+void append_lateness(const TraceContext& ctx, const std::map<int, const Slice*>& ranks,
+                     TraceSink* sink) {
+  if (ranks.size() < 2) return;
+  const Slice* last = nullptr;
+  const Slice* second = nullptr;
+  for (const auto& [rank, s] : ranks) {
+    if (s->place == Place::kPending) return;  // not arrived everywhere
+    if (last == nullptr || s->start > last->start) {
+      second = last;
+      last = s;
+    } else if (second == nullptr || s->start > second->start) {
+      second = s;
+    }
+  }
+  const int64_t margin = last->start - second->start;
+  if (margin <= 0) return;
+  auto counter = [&](int64_t at, double ms) {
+    sink->add({{"name", "arrived last (ms late)"},
+               {"cat", "lateness"},
+               {"ph", "C"},
+               {"pid", ctx.pid(last->rank_index)},
+               {"ts", ctx.us(at)},
+               {"args", {{"ms", ms}}}});
+  };
+  counter(last->start, static_cast<double>(margin) / 1e6);
+  counter(std::max(last->end, last->start + 1), 0);
+}
+
 }  // namespace
 
 size_t append_flows(const TraceContext& ctx, TraceSink* sink) {
@@ -48,6 +81,7 @@ size_t append_flows(const TraceContext& ctx, TraceSink* sink) {
   }
   uint64_t id = 0;
   for (const auto& [key, ranks] : groups) {
+    append_lateness(ctx, ranks, sink);
     const Slice* prev = nullptr;
     for (const auto& [rank, s] : ranks) {
       if (prev != nullptr) {

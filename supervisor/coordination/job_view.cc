@@ -235,7 +235,7 @@ bool JobView::round() {
     }
   }
   for (const auto& [reason, node] : asked) on_request_(reason, node);
-  return !mine || stopping() || fingerprint_round(mine->node);
+  return !mine || stopping() || (fingerprint_round(mine->node) && slow_round(mine->node));
 }
 
 bool JobView::publish(const NodeProgress& mine) {

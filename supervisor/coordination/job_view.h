@@ -156,6 +156,15 @@ class JobView {
   void publish_mismatch(uint64_t comm_hash, uint64_t seq, NodeFingerprints mine);
   static constexpr double kMismatchKeepS = 60;
   static constexpr size_t kFingerprintWindowsKept = 4;
+
+  // Slow ranks across nodes (analysis/slow_summary.h): this node's window
+  // summary, put as <root>/slow/<node> by the next slow round (every
+  // kSlowPeriodS), which then reads every node's; the texts of the nodes'
+  // summaries that count (by node, this node's included; parsed by the
+  // caller, which knows the world), as of the last slow round.
+  void offer_slow_summary(std::string text);
+  std::map<int, std::string> slow_summaries() const;
+  static constexpr double kSlowPeriodS = 5;
   // A request from an owner whose alarm this view has not read yet is
   // looked at again for this long (its alarm is put just before it).
   static constexpr double kRequestWaitS = 10;
@@ -171,6 +180,9 @@ class JobView {
   // The fingerprint part of a round (job_view_collectives.cc); false when a
   // store call failed.
   bool fingerprint_round(int my_node);
+  // The slow-rank part of a round (job_view_slow.cc); false when a store
+  // call failed.
+  bool slow_round(int my_node);
   // The keys under <root>/alarms/: hands new mismatches to on_mismatch_;
   // whether a node's alarm stands (alarmed_ holds which).
   bool note_alarm_keys(const std::vector<KeyValue>& kvs);
@@ -220,10 +232,13 @@ class JobView {
   std::set<uint64_t> fp_comms_;
   std::vector<NodeFingerprints> fp_peer_docs_;
   std::vector<PendingMismatch> fp_pending_;
+  std::optional<std::string> slow_offer_;
+  std::map<int, std::string> slow_docs_;
 
   // The view's thread only.
   std::set<std::string> seen_requests_;
   bool first_read_ = true;
+  double slow_round_s_ = -1e9;  // unix time of the last slow round
   bool alarm_put_ = false;          // our alarm key is in the store
   double last_exchange_s_ = -1e9;   // unix time of the last documents exchange
   std::set<std::string> bad_keys_;  // warned about once

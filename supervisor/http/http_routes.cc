@@ -40,6 +40,10 @@ HttpAnswer route_request(const HttpHandlers& handlers, const std::string& method
     }
     return guarded([&] { return HttpAnswer{200, kMetricsContentType, handlers.metrics_text()}; });
   }
+  if (path == "/slow" && handlers.slow_json) {
+    if (!get) return text(405, "method " + method + " not allowed on " + path + "\n");
+    return guarded([&] { return HttpAnswer{200, kJson, handlers.slow_json() + "\n"}; });
+  }
   if (path == "/dump/stacks" && handlers.dump_stacks) {
     if (method != "POST") return text(405, "method " + method + " not allowed on " + path + "\n");
     return guarded([&] {
@@ -66,7 +70,7 @@ HttpAnswer route_request(const HttpHandlers& handlers, const std::string& method
   for (char& c : shown) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
   }
-  return text(404, "not found: " + shown + " (try /metrics, /hang, /ranks, /healthz)\n");
+  return text(404, "not found: " + shown + " (try /metrics, /hang, /slow, /ranks, /healthz)\n");
 }
 
 }  // namespace xpu_timer::supervisor

@@ -19,6 +19,8 @@ struct HttpHandlers {
   // POST /dump/timeline (and xpu-timer's POST /HostingService/DumpKernelTrace):
   // the flight recorders, written synchronously. Unset: 501.
   std::function<int(std::string* json_body)> dump_timeline = nullptr;
+  // GET /slow: the straggler verdict. Unset: 404.
+  std::function<std::string()> slow_json = nullptr;
 };
 
 struct HttpAnswer {

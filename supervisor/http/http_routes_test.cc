@@ -25,6 +25,17 @@ TEST(HttpRoutes, KnownPaths) {
   EXPECT_EQ(route_request(h, "GET", "/ranks").body, "[]\n");
 }
 
+TEST(HttpRoutes, SlowIsServedWhenItsHandlerIsSet) {
+  HttpHandlers h = handlers();
+  EXPECT_EQ(route_request(h, "GET", "/slow").status, 404);
+  h.slow_json = [] { return std::string("{\"stragglers\":[]}"); };
+  const HttpAnswer a = route_request(h, "GET", "/slow");
+  EXPECT_EQ(a.status, 200);
+  EXPECT_EQ(a.content_type, "application/json");
+  EXPECT_EQ(a.body, "{\"stragglers\":[]}\n");
+  EXPECT_EQ(route_request(h, "POST", "/slow").status, 405);
+}
+
 TEST(HttpRoutes, HandlerExceptionIsA500WithOneLine) {
   const HttpAnswer a = route_request(handlers(), "GET", "/metrics");
   EXPECT_EQ(a.status, 500);
@@ -35,7 +46,7 @@ TEST(HttpRoutes, ErrorsForUnknownPathsAndMethods) {
   const HttpHandlers h = handlers();
   HttpAnswer a = route_request(h, "GET", "/nope\n\x01");
   EXPECT_EQ(a.status, 404);
-  EXPECT_EQ(a.body, "not found: /nope?? (try /metrics, /hang, /ranks, /healthz)\n");
+  EXPECT_EQ(a.body, "not found: /nope?? (try /metrics, /hang, /slow, /ranks, /healthz)\n");
   EXPECT_EQ(route_request(h, "POST", "/metrics").status, 405);
   EXPECT_EQ(route_request(h, "POST", "/dump/stacks").status, 501);
   EXPECT_EQ(route_request(h, "GET", std::string(5000, '/')).status, 404);

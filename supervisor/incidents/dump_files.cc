@@ -7,8 +7,23 @@
 #include <unistd.h>
 
 #include "common/unique_fd.h"
+#include "supervisor/log_tee.h"
 
 namespace xpu_timer::supervisor {
+
+std::string open_dump_dir(const std::string& dir) {
+  std::string error;
+  if (!make_directories(dir, &error)) {
+    SUP_LOG_WARN("dump directory unusable, no dump files will be written: %s", error.c_str());
+    return "";
+  }
+  ::unlink((dir + "/hang.json").c_str());  // they describe an earlier run
+  ::unlink((dir + "/supervisor.port").c_str());
+  if (!open_log_copy(dir + "/supervisor.log")) {
+    SUP_LOG_WARN("cannot write %s/supervisor.log: %s", dir.c_str(), strerror(errno));
+  }
+  return dir;
+}
 
 bool make_directories(const std::string& path, std::string* error) {
   if (path.empty()) {

@@ -10,6 +10,12 @@ namespace xpu_timer::supervisor {
 // mkdir -p; false with a one-line `error`.
 bool make_directories(const std::string& path, std::string* error);
 
+// The supervisor's --dump-dir at start: created, its hang.json and
+// supervisor.port of an earlier run removed, the log copied into its
+// supervisor.log. Returns the folder, or "" (after one warning) when it is
+// unusable: the job then runs without dump files.
+std::string open_dump_dir(const std::string& dir);
+
 // Writes `content` to path.tmp.<pid> and renames it over `path`.
 bool write_file_atomically(const std::string& path, const std::string& content, std::string* error);
 

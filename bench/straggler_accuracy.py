@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""How well the supervisor names slow ranks: simulated jobs, real supervisor.
+
+Slowdown runs: an 8-rank sim job (the C++ sim_trainer under the real
+supervisor and injected library) whose rank --rank is slowed from its first
+step by a share of the step (--shares, default 2,5,10,30 %) with a cause:
+  host  the rank sleeps that long on the host before each collective
+        (--slow-rank/--slow-ms) in a host-bound step (host 100 ms);
+  gpu   every GEMM of the rank takes F times as long (--slow-gpu-rank/
+        --slow-gpu-factor) in a GPU-bound step (3 GEMMs of ~33 ms);
+  link  the rank's collectives take F times as long after everyone arrived
+        (--slow-link-rank/--slow-link-factor), collective ~10 ms.
+Each run polls GET /slow every 0.25 s for --limit seconds and records the
+time from the job's start (every rank registered) to the first report that
+names the right rank with the right cause, and any other rank or cause named
+before (wrong). Healthy runs: the same job with --jitter-ms J and nothing
+slow, for --healthy-s seconds each: every straggler reported is false.
+
+Runs go --parallel at a time, each pinned (taskset) to its own CPUs.
+
+Usage: bench/straggler_accuracy.py --build build [--runs 5] [--parallel 4]
+         [--healthy 1,3,10 --healthy-s 600] [--json out.json]
+Prints a Markdown table.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+STEP_MS = 100.0
+
+
+def http_json(port, path, timeout=2.0):
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=timeout) as r:
+            return json.loads(r.read().decode())
+    except Exception:
+        return None
+
+
+def trainer_args(cause, share, rank, jitter):
+    """The sim trainer's flags for a slowdown of `share` (0..1) of a 100 ms step."""
+    late_ms = share * STEP_MS
+    if cause == "gpu":
+        # 3 GEMMs of 2*m*n*k / 100 TFLOP/s: 8192 x 8192 x 16384 -> 22 ms each,
+        # so the GPU works ~66 ms of a step whose host part is 20 ms: the
+        # GPU is the bottleneck and F x 66 ms = 66 ms + late.
+        gemm_ms = 3 * 2 * 8192 * 8192 * 16384 / 1e14 * 1e3
+        base = ["--gemm", "8192,8192,16384", "--gemms-per-step", "3", "--step-ms", "20"]
+        knobs = ["--slow-gpu-rank", str(rank), "--slow-gpu-factor", "%.4f" % (1 + late_ms / gemm_ms)]
+    elif cause == "link":
+        # ~10 ms collectives: 256 MiB all-reduce at the sim's 50 GB/s bus.
+        coll_ms = 10.0
+        base = ["--bytes", str(256 << 20), "--step-ms", "%.1f" % (STEP_MS - coll_ms)]
+        knobs = ["--slow-link-rank", str(rank), "--slow-link-factor", "%.4f" % (1 + late_ms / coll_ms)]
+    elif cause == "host":
+        base = ["--step-ms", "%.1f" % STEP_MS]
+        knobs = ["--slow-rank", str(rank), "--slow-ms", "%.2f" % late_ms]
+    else:  # healthy
+        base = ["--step-ms", "%.1f" % STEP_MS]
+        knobs = []
+    return base + ["--jitter-ms", str(jitter), "--steps", "100000000"] + knobs
+
+
+def run_one(args, cause, share, jitter, duration_s, cpus, work, tag):
+    d = os.path.join(work, tag)
+    os.makedirs(d)
+    env = dict(os.environ)
+    env.update({"XPU_TIMER_SIM_LIB_DIR": os.path.join(args.build, "simgpu", "lib"),
+                "XPU_TIMER_HANG_TIMEOUT": "", "XPU_TIMER_HANG_KILL": "", "XPU_TIMER_BASEPORT": ""})
+    env.setdefault("XPU_TIMER_SIM_BUS_GBPS", "50")
+    argv = ["taskset", "-c", cpus,
+            os.path.join(args.build, "bin", "xpu_timer_supervisor"), "--port", "0", "--dump-dir", d,
+            "--hang-timeout", "600", "--metrics-linger", "0", "--slow-window", str(args.window),
+            "--", os.path.join(args.build, "bin", "xpu_timer_sim_launch"), "--nproc", "8", "--",
+            os.path.join(args.build, "bin", "sim_trainer")] + trainer_args(cause, share, args.rank, jitter)
+    log = open(os.path.join(d, "console.log"), "w")
+    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    result = {"cause": cause, "share": share, "jitter_ms": jitter, "tag": tag, "named_after_s": None,
+              "wrong": [], "error": None}
+    try:
+        pf = os.path.join(d, "supervisor.port")
+        end = time.monotonic() + 60
+        while time.monotonic() < end and not (os.path.exists(pf) and open(pf).read().strip()):
+            time.sleep(0.1)
+        port = int(open(pf).read())
+        end = time.monotonic() + 60
+        while time.monotonic() < end:  # the job's start: every rank registered
+            ranks = http_json(port, "/ranks")
+            if ranks is not None and len(ranks) == 8:
+                break
+            time.sleep(0.1)
+        t0 = time.monotonic()
+        seen_wrong = set()
+        while time.monotonic() - t0 < duration_s:
+            slow = http_json(port, "/slow")
+            for s in (slow or {}).get("stragglers", []):
+                right = cause != "healthy" and s["rank"] == args.rank and s["cause"] == cause
+                if right and result["named_after_s"] is None:
+                    result["named_after_s"] = round(time.monotonic() - t0, 2)
+                    result["summary"] = s["summary"]
+                elif not right and (s["rank"], s["cause"]) not in seen_wrong:
+                    seen_wrong.add((s["rank"], s["cause"]))
+                    result["wrong"].append({"at_s": round(time.monotonic() - t0, 2), "rank": s["rank"],
+                                            "cause": s["cause"], "summary": s["summary"]})
+            if result["named_after_s"] is not None and cause != "healthy":
+                break
+            if proc.poll() is not None:
+                result["error"] = "the job ended with %s" % proc.returncode
+                break
+            time.sleep(0.25)
+        slow = http_json(port, "/slow")
+        result["collectives_judged"] = (slow or {}).get("collectives_judged")
+    except Exception as e:  # one run's failure is a row, not the end of the bench
+        result["error"] = str(e)
+    finally:
+        try:
+            os.killpg(proc.pid, 15)
+            proc.wait(timeout=30)
+        except Exception:
+            os.killpg(proc.pid, 9)
+        log.close()
+    print(json.dumps(result), flush=True)
+    return result
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--build", required=True, help="build folder (bin/, lib/, simgpu/lib)")
+    p.add_argument("--causes", default="host,gpu,link")
+    p.add_argument("--shares", default="2,5,10,30", help="slowdowns in %% of the step")
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--rank", type=int, default=5, help="the slowed rank")
+    p.add_argument("--jitter-ms", type=float, default=1.0, help="jitter of the slowdown runs")
+    p.add_argument("--limit", type=float, default=90, help="seconds a slowdown run waits for its verdict")
+    p.add_argument("--healthy", default="1,3,10", help="jitters (ms) of the healthy runs; '' none")
+    p.add_argument("--healthy-s", type=float, default=600)
+    p.add_argument("--window", type=float, default=30)
+    p.add_argument("--parallel", type=int, default=1)
+    p.add_argument("--cpus-per-run", type=int, default=2)
+    p.add_argument("--json", default="")
+    args = p.parse_args()
+    work = tempfile.mkdtemp(prefix="straggler-accuracy-")
+    plan = []
+    for j in [float(x) for x in args.healthy.split(",") if x]:
+        plan.append(("healthy", 0.0, j, args.healthy_s, "healthy-%gms" % j))
+    for cause in args.causes.split(","):
+        for share in [float(x) / 100 for x in args.shares.split(",")]:
+            for r in range(args.runs):
+                plan.append((cause, share, args.jitter_ms, args.limit, "%s-%g-%d" % (cause, share * 100, r)))
+    results = []
+    lock = threading.Lock()
+    slots = list(range(args.parallel))
+
+    def worker(slot):
+        cpus = "%d-%d" % (slot * args.cpus_per_run, slot * args.cpus_per_run + args.cpus_per_run - 1)
+        while True:
+            with lock:
+                if not plan:
+                    return
+                item = plan.pop(0)
+            r = run_one(args, item[0], item[1], item[2], item[3], cpus, work, item[4])
+            with lock:
+                results.append(r)
+    threads = [threading.Thread(target=worker, args=(s,)) for s in slots]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    print("\n| cause | slowdown | runs | named right | median s to verdict | max s | wrong verdicts |")
+    print("|---|---|---|---|---|---|---|")
+    keys = sorted({(r["cause"], r["share"]) for r in results if r["cause"] != "healthy"})
+    for cause, share in keys:
+        rs = [r for r in results if r["cause"] == cause and r["share"] == share]
+        t = [r["named_after_s"] for r in rs if r["named_after_s"] is not None]
+        print("| %s | %g%% | %d | %d | %s | %s | %d |" % (
+            cause, share * 100, len(rs), len(t), "%.1f" % statistics.median(t) if t else "-",
+            "%.1f" % max(t) if t else "-", sum(len(r["wrong"]) for r in rs)))
+    print("\n| healthy jitter | seconds | collectives judged | stragglers reported |")
+    print("|---|---|---|---|")
+    for r in results:
+        if r["cause"] == "healthy":
+            print("| %g ms | %g | %s | %d |" % (r["jitter_ms"], args.healthy_s, r.get("collectives_judged"),
+                                             len(r["wrong"])))
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

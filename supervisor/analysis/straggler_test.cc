@@ -1,0 +1,210 @@
+#include "supervisor/analysis/straggler.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "common/protocol.h"
+
+namespace xpu_timer::supervisor {
+namespace {
+
+constexpr uint64_t kMs = 1'000'000;
+constexpr uint64_t kComm = 0xabcdef0123456789ull;
+constexpr uint16_t kAllReduce = static_cast<uint16_t>(proto::OpName::kAllReduce);
+
+// A synthetic data-parallel job: every step each rank launches GEMMs and
+// then one all-reduce; arrivals carry uniform jitter, and one rank may be
+// late by `late_ms` with a cause of our choosing.
+struct Job {
+  int ranks = 8;
+  double jitter_ms = 1;
+  int slow = -1;
+  double late_ms = 0;
+  SlowCause cause = SlowCause::kUnknown;
+  uint64_t step_ms = 100;
+  uint64_t transfer_ms = 5;
+  std::mt19937_64 rng{42};
+  uint64_t seq = 0;
+  uint64_t t = 1000 * kMs;
+
+  void step(StragglerAnalyzer& a) {
+    std::uniform_real_distribution<double> u(0, jitter_ms);
+    ++seq;
+    std::vector<CollectiveArrival> parts;
+    uint64_t last = 0;
+    for (int r = 0; r < ranks; ++r) {
+      const double extra = r == slow ? late_ms : 0;
+      CollectiveArrival c;
+      c.rank = r;
+      c.comm = kComm;
+      c.seq = seq;
+      c.name = kAllReduce;
+      const double jit = u(rng);
+      // The host launches 60 ms into the step, the GPU reaches the
+      // collective at 90 ms: a host-bound straggler launches late, a slow GPU
+      // or link arrives late from a launch on time.
+      const double launch_late = cause == SlowCause::kHost ? extra : 0;
+      c.launch_ns = t + static_cast<uint64_t>((60 + jit + launch_late) * kMs);
+      c.arrival_ns = t + static_cast<uint64_t>((90 + jit + extra) * kMs);
+      last = std::max(last, c.arrival_ns);
+      parts.push_back(c);
+    }
+    for (CollectiveArrival& c : parts) {
+      const bool slow_link = cause == SlowCause::kLink && c.rank == slow;
+      c.end_ns = last + (slow_link ? 3 : 1) * transfer_ms * kMs;
+      a.add_collective(c, t);
+      if (seq % 4 == 0) {  // a timed GEMM every few steps, as the sample gate gives
+        GemmShape shape{1, 2, 1024, 1024, 1024, 1};
+        const double f = cause == SlowCause::kGpu && c.rank == slow ? 1.2 : 1.0;
+        a.add_gemm(c.rank, shape, static_cast<uint64_t>(f * 10 * kMs + (c.rank % 3) * 1000),
+                   c.arrival_ns);
+      }
+    }
+    t += step_ms * kMs;
+  }
+};
+
+StragglerAnalyzer analyzer() {
+  StragglerAnalyzer a;
+  for (int r = 0; r < 8; ++r) a.note_member(kComm, r, r / 4);
+  a.note_comm_name(kComm, "dp");
+  return a;
+}
+
+SlowReport run(Job& job, StragglerAnalyzer& a, int steps) {
+  SlowReport rep;
+  for (int i = 0; i < steps; ++i) {
+    job.step(a);
+    if (i % 10 == 9) rep = a.analyze(job.t);
+  }
+  return a.analyze(job.t);
+}
+
+TEST(Straggler, HealthyJobWithJitterHasNoStraggler) {
+  for (double jitter : {1.0, 3.0, 10.0}) {
+    Job job;
+    job.jitter_ms = jitter;
+    StragglerAnalyzer a = analyzer();
+    for (int i = 0; i < 6000; ++i) {  // 10 minutes of 100 ms steps, judged every second
+      job.step(a);
+      if (i % 10 == 9) {
+        const SlowReport rep = a.analyze(job.t);
+        ASSERT_TRUE(rep.stragglers.empty()) << "jitter " << jitter << " ms: " << rep.summary;
+      }
+    }
+    EXPECT_EQ(a.analyze(job.t).summary, "no straggler");
+  }
+}
+
+TEST(Straggler, HostStragglerIsNamedWithItsLateLaunches) {
+  Job job;
+  job.slow = 5;
+  job.late_ms = 5;  // 5% of the step
+  job.cause = SlowCause::kHost;
+  StragglerAnalyzer a = analyzer();
+  const SlowReport rep = run(job, a, 300);
+  ASSERT_EQ(rep.stragglers.size(), 1u) << rep.summary;
+  const Straggler& s = rep.stragglers[0];
+  EXPECT_EQ(s.rank, 5);
+  EXPECT_EQ(s.node, 1);
+  EXPECT_EQ(s.cause, SlowCause::kHost);
+  EXPECT_GT(s.late_share, 0.9);
+  EXPECT_NEAR(s.evidence.launch_late_s, 0.005, 0.001);
+  // Its margin over the next latest: 5 ms less the jitter's top.
+  EXPECT_GT(s.median_late_s, 0.003);
+  EXPECT_LT(s.median_late_s, 0.0055);
+  EXPECT_NE(s.summary.find("rank 5 on node 1 arrived last at"), std::string::npos) << s.summary;
+  EXPECT_NE(s.summary.find("AllReduces on comm abcdef0123456789 (dp)"), std::string::npos)
+      << s.summary;
+  EXPECT_NE(s.summary.find(": busy host"), std::string::npos) << s.summary;
+  EXPECT_EQ(rep.summary, s.summary);
+}
+
+TEST(Straggler, SlowGpuIsNamedByItsGemms) {
+  Job job;
+  job.slow = 2;
+  job.late_ms = 10;
+  job.cause = SlowCause::kGpu;
+  StragglerAnalyzer a = analyzer();
+  const SlowReport rep = run(job, a, 300);
+  ASSERT_EQ(rep.stragglers.size(), 1u) << rep.summary;
+  const Straggler& s = rep.stragglers[0];
+  EXPECT_EQ(s.rank, 2);
+  EXPECT_EQ(s.cause, SlowCause::kGpu);
+  EXPECT_NEAR(s.evidence.gemm_ratio, 1.2, 0.01);
+  EXPECT_EQ(s.evidence.gemm_shapes, 1);
+  EXPECT_NE(s.summary.find("its GEMMs ran 20% slower than its peers' on the same shapes: slow GPU"),
+            std::string::npos)
+      << s.summary;
+}
+
+TEST(Straggler, SlowLinkIsNamedByItsLongerTransfers) {
+  Job job;
+  job.slow = 7;
+  job.cause = SlowCause::kLink;
+  job.late_ms = 10;  // what falling behind by 2 x 5 ms of transfer costs at the next one
+  StragglerAnalyzer a = analyzer();
+  const SlowReport rep = run(job, a, 300);
+  ASSERT_EQ(rep.stragglers.size(), 1u) << rep.summary;
+  const Straggler& s = rep.stragglers[0];
+  EXPECT_EQ(s.rank, 7);
+  EXPECT_EQ(s.cause, SlowCause::kLink);
+  EXPECT_NEAR(s.evidence.transfer_s, 0.015, 1e-6);
+  EXPECT_NEAR(s.evidence.peer_transfer_s, 0.005, 1e-6);
+  EXPECT_NE(s.summary.find(": slow link"), std::string::npos) << s.summary;
+}
+
+TEST(Straggler, ClearsOnceTheWindowIsHealthyAgain) {
+  Job job;
+  job.slow = 3;
+  job.late_ms = 20;
+  job.cause = SlowCause::kHost;
+  StragglerAnalyzer a = analyzer();
+  ASSERT_EQ(run(job, a, 300).stragglers.size(), 1u);
+  job.slow = -1;
+  const SlowReport rep = run(job, a, 400);  // 40 s: past the 30 s window
+  EXPECT_TRUE(rep.stragglers.empty()) << rep.summary;
+  // The wait it caused stays counted.
+  double total = 0;
+  for (const RankLateness& r : rep.ranks) {
+    if (r.rank == 3) total = r.wait_caused_total_s;
+  }
+  EXPECT_GT(total, 300 * 7 * 0.015);
+}
+
+TEST(Straggler, TooSmallACostIsNoStraggler) {
+  Job job;
+  job.slow = 1;
+  job.jitter_ms = 0.05;
+  job.late_ms = 0.3;  // always last, but 0.3% of the step
+  job.cause = SlowCause::kHost;
+  StragglerAnalyzer a = analyzer();
+  const SlowReport rep = run(job, a, 300);
+  EXPECT_TRUE(rep.stragglers.empty()) << rep.summary;
+  ASSERT_EQ(rep.ranks.size(), 8u);
+  EXPECT_EQ(rep.ranks[1].last, rep.ranks[1].collectives);  // it is last, only cheaply
+}
+
+TEST(Straggler, ACollectiveWithAMemberMissingIsNotJudged) {
+  StragglerAnalyzer a = analyzer();
+  CollectiveArrival c;
+  c.comm = kComm;
+  c.seq = 1;
+  c.name = kAllReduce;
+  for (int r = 0; r < 7; ++r) {  // rank 7's record never comes
+    c.rank = r;
+    c.launch_ns = kMs;
+    c.arrival_ns = 2 * kMs + r;
+    c.end_ns = 3 * kMs;
+    a.add_collective(c, 0);
+  }
+  EXPECT_EQ(a.analyze(3'000 * kMs).collectives_judged, 0u);
+  c.rank = 7;
+  c.seq = 2;
+  a.add_collective(c, 0);  // a stray record of an unknown collective neither
+  EXPECT_EQ(a.analyze(6'000 * kMs).collectives_judged, 0u);
+}
+
+}  // namespace
+}  // namespace xpu_timer::supervisor

@@ -1,0 +1,117 @@
+#include "supervisor/slow_rank_monitor.h"
+
+#include <algorithm>
+
+#include "common/protocol.h"
+#include "common/clock.h"
+#include "supervisor/analysis/slow_summary.h"
+#include "supervisor/coordination/job_view.h"
+#include "supervisor/log_tee.h"
+
+namespace xpu_timer::supervisor {
+
+SlowRankMonitor::SlowRankMonitor(StragglerOptions options, JobView* job_view)
+    : job_view_(job_view), analyzer_(options) {
+  auto first = std::make_shared<SlowReport>();
+  first->window_s = options.window_s;
+  published_ = std::move(first);
+}
+
+void SlowRankMonitor::poll(const std::vector<RankRecord>& records, const Snapshot& snap, int node,
+                           int world_size) {
+  for (const RankSample& r : snap.ranks) {
+    if (!r.registered) continue;
+    for (const proto::CommSlot& c : r.comms) {
+      if (c.comm_hash == 0) continue;
+      analyzer_.note_member(c.comm_hash, r.rank, r.node);
+      analyzer_.note_comm_name(c.comm_hash, c.name);
+    }
+  }
+  follower_.follow(records, snap.now_ns, [&](int rank, const recorder::RecordData& d) {
+    using recorder::OpState;
+    const auto kind = static_cast<proto::OpKind>(d.kind);
+    const bool completed = d.state == static_cast<uint8_t>(OpState::kCompleted);
+    if (kind == proto::OpKind::kNccl && completed && d.gpu_start_ns != 0 && d.gpu_end_ns != 0) {
+      CollectiveArrival a;
+      a.rank = rank;
+      a.comm = d.comm_hash;
+      a.seq = d.seq;
+      a.name = d.name;
+      a.launch_ns = d.launch_ns;
+      a.arrival_ns = d.gpu_start_ns;
+      a.end_ns = d.gpu_end_ns;
+      analyzer_.add_collective(a, snap.now_ns);
+    } else if (kind == proto::OpKind::kGemm && completed && (d.flags & recorder::kRecTimed) &&
+               d.gpu_end_ns > d.gpu_start_ns && d.gpu_start_ns != 0) {
+      GemmShape shape{d.name, d.dtype, d.m, d.n, d.k, d.batch};
+      analyzer_.add_gemm(rank, shape, d.gpu_end_ns - d.gpu_start_ns, d.gpu_end_ns);
+    } else if (kind == proto::OpKind::kRange && d.gpu_end_ns > d.gpu_start_ns &&
+               (d.name == static_cast<uint16_t>(proto::OpName::kGcPause) ||
+                d.name == static_cast<uint16_t>(proto::OpName::kLoaderWait))) {
+      analyzer_.add_host_pause(rank, d.name == static_cast<uint16_t>(proto::OpName::kLoaderWait),
+                               d.gpu_end_ns - d.gpu_start_ns, d.gpu_end_ns);
+    }
+  });
+  if (snap.now_ns - std::min(snap.now_ns, analyzed_ns_) < kAnalysisPeriodNs) return;
+  analyzed_ns_ = snap.now_ns;
+  SlowReport mine = analyzer_.analyze(snap.now_ns);
+  auto report = std::make_shared<const SlowReport>(
+      job_view_ != nullptr && node >= 0 ? job_wide(mine, node, world_size, snap.now_ns)
+                                        : std::move(mine));
+  announce(*report);
+  std::lock_guard<std::mutex> lock(mutex_);
+  published_ = std::move(report);
+}
+
+SlowReport SlowRankMonitor::job_wide(const SlowReport& mine, int node, int world_size,
+                                     uint64_t now_ns) {
+  const double now_s = unix_now_s();
+  std::vector<NodeSlowSummary> nodes = {node_slow_summary(mine, node, now_s)};
+  if (now_ns - std::min(now_ns, offered_ns_) >= kSummaryPeriodNs) {
+    offered_ns_ = now_ns;
+    job_view_->offer_slow_summary(slow_summary_text(nodes.front()));
+  }
+  for (const auto& [from, text] : job_view_->slow_summaries()) {
+    if (from == node) continue;  // ours is fresher in memory
+    NodeSlowSummary s;
+    std::string error;
+    if (!parse_slow_summary(text, world_size, &s, &error) || s.node != from) {
+      if (error.empty()) error = "it names node " + std::to_string(s.node);
+      if (refused_.insert(std::to_string(from) + ": " + error).second) {
+        SUP_LOG_WARN("slow-rank summary of node %d refused: %s", from, error.c_str());
+      }
+      continue;
+    }
+    // A summary from a supervisor gone (or from a clock far ahead) is not news.
+    if (s.unix_s < now_s - kSummaryMaxAgeS || s.unix_s > now_s + kSummaryMaxAgeS) continue;
+    nodes.push_back(std::move(s));
+  }
+  return merge_slow_reports(mine, nodes);
+}
+
+void SlowRankMonitor::announce(const SlowReport& report) {
+  std::map<int, Straggler> now;
+  for (const Straggler& s : report.stragglers) {
+    now[s.rank] = s;
+    const auto it = announced_.find(s.rank);
+    // Once when it appears, and again when its cause changes.
+    if (it == announced_.end() || it->second.cause != s.cause) {
+      SUP_LOG_WARN("straggler: %s", s.summary.c_str());
+    }
+  }
+  for (const auto& [rank, s] : announced_) {
+    if (now.count(rank) != 0) continue;
+    std::string who = "rank " + std::to_string(rank);
+    if (s.node >= 0) who += " on node " + std::to_string(s.node);
+    SUP_LOG_INFO("straggler cleared: %s no longer holds its peers up (it was %s: %s)",
+                 who.c_str(), slow_cause_name(s.cause), s.summary.c_str());
+  }
+  announced_ = std::move(now);
+}
+
+std::shared_ptr<const SlowReport> SlowRankMonitor::published() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return published_;
+}
+
+}  // namespace xpu_timer::supervisor
