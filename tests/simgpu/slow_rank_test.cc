@@ -97,4 +97,47 @@ TEST(SlowRank, SlowLinkRankEndsTheFactorTimesLaterAfterTheLastArrival) {
   EXPECT_EQ(t::count_segments(job), 0);
 }
 
+// Both trainers document the knobs, with their defaults and variables, and
+// refuse a factor that is not > 0.
+TEST(SlowRank, TrainersDocumentTheKnobsAndCheckTheFactors) {
+  const bool python = Child({"python3", "-c", "import ctypes"}).wait_exit_code(30s) == 0;
+  Child cpp({SIM_TRAINER, "--help"});
+  ASSERT_EQ(cpp.wait_exit_code(20s), 0) << cpp.output();
+  for (const char* lines :
+       {"  --slow-gpu-rank R       every kernel and GEMM of this rank takes --slow-gpu-factor "
+        "times as long\n"
+        "                          default -1 (none); environment XPU_TIMER_SIM_SLOW_GPU_RANK\n",
+        "  --slow-gpu-factor F     slowdown of --slow-gpu-rank's GPU (> 0)\n"
+        "                          default 1.0; environment XPU_TIMER_SIM_SLOW_GPU_FACTOR\n",
+        "                          default -1 (none); environment XPU_TIMER_SIM_SLOW_LINK_RANK\n",
+        "  --slow-link-factor F    slowdown of --slow-link-rank's links (> 0)\n"
+        "                          default 1.0; environment XPU_TIMER_SIM_SLOW_LINK_FACTOR\n"}) {
+    EXPECT_NE(cpp.output().find(lines), std::string::npos) << lines << cpp.output();
+  }
+  Child bad_cpp({SIM_TRAINER, "--slow-link-factor", "0"});
+  ASSERT_EQ(bad_cpp.wait_exit_code(20s), 2) << bad_cpp.output();
+  EXPECT_EQ(bad_cpp.output().rfind(
+                "sim_trainer: --slow-link-factor: '0' is not a finite factor > 0\n", 0),
+            0u)
+      << bad_cpp.output();
+  if (!python) GTEST_SKIP() << "python3 with ctypes is not installed";
+  // argparse wraps at COLUMNS (even inside a flag's name): compare unwrapped
+  // text with spaces folded.
+  Child py({"python3", SIM_TRAINER_PY, "--help"}, {"COLUMNS=1000"});
+  ASSERT_EQ(py.wait_exit_code(20s), 0) << py.output();
+  const std::string help = std::regex_replace(py.output(), std::regex(R"(\s+)"), " ");
+  for (const char* text :
+       {"--slow-gpu-rank SLOW_GPU_RANK every kernel and GEMM of this rank takes --slow-gpu-factor "
+        "times as long (-1: none; environment XPU_TIMER_SIM_SLOW_GPU_RANK) (default: -1)",
+        "--slow-gpu-factor SLOW_GPU_FACTOR slowdown of --slow-gpu-rank's GPU (> 0) (default: 1.0)",
+        "(-1: none; environment XPU_TIMER_SIM_SLOW_LINK_RANK) (default: -1)",
+        "--slow-link-factor SLOW_LINK_FACTOR slowdown of --slow-link-rank's links (> 0) "
+        "(default: 1.0)"}) {
+    EXPECT_NE(help.find(text), std::string::npos) << text << "\n" << help;
+  }
+  Child bad_py({"python3", SIM_TRAINER_PY, "--slow-gpu-factor", "-2"});
+  EXPECT_EQ(bad_py.wait_exit_code(20s), 2) << bad_py.output();
+  EXPECT_NE(bad_py.output().find("want a finite factor > 0"), std::string::npos) << bad_py.output();
+}
+
 }  // namespace
