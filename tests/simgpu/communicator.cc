@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "tests/simgpu/sim_clock.h"
 #include "tests/simgpu/sim_ext.h"
+#include "tests/simgpu/slow_rank.h"
 
 namespace xpu_timer::simgpu {
 namespace {
@@ -31,7 +32,8 @@ struct OpArgs {
 void destroy_op(void* arg) { delete static_cast<OpArgs*>(arg); }
 
 // Stream task: arrive at `seq`, wait for every rank, then run for the
-// duration from the last rank's arrival (identical on every rank).
+// duration from the last rank's arrival: the same on every rank, except the
+// slow-link rank's, whose duration was scaled at enqueue (transfer_ns).
 uint64_t run_collective(void* arg, uint64_t start_ns) {
   auto* op = static_cast<OpArgs*>(arg);
   CommState& st = *op->state;
@@ -106,6 +108,18 @@ uint64_t run_recv(void* arg, uint64_t start_ns) {
   const uint64_t end = std::max(start_ns, send_ns) + op->duration_ns;
   sleep_until_ns(end);
   return end;
+}
+
+// The duration of one of this rank's collectives, sends or receives of
+// `bytes`. On the slow-link rank (XPU_TIMER_SIM_SLOW_LINK_RANK, a global RANK,
+// so the same process in every communicator it belongs to) it is
+// XPU_TIMER_SIM_SLOW_LINK_FACTOR times longer. Only that rank's own end moves:
+// its peers still end at last arrival + duration, and it then reaches its
+// next operation late, as a rank behind a slow NIC does.
+uint64_t transfer_ns(uint64_t bytes) {
+  static const double factor = slow_factor_of_this_rank(
+      "XPU_TIMER_SIM_SLOW_LINK_RANK", "XPU_TIMER_SIM_SLOW_LINK_FACTOR", "transfers");
+  return scale_ns(collective_duration_ns(bytes), factor);
 }
 
 ncclResult_t enqueue(ncclComm_t comm, xpu_sim_task_fn fn, OpArgs* op, cudaStream_t stream,
@@ -276,7 +290,7 @@ ncclResult_t enqueue_collective(ncclComm_t comm, uint64_t bytes, cudaStream_t st
   if (op == nullptr) return ncclSystemError;
   op->state = comm->state;
   op->seq = comm->collective_seq + 1;
-  op->duration_ns = collective_duration_ns(bytes);
+  op->duration_ns = transfer_ns(bytes);
   bool dropped = false;
   const ncclResult_t res = enqueue(comm, run_collective, op, stream, &dropped);
   // A collective captured into a graph is not executed by the sim and does
@@ -290,7 +304,7 @@ ncclResult_t enqueue_send(ncclComm_t comm, int peer, uint64_t bytes, cudaStream_
   if (op == nullptr) return ncclSystemError;
   op->state = comm->state;
   op->peer = peer;
-  op->duration_ns = collective_duration_ns(bytes);
+  op->duration_ns = transfer_ns(bytes);
   bool dropped = false;
   return enqueue(comm, run_send, op, stream, &dropped);
 }
@@ -301,7 +315,7 @@ ncclResult_t enqueue_recv(ncclComm_t comm, int peer, uint64_t bytes, cudaStream_
   op->state = comm->state;
   op->peer = peer;
   op->seq = comm->recv_seq[static_cast<size_t>(peer)] + 1;
-  op->duration_ns = collective_duration_ns(bytes);
+  op->duration_ns = transfer_ns(bytes);
   bool dropped = false;
   const ncclResult_t res = enqueue(comm, run_recv, op, stream, &dropped);
   if (res == ncclSuccess && !dropped) ++comm->recv_seq[static_cast<size_t>(peer)];

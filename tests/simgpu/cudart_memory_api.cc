@@ -10,6 +10,7 @@
 
 #include "tests/simgpu/error_state.h"
 #include "tests/simgpu/kernel_launch.h"
+#include "tests/simgpu/slow_rank.h"
 #include "tests/simgpu/stream.h"
 
 namespace sim = xpu_timer::simgpu;
@@ -80,7 +81,8 @@ cudaError_t enqueue_memset(void* dst, int value, size_t bytes, cudaStream_t hand
   if (bytes != 0 && dst == nullptr) return sim::record_error(cudaErrorInvalidValue);
   auto stream = sim::StreamRegistry::instance().resolve(handle);
   if (!stream) return sim::record_error(cudaErrorInvalidResourceHandle);
-  auto run = sim::kernel_task(sim::copy_duration_ns(bytes) / 4);
+  // A memset is a kernel: it runs as slowly as the rank's GPU.
+  auto run = sim::kernel_task(sim::scale_ns(sim::copy_duration_ns(bytes) / 4, sim::gpu_factor()));
   const bool queued = stream->enqueue([dst, value, bytes, run](uint64_t start) {
     if (bytes != 0) memset(dst, value, bytes);
     return run(start);

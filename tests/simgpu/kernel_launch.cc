@@ -4,6 +4,7 @@
 
 #include "common/env_config.h"
 #include "tests/simgpu/sim_clock.h"
+#include "tests/simgpu/slow_rank.h"
 
 namespace xpu_timer::simgpu {
 namespace {
@@ -25,8 +26,14 @@ void launch_kernel(Stream& stream, uint64_t duration_ns) {
       g_captured.fetch_add(1, std::memory_order_relaxed);
       return;
     }
-    if (stream.enqueue(kernel_task(duration_ns))) return;
+    if (stream.enqueue(kernel_task(scale_ns(duration_ns, gpu_factor())))) return;
   }
+}
+
+double gpu_factor() {
+  static const double factor = slow_factor_of_this_rank("XPU_TIMER_SIM_SLOW_GPU_RANK",
+                                                        "XPU_TIMER_SIM_SLOW_GPU_FACTOR", "kernels");
+  return factor;
 }
 
 uint64_t captured_kernel_count() { return g_captured.load(std::memory_order_relaxed); }

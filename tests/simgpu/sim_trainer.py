@@ -40,6 +40,17 @@ def parse_args(argv):
                    help="this rank sleeps --slow-ms before each collective (-1: none)")
     p.add_argument("--slow-ms", type=float, default=0.0,
                    help="extra milliseconds of --slow-rank per step")
+    p.add_argument("--slow-gpu-rank", type=int, default=-1,
+                   help="every kernel and GEMM of this rank takes --slow-gpu-factor times as "
+                        "long (-1: none; environment XPU_TIMER_SIM_SLOW_GPU_RANK)")
+    p.add_argument("--slow-gpu-factor", type=float, default=1.0,
+                   help="slowdown of --slow-gpu-rank's GPU (> 0)")
+    p.add_argument("--slow-link-rank", type=int, default=-1,
+                   help="this rank's collectives and sends/receives take --slow-link-factor "
+                        "times as long after the last arrival, its peers' do not (-1: none; "
+                        "environment XPU_TIMER_SIM_SLOW_LINK_RANK)")
+    p.add_argument("--slow-link-factor", type=float, default=1.0,
+                   help="slowdown of --slow-link-rank's links (> 0)")
     p.add_argument("--jitter-ms", type=float, default=0.0,
                    help="random 0..J milliseconds added to every rank's step")
     p.add_argument("--step-ms", type=float, default=0.0,
@@ -112,6 +123,8 @@ def parse_args(argv):
         args.m, args.n, args.k = (int(x) for x in args.gemm.split(","))
     except ValueError:
         p.error("--gemm wants M,N,K")
+    if not all(0 < f < float("inf") for f in (args.slow_gpu_factor, args.slow_link_factor)):
+        p.error("--slow-gpu-factor and --slow-link-factor want a finite factor > 0")
     if args.pipeline_1f1b < 0 or args.pipeline_backward_gemms < 1:
         p.error("--pipeline-1f1b wants M >= 0 and --pipeline-backward-gemms at least 1")
     return args
@@ -125,6 +138,17 @@ def lib_dir(args):
         return env
     here = os.path.dirname(os.path.abspath(__file__))
     return os.path.join(here, "..", "..", "build", "simgpu", "lib")
+
+
+def export_slow_rank_knobs(args):
+    """The simulated libraries read these once, so set them before loading
+    them; only for the knobs given, so that the caller's stay in force otherwise
+    (tests/simgpu/slow_rank.h)."""
+    for what, rank, factor in (("GPU", args.slow_gpu_rank, args.slow_gpu_factor),
+                               ("LINK", args.slow_link_rank, args.slow_link_factor)):
+        if rank >= 0:
+            os.environ["XPU_TIMER_SIM_SLOW_%s_RANK" % what] = str(rank)
+            os.environ["XPU_TIMER_SIM_SLOW_%s_FACTOR" % what] = repr(factor)
 
 
 def load_workload(directory):
@@ -310,6 +334,7 @@ def main(argv):
     rank = int(os.environ.get("RANK", "0"))
     world = int(os.environ.get("WORLD_SIZE", "1"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    export_slow_rank_knobs(args)
     lib = load_workload(lib_dir(args))
     apis = list(range(len(GEMM_APIS))) if args.gemm_api == "all" else [
         GEMM_APIS.index(args.gemm_api)]

@@ -111,6 +111,8 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
   std::string dir = opt.lib_dir;
   if (dir.empty())
     dir = xpu_timer::env_string("XPU_TIMER_SIM_LIB_DIR", XPU_TIMER_SIM_DEFAULT_LIB_DIR);
+  // Before the simulated libraries are loaded (they read the variables once).
+  if (!sim::export_slow_rank_knobs(opt, &error)) die(error);
   const WorkloadApi api = load(dir);
   if (xpu_timer::env_bool("XPU_TIMER_SIM_CHECK_SCOPE", false)) {
     // What a preloaded hook's dlsym(RTLD_NEXT/RTLD_DEFAULT) would find (tests).

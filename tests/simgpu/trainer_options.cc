@@ -1,6 +1,7 @@
 #include "tests/simgpu/trainer_options.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -59,6 +60,17 @@ constexpr FlagHelp kFlags[] = {
      nullptr},
     {"--slow-rank", "R", "this rank sleeps --slow-ms before each collective", "-1 (none)", nullptr},
     {"--slow-ms", "T", "extra milliseconds of --slow-rank per step", "0", nullptr},
+    {"--slow-gpu-rank", "R",
+     "every kernel and GEMM of this rank takes --slow-gpu-factor times as long", "-1 (none)",
+     "XPU_TIMER_SIM_SLOW_GPU_RANK"},
+    {"--slow-gpu-factor", "F", "slowdown of --slow-gpu-rank's GPU (> 0)", "1.0",
+     "XPU_TIMER_SIM_SLOW_GPU_FACTOR"},
+    {"--slow-link-rank", "R",
+     "this rank's collectives and sends/receives take --slow-link-factor times as long after the "
+     "last arrival (its peers' do not)",
+     "-1 (none)", "XPU_TIMER_SIM_SLOW_LINK_RANK"},
+    {"--slow-link-factor", "F", "slowdown of --slow-link-rank's links (> 0)", "1.0",
+     "XPU_TIMER_SIM_SLOW_LINK_FACTOR"},
     {"--jitter-ms", "J", "random 0..J milliseconds added to every rank's step", "0", nullptr},
     {"--step-ms", "T", "host milliseconds per step besides the GPU work", "0", nullptr},
     {"--crash-rank", "R", "this rank crashes at --crash-step", "-1 (none)", nullptr},
@@ -91,6 +103,7 @@ const char* trainer_usage() {
          "  [--gemms-per-step G] [--collective "
          "allreduce|allgather|reducescatter|broadcast|reduce|mixed]\n"
          "  [--bytes B] [--hang-rank R --hang-step S] [--slow-rank R --slow-ms T] [--jitter-ms J]\n"
+         "  [--slow-gpu-rank R --slow-gpu-factor F] [--slow-link-rank R --slow-link-factor F]\n"
          "  [--step-ms T] [--crash-rank R --crash-step S --crash-kind segv|abort|exception]\n"
          "  [--mismatch-rank R --mismatch-step S --mismatch-kind op|count|dtype|root]\n"
          "  [--second-comm-bytes B] [--comm-name NAME] [--exit-code C] [--verbose]\n"
@@ -105,6 +118,32 @@ std::string trainer_help() {
          "Also read: RANK, WORLD_SIZE, LOCAL_RANK (set by the launcher), XPU_TIMER_SIM_JOB_ID\n"
          "(the job's shared-memory names), XPU_TIMER_SIM_CHECK_SCOPE=1 (print what a global\n"
          "dlsym finds).\n";
+}
+
+bool export_slow_rank_knobs(const TrainerOptions& o, std::string* error) {
+  const struct {
+    int rank;
+    double factor;
+    const char* rank_var;
+    const char* factor_var;
+  } knobs[] = {
+      {o.slow_gpu_rank, o.slow_gpu_factor, "XPU_TIMER_SIM_SLOW_GPU_RANK",
+       "XPU_TIMER_SIM_SLOW_GPU_FACTOR"},
+      {o.slow_link_rank, o.slow_link_factor, "XPU_TIMER_SIM_SLOW_LINK_RANK",
+       "XPU_TIMER_SIM_SLOW_LINK_FACTOR"},
+  };
+  for (const auto& k : knobs) {
+    // Only the knobs given, so that variables set by the caller stay in force otherwise.
+    if (k.rank < 0) continue;
+    char factor[32];
+    snprintf(factor, sizeof(factor), "%.17g", k.factor);
+    if (setenv(k.rank_var, std::to_string(k.rank).c_str(), 1) != 0 ||
+        setenv(k.factor_var, factor, 1) != 0) {
+      *error = std::string("setenv(") + k.rank_var + "): " + strerror(errno);
+      return false;
+    }
+  }
+  return true;
 }
 
 bool parse_trainer_options(int argc, char** argv, TrainerOptions* o, std::string* error) {
@@ -191,6 +230,15 @@ bool parse_trainer_options(int argc, char** argv, TrainerOptions* o, std::string
     } else if (flag == "--exit-code") {
       if (!to_int(v, &o->exit_code) || o->exit_code < 0 || o->exit_code > 255) {
         expected = "a whole number 0-255";
+      }
+    } else if (flag == "--slow-gpu-rank" || flag == "--slow-link-rank") {
+      if (!to_int(v, flag == "--slow-gpu-rank" ? &o->slow_gpu_rank : &o->slow_link_rank)) {
+        expected = "a whole number (-1: none)";
+      }
+    } else if (flag == "--slow-gpu-factor" || flag == "--slow-link-factor") {
+      double* field = flag == "--slow-gpu-factor" ? &o->slow_gpu_factor : &o->slow_link_factor;
+      if (!to_double(v, field) || !(*field > 0 && std::isfinite(*field))) {
+        expected = "a finite factor > 0";
       }
     } else if (flag == "--lib-dir") {
       o->lib_dir = v;

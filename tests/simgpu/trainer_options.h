@@ -18,6 +18,9 @@ struct TrainerOptions {
   std::string hang_file;  // "" = none
   int slow_rank = -1;
   double slow_ms = 0;
+  // Exported to the simulated libraries as XPU_TIMER_SIM_SLOW_{GPU,LINK}_* (slow_rank.h).
+  int slow_gpu_rank = -1, slow_link_rank = -1;
+  double slow_gpu_factor = 1.0, slow_link_factor = 1.0;
   double jitter_ms = 0;
   double step_ms = 0;
   int crash_rank = -1, crash_step = -1;
@@ -41,5 +44,9 @@ struct TrainerOptions {
 bool parse_trainer_options(int argc, char** argv, TrainerOptions* out, std::string* error);
 const char* trainer_usage();
 std::string trainer_help();  // usage, then every flag with its default and variable
+// Sets the XPU_TIMER_SIM_SLOW_* variables of the slow-rank flags that were
+// given, before the simulated libraries read them (they read them once).
+// On failure writes a message with errno to *error and returns false.
+bool export_slow_rank_knobs(const TrainerOptions& options, std::string* error);
 
 }  // namespace xpu_timer::simgpu

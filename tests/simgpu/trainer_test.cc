@@ -50,6 +50,23 @@ TEST_P(TrainerTest, TwoRanksRunEveryGemmApiAndFinish) {
   EXPECT_NE(p->output().find("rank 1 done"), std::string::npos) << p->output();
 }
 
+// The flags reach the simulated libraries of the named rank only: it alone
+// says, once, that its factor is on (slow_rank_test.cc checks the times).
+TEST_P(TrainerTest, SlowRankFlagsReachTheSimulatedLibraries) {
+  auto p = launch_trainer(python(), 2,
+                          {"--steps", "2", "--slow-gpu-rank", "1", "--slow-gpu-factor", "3",
+                           "--slow-link-rank", "0", "--slow-link-factor", "2.5"});
+  ASSERT_TRUE(p);
+  ASSERT_EQ(p->wait_exit_code(30s), 0) << p->output();
+  const std::string out = p->output();
+  for (const char* line : {"simgpu: rank 1: kernels take 3x their simulated time",
+                           "simgpu: rank 0: transfers take 2.5x their simulated time"}) {
+    const size_t at = out.find(line);
+    EXPECT_NE(at, std::string::npos) << line << "\n" << out;
+    EXPECT_EQ(out.find(line, at + 1), std::string::npos) << "twice: " << line << "\n" << out;
+  }
+}
+
 TEST_P(TrainerTest, HungRankLeavesTheOthersBlockedInTheCollective) {
   auto p = launch_trainer(
       python(), 2,
