@@ -46,8 +46,7 @@ class StragglerE2E : public ::testing::TestWithParam<SlowCase> {};
 
 TEST_P(StragglerE2E, NamesTheRankItsCauseAndItsCost) {
   const SlowCase& c = GetParam();
-  std::vector<std::string> trainer = {"--steps", "100000", "--step-ms", "20", "--jitter-ms", "1",
-                                      "--bytes", "65536"};
+  std::vector<std::string> trainer = {"--steps", "100000", "--step-ms", "20", "--jitter-ms", "1"};
   trainer.insert(trainer.end(), c.knobs.begin(), c.knobs.end());
   SupervisedJob job(std::string("straggler-") + c.name,
                     {"--hang-timeout", "120", "--poll-ms", "200", "--slow-window", "20"},
@@ -88,8 +87,20 @@ TEST_P(StragglerE2E, NamesTheRankItsCauseAndItsCost) {
 
 INSTANTIATE_TEST_SUITE_P(
     Causes, StragglerE2E,
-    ::testing::Values(SlowCase{"host", false, {"--slow-rank", "2", "--slow-ms", "5"}, "host"},
-                      SlowCase{"host", true, {"--slow-rank", "2", "--slow-ms", "5"}, "host"}),
+    ::testing::Values(
+        SlowCase{"host", false, {"--slow-rank", "2", "--slow-ms", "5"}, "host"},
+        SlowCase{"host", true, {"--slow-rank", "2", "--slow-ms", "5"}, "host"},
+        // GPU-bound steps (3 GEMMs of 22 ms against 20 ms of host time), the
+        // rank's GEMMs 20% slower.
+        SlowCase{"gpu", false, {"--gemm", "8192,8192,16384", "--slow-gpu-rank", "2",
+                                "--slow-gpu-factor", "1.2"}, "gpu"},
+        SlowCase{"gpu", true, {"--gemm", "8192,8192,16384", "--slow-gpu-rank", "2",
+                               "--slow-gpu-factor", "1.2"}, "gpu"},
+        // 64 MiB all-reduces (~2.5 ms at the sim's bus), the rank's 3 times as long.
+        SlowCase{"link", false, {"--bytes", "67108864", "--slow-link-rank", "2",
+                                 "--slow-link-factor", "3"}, "link"},
+        SlowCase{"link", true, {"--bytes", "67108864", "--slow-link-rank", "2",
+                                "--slow-link-factor", "3"}, "link"}),
     case_name);
 
 // Ten ranks of jitter and nothing else: no rank is named, while the
