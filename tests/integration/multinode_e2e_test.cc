@@ -224,6 +224,39 @@ TEST_F(MultiNodeE2E, EveryNodeNamesTheOddRankOfACollectiveMismatchAcrossNodes) {
   }
 }
 
+// Rank 3 (node 1) sleeps 5 ms on the host before every collective. Node 1
+// names it from its ranks' arrivals; node 0, which sees none of them, names
+// it from node 1's window summary in the store, confirmed by the time its
+// own ranks spend in the same collectives: both give rank 3 on node 1, host.
+TEST_F(MultiNodeE2E, EveryNodeNamesTheSameStragglerOnAnotherNode) {
+  start_nodes("mn-slow", {"--steps", "100000", "--step-ms", "20", "--jitter-ms", "1",
+                          "--bytes", "65536", "--slow-rank", "3", "--slow-ms", "5"});
+  wait_connected();
+  for (int node = 0; node < kNodes; ++node) {
+    SCOPED_TRACE("node " + std::to_string(node));
+    SupervisedJob& n = *nodes_[node];
+    nlohmann::json slow;
+    ASSERT_TRUE(wait_until(
+        [&] {
+          slow = n.get_json("/slow");
+          return slow.is_object() && slow["stragglers"].is_array() &&
+                 !slow["stragglers"].empty();
+        },
+        std::chrono::seconds(90)))
+        << slow.dump(2) << n.log();
+    ASSERT_EQ(slow["stragglers"].size(), 1u) << slow.dump(2);
+    const nlohmann::json& s = slow["stragglers"][0];
+    EXPECT_EQ(s.at("rank"), 3) << s.dump(2);
+    EXPECT_EQ(s.at("node"), 1) << s.dump(2);
+    EXPECT_EQ(s.at("cause"), "host") << s.dump(2);
+    EXPECT_NE(slow.at("summary").get<std::string>().find("rank 3 on node 1 arrived last"),
+              std::string::npos)
+        << slow.dump(2);
+  }
+  EXPECT_NE(nodes_[0]->log().find("straggler: rank 3 on node 1"), std::string::npos)
+      << nodes_[0]->log();
+}
+
 // etcd dies while the job runs: the job goes on, each node says once that it
 // decides alone, and no node calls the other node's ranks missing.
 TEST_F(MultiNodeE2E, LosingTheStoreLeavesTheJobRunningAndEachNodeAlone) {
