@@ -45,6 +45,13 @@ def http_json(port, path, timeout=2.0):
         return None
 
 
+def proc_cpu_s(pid):
+    """utime + stime of a process, in seconds."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def trainer_args(cause, share, rank, jitter):
     """The sim trainer's flags for a slowdown of `share` (0..1) of a 100 ms step."""
     late_ms = share * STEP_MS
@@ -63,7 +70,7 @@ def trainer_args(cause, share, rank, jitter):
     elif cause == "host":
         base = ["--step-ms", "%.1f" % STEP_MS]
         knobs = ["--slow-rank", str(rank), "--slow-ms", "%.2f" % late_ms]
-    else:  # healthy
+    else:  # healthy, or the CPU run
         base = ["--step-ms", "%.1f" % STEP_MS]
         knobs = []
     return base + ["--jitter-ms", str(jitter), "--steps", "100000000"] + knobs
@@ -76,10 +83,12 @@ def run_one(args, cause, share, jitter, duration_s, cpus, work, tag):
     env.update({"XPU_TIMER_SIM_LIB_DIR": os.path.join(args.build, "simgpu", "lib"),
                 "XPU_TIMER_HANG_TIMEOUT": "", "XPU_TIMER_HANG_KILL": "", "XPU_TIMER_BASEPORT": ""})
     env.setdefault("XPU_TIMER_SIM_BUS_GBPS", "50")
-    argv = ["taskset", "-c", cpus,
+    pin = ["taskset", "-c", cpus] if cpus else []
+    nproc = args.cpu_ranks if cause == "cpu" else 8
+    argv = pin + [
             os.path.join(args.build, "bin", "xpu_timer_supervisor"), "--port", "0", "--dump-dir", d,
             "--hang-timeout", "600", "--metrics-linger", "0", "--slow-window", str(args.window),
-            "--", os.path.join(args.build, "bin", "xpu_timer_sim_launch"), "--nproc", "8", "--",
+            "--", os.path.join(args.build, "bin", "xpu_timer_sim_launch"), "--nproc", str(nproc), "--",
             os.path.join(args.build, "bin", "sim_trainer")] + trainer_args(cause, share, args.rank, jitter)
     log = open(os.path.join(d, "console.log"), "w")
     proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -94,15 +103,17 @@ def run_one(args, cause, share, jitter, duration_s, cpus, work, tag):
         end = time.monotonic() + 60
         while time.monotonic() < end:  # the job's start: every rank registered
             ranks = http_json(port, "/ranks")
-            if ranks is not None and len(ranks) == 8:
+            if ranks is not None and len(ranks) == nproc:
                 break
             time.sleep(0.1)
         t0 = time.monotonic()
+        cpu0 = proc_cpu_s(proc.pid)
+        slow0 = (http_json(port, "/slow") or {}).get("analysis_cpu_s", 0)
         seen_wrong = set()
         while time.monotonic() - t0 < duration_s:
             slow = http_json(port, "/slow")
             for s in (slow or {}).get("stragglers", []):
-                right = cause != "healthy" and s["rank"] == args.rank and s["cause"] == cause
+                right = cause not in ("healthy", "cpu") and s["rank"] == args.rank and s["cause"] == cause
                 if right and result["named_after_s"] is None:
                     result["named_after_s"] = round(time.monotonic() - t0, 2)
                     result["summary"] = s["summary"]
@@ -110,7 +121,7 @@ def run_one(args, cause, share, jitter, duration_s, cpus, work, tag):
                     seen_wrong.add((s["rank"], s["cause"]))
                     result["wrong"].append({"at_s": round(time.monotonic() - t0, 2), "rank": s["rank"],
                                             "cause": s["cause"], "summary": s["summary"]})
-            if result["named_after_s"] is not None and cause != "healthy":
+            if result["named_after_s"] is not None:
                 break
             if proc.poll() is not None:
                 result["error"] = "the job ended with %s" % proc.returncode
@@ -118,6 +129,10 @@ def run_one(args, cause, share, jitter, duration_s, cpus, work, tag):
             time.sleep(0.25)
         slow = http_json(port, "/slow")
         result["collectives_judged"] = (slow or {}).get("collectives_judged")
+        elapsed = time.monotonic() - t0
+        result["seconds"] = round(elapsed, 1)
+        result["supervisor_cpu_share"] = round((proc_cpu_s(proc.pid) - cpu0) / elapsed, 4)
+        result["analysis_cpu_share"] = round(((slow or {}).get("analysis_cpu_s", 0) - slow0) / elapsed, 4)
     except Exception as e:  # one run's failure is a row, not the end of the bench
         result["error"] = str(e)
     finally:
@@ -144,11 +159,16 @@ def main():
     p.add_argument("--healthy-s", type=float, default=600)
     p.add_argument("--window", type=float, default=30)
     p.add_argument("--parallel", type=int, default=1)
-    p.add_argument("--cpus-per-run", type=int, default=2)
+    p.add_argument("--cpus-per-run", type=int, default=2, help="0: no pinning")
+    p.add_argument("--cpu-ranks", type=int, default=0,
+                   help="also a healthy job of this many ranks, for the supervisor's CPU")
+    p.add_argument("--cpu-s", type=float, default=60)
     p.add_argument("--json", default="")
     args = p.parse_args()
     work = tempfile.mkdtemp(prefix="straggler-accuracy-")
     plan = []
+    if args.cpu_ranks:
+        plan.append(("cpu", 0.0, 1.0, args.cpu_s, "cpu-%d" % args.cpu_ranks))
     for j in [float(x) for x in args.healthy.split(",") if x]:
         plan.append(("healthy", 0.0, j, args.healthy_s, "healthy-%gms" % j))
     for cause in args.causes.split(","):
@@ -160,7 +180,8 @@ def main():
     slots = list(range(args.parallel))
 
     def worker(slot):
-        cpus = "%d-%d" % (slot * args.cpus_per_run, slot * args.cpus_per_run + args.cpus_per_run - 1)
+        cpus = ("%d-%d" % (slot * args.cpus_per_run, slot * args.cpus_per_run + args.cpus_per_run - 1)
+                if args.cpus_per_run else "")
         while True:
             with lock:
                 if not plan:
@@ -179,19 +200,21 @@ def main():
             json.dump(results, f, indent=1)
     print("\n| cause | slowdown | runs | named right | median s to verdict | max s | wrong verdicts |")
     print("|---|---|---|---|---|---|---|")
-    keys = sorted({(r["cause"], r["share"]) for r in results if r["cause"] != "healthy"})
+    keys = sorted({(r["cause"], r["share"]) for r in results if r["cause"] not in ("healthy", "cpu")})
     for cause, share in keys:
         rs = [r for r in results if r["cause"] == cause and r["share"] == share]
         t = [r["named_after_s"] for r in rs if r["named_after_s"] is not None]
         print("| %s | %g%% | %d | %d | %s | %s | %d |" % (
             cause, share * 100, len(rs), len(t), "%.1f" % statistics.median(t) if t else "-",
             "%.1f" % max(t) if t else "-", sum(len(r["wrong"]) for r in rs)))
-    print("\n| healthy jitter | seconds | collectives judged | stragglers reported |")
-    print("|---|---|---|---|")
+    print("\n| healthy jitter | seconds | collectives judged | stragglers reported | supervisor CPU | of it, the analysis |")
+    print("|---|---|---|---|---|---|")
     for r in results:
-        if r["cause"] == "healthy":
-            print("| %g ms | %g | %s | %d |" % (r["jitter_ms"], args.healthy_s, r.get("collectives_judged"),
-                                             len(r["wrong"])))
+        if r["cause"] in ("healthy", "cpu"):
+            print("| %s%g ms | %s | %s | %d | %s | %s |" % (
+                "%d ranks, " % args.cpu_ranks if r["cause"] == "cpu" else "", r["jitter_ms"], r.get("seconds"),
+                r.get("collectives_judged"), len(r["wrong"]), r.get("supervisor_cpu_share"),
+                r.get("analysis_cpu_share")))
     shutil.rmtree(work, ignore_errors=True)
     return 0
 

@@ -1,5 +1,7 @@
 #include "supervisor/slow_rank_monitor.h"
 
+#include <time.h>
+
 #include <algorithm>
 
 #include "common/protocol.h"
@@ -17,8 +19,36 @@ SlowRankMonitor::SlowRankMonitor(StragglerOptions options, JobView* job_view)
   published_ = std::move(first);
 }
 
+namespace {
+
+double thread_cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+}  // namespace
+
 void SlowRankMonitor::poll(const std::vector<RankRecord>& records, const Snapshot& snap, int node,
                            int world_size) {
+  const double cpu_start = thread_cpu_s();
+  follow(records, snap);
+  cpu_s_ += thread_cpu_s() - cpu_start;
+  if (snap.now_ns - std::min(snap.now_ns, analyzed_ns_) < kAnalysisPeriodNs) return;
+  analyzed_ns_ = snap.now_ns;
+  const double analysis_start = thread_cpu_s();
+  SlowReport mine = analyzer_.analyze(snap.now_ns);
+  auto report = std::make_shared<SlowReport>(
+      job_view_ != nullptr && node >= 0 ? job_wide(mine, node, world_size, snap.now_ns)
+                                        : std::move(mine));
+  announce(*report);
+  cpu_s_ += thread_cpu_s() - analysis_start;
+  report->analysis_cpu_s = cpu_s_;
+  std::lock_guard<std::mutex> lock(mutex_);
+  published_ = std::move(report);
+}
+
+void SlowRankMonitor::follow(const std::vector<RankRecord>& records, const Snapshot& snap) {
   for (const RankSample& r : snap.ranks) {
     if (!r.registered) continue;
     for (const proto::CommSlot& c : r.comms) {
@@ -52,15 +82,6 @@ void SlowRankMonitor::poll(const std::vector<RankRecord>& records, const Snapsho
                                d.gpu_end_ns - d.gpu_start_ns, d.gpu_end_ns);
     }
   });
-  if (snap.now_ns - std::min(snap.now_ns, analyzed_ns_) < kAnalysisPeriodNs) return;
-  analyzed_ns_ = snap.now_ns;
-  SlowReport mine = analyzer_.analyze(snap.now_ns);
-  auto report = std::make_shared<const SlowReport>(
-      job_view_ != nullptr && node >= 0 ? job_wide(mine, node, world_size, snap.now_ns)
-                                        : std::move(mine));
-  announce(*report);
-  std::lock_guard<std::mutex> lock(mutex_);
-  published_ = std::move(report);
 }
 
 SlowReport SlowRankMonitor::job_wide(const SlowReport& mine, int node, int world_size,

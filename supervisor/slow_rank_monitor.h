@@ -48,6 +48,8 @@ class SlowRankMonitor {
   std::shared_ptr<const SlowReport> published() const;
 
  private:
+  // Hands the rings' newly final records to the analyzer.
+  void follow(const std::vector<RankRecord>& records, const Snapshot& snap);
   void announce(const SlowReport& report);
   // This node's report joined with the other nodes' summaries.
   SlowReport job_wide(const SlowReport& mine, int node, int world_size, uint64_t now_ns);
@@ -58,6 +60,7 @@ class SlowRankMonitor {
   RingFollower follower_;
   StragglerAnalyzer analyzer_;
   uint64_t analyzed_ns_ = 0;
+  double cpu_s_ = 0;  // this thread's CPU time in poll()
   std::map<int, Straggler> announced_;  // rank -> as last logged
   mutable std::mutex mutex_;
   std::shared_ptr<const SlowReport> published_;

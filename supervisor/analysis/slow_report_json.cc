@@ -57,7 +57,8 @@ nlohmann::json slow_report_json(const SlowReport& report) {
           {"stragglers", std::move(stragglers)},
           {"summary", report.summary},
           {"ranks", std::move(ranks)},
-          {"collectives_judged", report.collectives_judged}};
+          {"collectives_judged", report.collectives_judged},
+          {"analysis_cpu_s", report.analysis_cpu_s}};
 }
 
 }  // namespace xpu_timer::supervisor

@@ -113,6 +113,9 @@ struct SlowReport {
   std::vector<Straggler> stragglers;  // by wait caused, largest first
   std::vector<RankLateness> ranks;    // by rank
   uint64_t collectives_judged = 0;    // since the start
+  // The supervisor's CPU seconds spent on this analysis since the start
+  // (following the rings included; set by its caller).
+  double analysis_cpu_s = 0;
   std::string summary = "no straggler";
   // Per communicator and rank over the window: (collectives, median seconds
   // from its arrival to its end). Clock-free: what the nodes of a job compare
