@@ -9,7 +9,7 @@ step by a share of the step (--shares, default 2,5,10,30 %) with a cause:
   gpu   every GEMM of the rank takes F times as long (--slow-gpu-rank/
         --slow-gpu-factor) in a GPU-bound step (3 GEMMs of ~33 ms);
   link  the rank's collectives take F times as long after everyone arrived
-        (--slow-link-rank/--slow-link-factor), collective ~10 ms.
+        (--slow-link-rank/--slow-link-factor), collective 5.4 ms.
 Each run polls GET /slow every 0.25 s for --limit seconds and records the
 time from the job's start (every rank registered) to the first report that
 names the right rank with the right cause, and any other rank or cause named
@@ -63,8 +63,9 @@ def trainer_args(cause, share, rank, jitter):
         base = ["--gemm", "8192,8192,16384", "--gemms-per-step", "3", "--step-ms", "20"]
         knobs = ["--slow-gpu-rank", str(rank), "--slow-gpu-factor", "%.4f" % (1 + late_ms / gemm_ms)]
     elif cause == "link":
-        # ~10 ms collectives: 256 MiB all-reduce at the sim's 50 GB/s bus.
-        coll_ms = 10.0
+        # 256 MiB all-reduces: the sim's 20 us + bytes / 50 GB/s = 5.39 ms
+        # (tests/simgpu/communicator.cc, collective_duration_ns).
+        coll_ms = 0.020 + (256 << 20) / 50e9 * 1e3
         base = ["--bytes", str(256 << 20), "--step-ms", "%.1f" % (STEP_MS - coll_ms)]
         knobs = ["--slow-link-rank", str(rank), "--slow-link-factor", "%.4f" % (1 + late_ms / coll_ms)]
     elif cause == "host":
