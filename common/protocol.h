@@ -27,7 +27,7 @@
 
 namespace xpu_timer::proto {
 
-constexpr uint32_t kProtocolVersion = 6;
+constexpr uint32_t kProtocolVersion = 7;
 constexpr uint64_t kStatusPageMagic = 0x52454d4954555058ull;  // "XPUTIMER" little endian
 constexpr uint32_t kMessageMagic = 0x54555058u;               // "XPUT"
 
@@ -303,6 +303,19 @@ struct StepCounters {
   uint64_t untimed_ops;
 };
 
+// xpu-timer's own cost in the rank (protocol version 7; docs/metrics.md
+// "Cost"): the CPU time of its Poller thread, and the time its hooks spend
+// on the user's threads, measured on one call in `hook_sample_every` of each
+// thread (begin and end of a TimedCall: the clock reads, the sample gate,
+// the queue, the CUDA events) and summed: hook_sampled_ns x
+// hook_sample_every estimates the total.
+struct SelfCost {
+  uint64_t poller_cpu_ns;
+  uint64_t hook_sampled_calls;
+  uint64_t hook_sampled_ns;
+  uint64_t hook_sample_every;
+};
+
 // StatusPage::flags
 // Timing is off for the rest of the process (a CUDA error of the background
 // thread): inflight_count stays 0 while the rank may well be inside a
@@ -356,6 +369,7 @@ struct StatusPage {
   uint64_t ranges_dropped;  // ranges lost: queue full, or nested deeper than we track
   RangeSlot ranges[kMaxRanges];
   StepCounters steps;
+  SelfCost self;  // protocol version 7
 };
 static_assert(std::is_standard_layout_v<StatusPage>);
 static_assert(std::atomic<uint64_t>::is_always_lock_free);

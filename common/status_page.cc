@@ -42,7 +42,7 @@ static_assert(offsetof(MetricSlot, name) == 0 && offsetof(MetricSlot, dtype) == 
               offsetof(MetricSlot, hist) == 56 && offsetof(MetricSlot, untimed_count) == 248 &&
               offsetof(MetricSlot, untimed_bytes) == 256 &&
               offsetof(MetricSlot, untimed_flops) == 264);
-static_assert(sizeof(StatusPage) == 74632 + 16 + 64 * 256 + 272 && alignof(StatusPage) == 8);
+static_assert(sizeof(StatusPage) == 74632 + 16 + 64 * 256 + 272 + 32 && alignof(StatusPage) == 8);
 static_assert(sizeof(PythonCounters) == 96 &&
               offsetof(StatusPage, python) ==
                   offsetof(StatusPage, runtime) + sizeof(RuntimeCounters));
@@ -80,6 +80,8 @@ static_assert(offsetof(StatusPage, nranges) ==
               offsetof(StatusPage, ranges) == offsetof(StatusPage, nranges) + 16 &&
               offsetof(StatusPage, steps) ==
                   offsetof(StatusPage, ranges) + kMaxRanges * sizeof(RangeSlot));
+static_assert(sizeof(SelfCost) == 32 &&
+              offsetof(StatusPage, self) == offsetof(StatusPage, steps) + sizeof(StepCounters));
 static_assert(kMaxComms == 64 && kMaxMetrics == 256 && kHistBuckets == 24);
 
 namespace {

@@ -43,6 +43,12 @@ struct HookCounters {
   std::atomic<uint64_t> skipped_capture{0};
   std::atomic<uint64_t> hook_errors{0};
   std::atomic<uint64_t> ranges_dropped{0};  // NVTX ranges: queue full, too deep, too many open
+  // The hooks' own time, sampled (proto::SelfCost): one call in
+  // kHookSampleEvery of each thread is timed, rarely enough that these
+  // shared atomics cost nothing measurable.
+  static constexpr uint64_t kHookSampleEvery = 64;
+  std::atomic<uint64_t> hook_sampled_calls{0};
+  std::atomic<uint64_t> hook_sampled_ns{0};
 };
 
 struct RuntimeState {

@@ -56,6 +56,25 @@ void describe(const OpDesc& d, OpRecord* rec) {
 }  // namespace
 
 bool TimedCall::begin(RuntimeState* st, const OpDesc& d, cudaStream_t stream) {
+  // One call in kHookSampleEvery of this thread measures what begin() and
+  // end() cost it (proto::SelfCost): two clock reads more on that call only.
+  thread_local uint64_t calls = 0;
+  if (++calls % HookCounters::kHookSampleEvery != 0) return begin_call(st, d, stream);
+  const uint64_t t0 = monotonic_ns();
+  const bool timed = begin_call(st, d, stream);
+  sampled_ns_ = monotonic_ns() - t0;
+  sampled_st_ = st;
+  if (pair_ == nullptr) add_sample();  // no end() part to wait for
+  return timed;
+}
+
+void TimedCall::add_sample() {
+  sampled_st_->counters.hook_sampled_calls.fetch_add(1, std::memory_order_relaxed);
+  sampled_st_->counters.hook_sampled_ns.fetch_add(sampled_ns_, std::memory_order_relaxed);
+  sampled_st_ = nullptr;
+}
+
+bool TimedCall::begin_call(RuntimeState* st, const OpDesc& d, cudaStream_t stream) {
   const CudaRuntimeCalls& cuda = cuda_calls();
   const bool is_nccl = proto::op_kind_of(d.name) == proto::OpKind::kNccl;
   const uint64_t now_ns = monotonic_ns();
@@ -168,6 +187,17 @@ bool TimedCall::begin(RuntimeState* st, const OpDesc& d, cudaStream_t stream) {
 }
 
 void TimedCall::end(bool call_ok) {
+  if (sampled_st_ == nullptr) {
+    end_call(call_ok);
+    return;
+  }
+  const uint64_t t0 = monotonic_ns();
+  end_call(call_ok);
+  sampled_ns_ += monotonic_ns() - t0;
+  add_sample();
+}
+
+void TimedCall::end_call(bool call_ok) {
   if (pair_ == nullptr) return;
   PairState state = PairState::kCallFailed;
   if (call_ok) {

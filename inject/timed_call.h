@@ -63,6 +63,12 @@ class TimedCall {
   void end(bool call_ok);
 
  private:
+  bool begin_call(RuntimeState* st, const OpDesc& desc, cudaStream_t stream);
+  void end_call(bool call_ok);
+  void add_sample();
+
+  RuntimeState* sampled_st_ = nullptr;  // this call's cost is measured
+  uint64_t sampled_ns_ = 0;
   RuntimeState* st_ = nullptr;
   EventPair* pair_ = nullptr;
   cudaStream_t stream_ = nullptr;

@@ -1,5 +1,7 @@
 #include "supervisor/metrics/metrics_exporter.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
@@ -103,6 +105,11 @@ constexpr FamilyInfo kFamilies[] = {
     {"xpu_timer_step_untimed_operations_total", "counter",
      "Matrix products and copies within measured steps that were sampled out of timing; not 0: "
      "the idle time is overstated (set XPU_TIMER_SAMPLE_PER_SEC=0)."},
+    {"xpu_timer_self_poller_cpu_seconds_total", "counter",
+     "CPU time of xpu-timer's background thread (the Poller) in the rank."},
+    {"xpu_timer_self_hook_seconds_total", "counter",
+     "Estimated time xpu-timer's hooks spent on the rank's own threads (one call in 64 of each "
+     "thread measured, times 64)."},
 };
 
 const char* step_source_str(uint32_t source) {
@@ -303,6 +310,12 @@ void MetricsWriter::add_rank(const RankMetricsInput& in) {
   }
   const proto::StatusPage* p = in.page;
   if (p == nullptr) return;
+  auto seconds_of = [&](Family f, uint64_t ns) {
+    std::string& out = body_[f];
+    append_sample_prefix(&out, kFamilies[f].name, "", labels);
+    append_ns_as_seconds(&out, ns);
+    out.push_back('\n');
+  };
   gauge(kInflight, p->inflight_count);
   gauge(kQueueDepth, p->queue_depth);
   gauge(kDropped, p->dropped_queue_full);
@@ -353,21 +366,17 @@ void MetricsWriter::add_rank(const RankMetricsInput& in) {
                      r.sum_ns);
   }
   if (nranges > 1 || p->ranges_dropped > 0) gauge(kRangesDropped, p->ranges_dropped);
+  seconds_of(kSelfPollerCpu, p->self.poller_cpu_ns);
+  seconds_of(kSelfHook, p->self.hook_sampled_ns * p->self.hook_sample_every);
   if (p->steps.steps > 0) {
     std::string step_labels = labels;
     append_label(&step_labels, "source", step_source_str(p->steps.source));
     append_histogram(&body_[kStepLatency], kFamilies[kStepLatency].name, step_labels, p->steps.hist,
                      p->steps.sum_ns);
-    auto seconds = [&](Family f, uint64_t ns) {
-      std::string& out = body_[f];
-      append_sample_prefix(&out, kFamilies[f].name, "", labels);
-      append_ns_as_seconds(&out, ns);
-      out.push_back('\n');
-    };
-    seconds(kStepLast, p->steps.last_ns);
+    seconds_of(kStepLast, p->steps.last_ns);
     if (p->steps.measured > 0) {
-      seconds(kStepGpuBusy, p->steps.busy_ns);
-      seconds(kStepGpuIdle, p->steps.idle_ns);
+      seconds_of(kStepGpuBusy, p->steps.busy_ns);
+      seconds_of(kStepGpuIdle, p->steps.idle_ns);
       gauge(kStepUntimed, p->steps.untimed_ops);
       if (p->steps.last_window_ns > 0 && p->steps.last_busy_ns <= p->steps.last_window_ns) {
         std::string& out = body_[kStepBubble];
@@ -504,6 +513,24 @@ std::string MetricsWriter::finish(bool job_hung, bool job_running, uint64_t mism
   out.append("\"} ");
   out.append(std::to_string(mismatches));
   out.push_back('\n');
+  // The supervisor's own cost: every thread of this process (children, such
+  // as stack collectors and plugins, are not included).
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) == 0) {
+    const auto ns = [](const timeval& tv) {
+      return static_cast<uint64_t>(tv.tv_sec) * 1'000'000'000ull +
+             static_cast<uint64_t>(tv.tv_usec) * 1000ull;
+    };
+    out.append(
+        "# HELP xpu_timer_self_supervisor_cpu_seconds_total CPU time of the supervisor "
+        "process, every thread (user and system).\n"
+        "# TYPE xpu_timer_self_supervisor_cpu_seconds_total counter\n"
+        "xpu_timer_self_supervisor_cpu_seconds_total{job_name=\"");
+    append_escaped_label_value(&out, config_.job_name);
+    out.append("\"} ");
+    append_ns_as_seconds(&out, ns(usage.ru_utime) + ns(usage.ru_stime));
+    out.push_back('\n');
+  }
   return out;
 }
 

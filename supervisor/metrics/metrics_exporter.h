@@ -105,6 +105,8 @@ class MetricsWriter {
     kStepGpuIdle,
     kStepBubble,
     kStepUntimed,
+    kSelfPollerCpu,
+    kSelfHook,
     kFamilyCount
   };
   // One text buffer per family; reusing them across scrapes keeps their

@@ -83,6 +83,13 @@ TEST_P(StragglerE2E, NamesTheRankItsCauseAndItsCost) {
       << metrics;
   EXPECT_GT(value_of(metrics, "xpu_timer_rank_wait_caused_seconds_total", 2), 0) << metrics;
   EXPECT_GT(value_of(metrics, "xpu_timer_rank_late_share", 2), 0.5) << metrics;
+  // xpu-timer's own cost beside it: the Poller's CPU and the hooks' time (a
+  // few hundred calls by now: sampled one in 64), the supervisor's CPU.
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_GT(value_of(metrics, "xpu_timer_self_poller_cpu_seconds_total", rank), 0) << metrics;
+    EXPECT_GT(value_of(metrics, "xpu_timer_self_hook_seconds_total", rank), 0) << metrics;
+  }
+  EXPECT_NE(metrics.find("xpu_timer_self_supervisor_cpu_seconds_total{job_name="), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(
