@@ -42,7 +42,7 @@ constexpr int kCoordinatorPublishMs = 1000;
 Supervisor::Supervisor(Options options)
     : options_(std::move(options)),
       poll_timer_(io_),
-      detector_(options_.hang_timeout_s),
+      detector_(options_.hang_timeout_s, options_.stall_factor),
       poll_scratch_(std::make_unique<proto::StatusSnapshot>()),
       published_report_(std::make_shared<HangReport>()) {
   metrics_ = std::make_unique<MetricsExporter>(MetricsConfig::from_env(options_.command));
@@ -221,9 +221,8 @@ void Supervisor::start_http() {
             body);
       },
       [this](std::string* body) {
-        const std::shared_ptr<const HangReport> report = published_report();
-        return dumps_->timeline_request(
-            report->hung ? hang_json() : std::string(), body);
+        const std::shared_ptr<const HangReport> r = published_report();
+        return dumps_->timeline_request(r->hung || r->stalled ? hang_json() : std::string(), body);
       }});
   std::string error;
   if (!http_->start(options_.host, options_.port, &error)) {
