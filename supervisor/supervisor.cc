@@ -275,9 +275,10 @@ void Supervisor::poll() {
     if (job_view_ && !records.empty()) {
       // The whole job: this node's ranks and the other nodes' latest.
       const RankRegistration& any = records.front().reg;
-      job_view_->offer(snap, any.group_rank, any.world_size, any.host,
-                       wants_job_view(snap, options_.hang_timeout_s, detector_.report().hung),
-                       any.local_world_size);
+      job_view_->offer(
+          snap, any.group_rank, any.world_size, any.host,
+          wants_job_view(snap, options_.hang_timeout_s, detector_.wants_fresh_news(any.group_rank)),
+          any.local_world_size);
       event = detector_.update(job_view_->merge(snap, options_.hang_timeout_s));
     } else {
       event = detector_.update(snap);
