@@ -226,6 +226,8 @@ json to_json(const Document& doc) {
   j["detected_at"] = doc.detected_at ? json(*doc.detected_at) : json(nullptr);
   j["frozen_since"] = doc.frozen_since ? json(*doc.frozen_since) : json(nullptr);
   j["timeout_s"] = doc.timeout_s;
+  j["stalled"] = doc.stalled;
+  j["stalled_since"] = doc.stalled_since ? json(*doc.stalled_since) : json(nullptr);
   j["summary"] = doc.summary;
   json ranks = json::array();
   for (const Rank& r : doc.ranks) ranks.push_back(rank_json(r));
@@ -354,6 +356,8 @@ bool parse(std::string_view text, Document* out, std::string* error,
   top.read("detected_at", &out->detected_at);
   top.read("frozen_since", &out->frozen_since);
   top.read("timeout_s", &out->timeout_s);
+  top.read("stalled", &out->stalled);
+  top.read("stalled_since", &out->stalled_since);
   top.read("summary", &out->summary);
   for (size_t i = 0; i < ranks->size(); ++i) {
     const json& e = (*ranks)[i];

@@ -59,7 +59,8 @@ struct Operation {
 // One expected rank and its verdict ("ranks[]").
 struct Rank {
   int rank = -1;
-  std::string state;  // "ok", "stuck", "missing", "unresponsive", "exited"
+  // "ok", "stuck", "missing", "unresponsive", "exited", "stalled"
+  std::string state;
   bool registered = false;
   std::optional<int> node;  // torchrun's group rank, when known
   // Written only for a registered rank.
@@ -111,6 +112,11 @@ struct Document {
   // states are as of then. None: the verdict is live.
   std::optional<double> frozen_since;
   double timeout_s = 0;
+  // A stall (no hang; every rank alive with nothing in flight and nothing
+  // issued or completed for the stall time): unix seconds since which
+  // nothing was. None: no stall. A document without the keys reads as none.
+  bool stalled = false;
+  std::optional<double> stalled_since;
   std::string summary;  // the verdict in one sentence
   std::vector<Rank> ranks;
   std::vector<Group> groups;

@@ -112,12 +112,15 @@ TEST(HangDocument, WriterWritesTheDocumentedKeys) {
 
   // No hang and no supervisor parts: the same keys, empty or null.
   const json none = json::parse(to_text(Document{}));
-  for (const char* key : {"version", "hung", "detected_at", "frozen_since", "timeout_s", "summary",
-                          "ranks", "groups", "mismatches", "mismatch_total",
-                          "collectives_checked", "coordinator", "stacks", "timeline"}) {
+  for (const char* key :
+       {"version", "hung", "detected_at", "frozen_since", "timeout_s", "stalled", "stalled_since",
+        "summary", "ranks", "groups", "mismatches", "mismatch_total", "collectives_checked",
+        "coordinator", "stacks", "timeline"}) {
     EXPECT_TRUE(none.contains(key)) << key;
   }
-  EXPECT_EQ(none.size(), 14u);
+  EXPECT_EQ(none.size(), 16u);
+  EXPECT_EQ(none["stalled"], false);
+  EXPECT_TRUE(none["stalled_since"].is_null());
   EXPECT_TRUE(none["detected_at"].is_null());
   EXPECT_TRUE(none["frozen_since"].is_null());
   EXPECT_TRUE(none["coordinator"].is_null());
@@ -174,6 +177,33 @@ TEST(HangDocument, ReadsBackWhatTheWriterWrote) {
   EXPECT_EQ(out.stacks_dir(), "/d/stacks-1");
   EXPECT_EQ(out.timeline, in.timeline);
   EXPECT_EQ(to_text(out), to_text(in));
+}
+
+TEST(HangDocument, AStallIsWrittenAndReadBack) {
+  Document d = example();  // its ranks and the supervisor's parts, as a stall's
+  d.hung = false;
+  d.detected_at.reset();
+  d.groups.clear();
+  d.stalled = true;
+  d.stalled_since = 1700000000.5;
+  d.summary = "ranks 0-2 stalled: nothing in flight and nothing issued or completed for 2.0 s";
+  d.ranks[0].state = "stalled";
+  d.ranks[0].operation.reset();
+  const json j = json::parse(to_text(d));
+  EXPECT_EQ(j["stalled"], true);
+  EXPECT_EQ(j["stalled_since"], 1700000000.5);
+  EXPECT_EQ(j["hung"], false);
+  EXPECT_EQ(j["ranks"][0]["state"], "stalled");
+  std::vector<std::string> warnings;
+  const Document out = parsed(to_text(d), &warnings);
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_TRUE(out.stalled);
+  EXPECT_EQ(out.stalled_since, 1700000000.5);
+  EXPECT_EQ(to_text(out), to_text(d));
+  // Written before the keys existed: no stall.
+  const Document old = parsed(R"({"version":1,"hung":false,"ranks":[]})");
+  EXPECT_FALSE(old.stalled);
+  EXPECT_FALSE(old.stalled_since);
 }
 
 TEST(HangDocument, AnotherVersionIsRefusedInOneLine) {

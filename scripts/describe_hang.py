@@ -3,8 +3,9 @@
 
 Reads the hang document from http://host:port/hang (or a saved hang.json),
 prints one line per group of stuck ranks and the supervisor's own summary, and
-optionally saves the text it read. Exit status: 0 hung, 1 no hang, 2 not a
-hang document this script reads.
+optionally saves the text it read. Exit status: 0 hung, 1 no hang (a stall,
+nothing in flight and nothing completing, is printed then), 2 not a hang
+document this script reads.
 
 The document's keys are docs/architecture.md "Hang document"; its owner is
 common/hang_document.h (the C++ reader). This script reads only the keys it
@@ -83,7 +84,10 @@ def main(argv):
               % (args.source, json.dumps(version), VERSION), file=sys.stderr)
         return 2
     if doc.get("hung") is not True:
-        print("no hang reported")
+        if doc.get("stalled") is True:
+            print("no hang; stalled since %s: %s" % (doc.get("stalled_since"), doc.get("summary")))
+        else:
+            print("no hang reported")
         return 1
     for line in describe(doc):
         print(line)

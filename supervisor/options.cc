@@ -60,6 +60,10 @@ constexpr FlagHelp kFlags[] = {
     {"--host", "H", "IP address the HTTP server listens on; 0.0.0.0 for all", "127.0.0.1", nullptr},
     {"--hang-timeout", "S", "seconds an operation may be in flight before its rank is stuck", "300",
      "XPU_TIMER_HANG_TIMEOUT"},
+    {"--stall-factor", "F",
+     "the job is stalled when every rank lives with nothing in flight and nothing completes "
+     "for F x the hang timeout (reported, never killed); 0: off",
+     "2", "XPU_TIMER_STALL_FACTOR"},
     {"--dump-dir", "D", "folder for hang.json, stack dumps and crash reports", "./xpu_timer_dump",
      nullptr},
     {"--on-hang", "keep|kill", "on a hang, keep the job or end it once its stacks are in", "keep",
@@ -108,7 +112,8 @@ constexpr const char* kOtherEnv[][2] = {
 }  // namespace
 
 std::string usage_line() {
-  return "usage: xpu_timer_supervisor [--port P] [--host H] [--hang-timeout S] [--dump-dir D] "
+  return "usage: xpu_timer_supervisor [--port P] [--host H] [--hang-timeout S] [--stall-factor F] "
+         "[--dump-dir D] "
          "[--on-hang keep|kill] [--poll-ms MS] [--slow-window S] [--kill-grace S] [--metrics-linger S] "
          "[--coordinator etcd://HOST:PORT] [--job-id ID] [--etcd-user NAME] "
          "[--etcd-password-file F] [--etcd-ca-file F] [--etcd-cert-file F] [--etcd-key-file F] "
@@ -144,6 +149,11 @@ ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup&
       return error(
           std::string("XPU_TIMER_HANG_TIMEOUT must be a positive number of seconds, got '") + v +
           "'");
+    }
+  }
+  if (const char* v = env("XPU_TIMER_STALL_FACTOR"); v != nullptr && *v != '\0') {
+    if (!parse_seconds(v, 0.0, &o.stall_factor)) {
+      return error(std::string("XPU_TIMER_STALL_FACTOR must be a number >= 0, got '") + v + "'");
     }
   }
   if (const char* v = env("XPU_TIMER_HANG_KILL"); v != nullptr && *v != '\0') {
@@ -220,6 +230,10 @@ ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup&
     } else if (name == "--hang-timeout") {
       if (!parse_seconds(value, 1e-3, &o.hang_timeout_s)) {
         return error("--hang-timeout must be a positive number of seconds, got '" + value + "'");
+      }
+    } else if (name == "--stall-factor") {
+      if (!parse_seconds(value, 0.0, &o.stall_factor)) {
+        return error("--stall-factor must be a number >= 0 (0: off), got '" + value + "'");
       }
     } else if (name == "--dump-dir") {
       if (value.empty()) return error("--dump-dir must not be empty");
@@ -301,8 +315,12 @@ std::string options_summary(const Options& o) {
   for (const std::string& a : o.command) command += (command.empty() ? "" : " ") + a;
   char timeout[32];
   std::snprintf(timeout, sizeof(timeout), "%.3g", o.hang_timeout_s);
+  char stall[48] = "no stall detection";
+  if (o.stall_factor > 0) {
+    std::snprintf(stall, sizeof(stall), "stall after %.3g s", o.stall_factor * o.hang_timeout_s);
+  }
   return "supervising '" + command + "': port " + std::to_string(o.port) + " on " + o.host +
-         ", dump dir " + o.dump_dir + ", hang timeout " + timeout + " s, on hang " +
+         ", dump dir " + o.dump_dir + ", hang timeout " + timeout + " s, " + stall + ", on hang " +
          (o.on_hang == OnHang::kKill ? "kill" : "keep");
 }
 

@@ -16,6 +16,10 @@ struct Options {
   int port = 18888;  // 0: let the kernel pick a free port
   std::string host = "127.0.0.1";
   double hang_timeout_s = 300.0;
+  // The job is stalled when every rank lives with nothing in flight and
+  // nothing issued or completed for stall_factor x hang_timeout_s
+  // (docs/architecture.md "Hang detection"); 0: no stall detection.
+  double stall_factor = 2.0;
   std::string dump_dir = "./xpu_timer_dump";
   OnHang on_hang = OnHang::kKeep;
   int poll_ms = 500;
@@ -54,7 +58,8 @@ struct ParseResult {
 using EnvLookup = std::function<const char*(const char*)>;
 
 // Defaults come from XPU_TIMER_BASEPORT, XPU_TIMER_HANG_TIMEOUT,
-// XPU_TIMER_HANG_KILL and XPU_TIMER_METRICS_LINGER_S, then the command line overrides them. Accepts
+// XPU_TIMER_STALL_FACTOR, XPU_TIMER_HANG_KILL and XPU_TIMER_METRICS_LINGER_S, then the command line
+// overrides them. Accepts
 // "--opt value" and "--opt=value"; the command follows "--" (or starts at the
 // first argument that is not an option).
 ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup& env);

@@ -90,6 +90,27 @@ TEST(Options, BadInputIsAnErrorNamingTheProblem) {
   }
 }
 
+TEST(Options, StallFactorFromTheEnvironmentOrTheCommandLineZeroTurnsItOff) {
+  EXPECT_DOUBLE_EQ(parse({"--", "x"}).options.stall_factor, 2.0);
+  EXPECT_DOUBLE_EQ(parse({"--", "x"}, {{"XPU_TIMER_STALL_FACTOR", "3"}}).options.stall_factor, 3.0);
+  EXPECT_DOUBLE_EQ(parse({"--stall-factor=0", "--", "x"}, {{"XPU_TIMER_STALL_FACTOR", "3"}})
+                       .options.stall_factor,
+                   0.0);
+  EXPECT_DOUBLE_EQ(parse({"--stall-factor", "1.5", "--", "x"}).options.stall_factor, 1.5);
+  ParseResult r = parse({"--stall-factor", "-1", "--", "x"});
+  EXPECT_EQ(r.status, ParseResult::Status::kError);
+  EXPECT_EQ(r.error, "--stall-factor must be a number >= 0 (0: off), got '-1'");
+  r = parse({"--", "x"}, {{"XPU_TIMER_STALL_FACTOR", "often"}});
+  EXPECT_EQ(r.error, "XPU_TIMER_STALL_FACTOR must be a number >= 0, got 'often'");
+  // The first log line says when a stall is declared, or that none is.
+  Options o = parse({"--hang-timeout", "300", "--", "x"}).options;
+  EXPECT_NE(options_summary(o).find("hang timeout 300 s, stall after 600 s, on hang keep"),
+            std::string::npos)
+      << options_summary(o);
+  o.stall_factor = 0;
+  EXPECT_NE(options_summary(o).find("no stall detection"), std::string::npos);
+}
+
 TEST(Options, Help) { EXPECT_EQ(parse({"--help"}).status, ParseResult::Status::kHelp); }
 
 TEST(Options, HelpListsEveryFlagWithItsDefaultAndEnvironmentVariable) {
@@ -102,6 +123,7 @@ TEST(Options, HelpListsEveryFlagWithItsDefaultAndEnvironmentVariable) {
       "                          default 127.0.0.1; no environment variable\n",
       "  --hang-timeout S        seconds an operation may be in flight before its rank is stuck\n"
       "                          default 300; environment XPU_TIMER_HANG_TIMEOUT\n",
+      "                          default 2; environment XPU_TIMER_STALL_FACTOR\n",
       "  --dump-dir D            folder for hang.json, stack dumps and crash reports\n"
       "                          default ./xpu_timer_dump; no environment variable\n",
       "  --on-hang keep|kill     on a hang, keep the job or end it once its stacks are in\n"

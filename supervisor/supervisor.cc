@@ -45,7 +45,7 @@ constexpr int kCoordinatorPublishMs = 1000;
 Supervisor::Supervisor(Options options)
     : options_(std::move(options)),
       poll_timer_(io_),
-      detector_(options_.hang_timeout_s),
+      detector_(options_.hang_timeout_s, options_.stall_factor),
       poll_scratch_(std::make_unique<proto::StatusSnapshot>()),
       published_report_(std::make_shared<HangReport>()) {
   metrics_ = std::make_unique<MetricsExporter>(MetricsConfig::from_env(options_.command));
@@ -211,9 +211,8 @@ void Supervisor::start_http() {
             body);
       },
       [this](std::string* body) {
-        const std::shared_ptr<const HangReport> report = published_report();
-        return dumps_->timeline_request(
-            report->hung ? hang_json() : std::string(), body);
+        const std::shared_ptr<const HangReport> r = published_report();
+        return dumps_->timeline_request(r->hung || r->stalled ? hang_json() : std::string(), body);
       }};
   handlers.slow_json = [this] { return json_text(slow_report_json(*slow_->published()), 2); };
   http_ = std::make_unique<HttpServer>(handlers);
@@ -269,9 +268,10 @@ void Supervisor::poll() {
     if (job_view_ && !records.empty()) {
       // The whole job: this node's ranks and the other nodes' latest.
       const RankRegistration& any = records.front().reg;
-      job_view_->offer(snap, any.group_rank, any.world_size, any.host,
-                       wants_job_view(snap, options_.hang_timeout_s, detector_.report().hung),
-                       any.local_world_size);
+      job_view_->offer(
+          snap, any.group_rank, any.world_size, any.host,
+          wants_job_view(snap, options_.hang_timeout_s, detector_.wants_fresh_news(any.group_rank)),
+          any.local_world_size);
       event = detector_.update(job_view_->merge(snap, options_.hang_timeout_s));
     } else {
       event = detector_.update(snap);

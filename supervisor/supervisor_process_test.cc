@@ -22,6 +22,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -191,14 +192,15 @@ class SupervisorProcessTest : public ::testing::Test {
     for (auto& [rank, page] : pages_) page->heartbeat_ns.store(monotonic_ns());
   }
 
-  // Polls GET /hang until its "hung" equals `want` (heartbeats kept fresh).
-  nlohmann::json wait_hung(int port, bool want) {
+  // Polls GET /hang until its `key` ("hung", "stalled") equals `want`
+  // (heartbeats kept fresh).
+  nlohmann::json wait_hung(int port, bool want, const char* key = "hung") {
     for (int i = 0; i < 500; ++i) {
       beat_all();
       const HttpReply r = http_get(port, "/hang");
       if (r.status == 200) {
         auto j = nlohmann::json::parse(r.body, nullptr, false);
-        if (!j.is_discarded() && j["hung"] == want) return j;
+        if (!j.is_discarded() && j[key] == want) return j;
       }
       std::this_thread::sleep_for(20ms);
     }
@@ -388,6 +390,73 @@ TEST_F(SupervisorProcessTest, OnHangKillEndsTheJob) {
   const auto file = nlohmann::json::parse(read_file(dir_ + "/dump/hang.json"), nullptr, false);
   ASSERT_FALSE(file.is_discarded());
   EXPECT_EQ(file["summary"].get<std::string>().rfind("rank 0 stuck in AllReduce #6", 0), 0u);
+}
+
+// Two idle fake ranks, nothing issued or completed for 2 x 1 s: stalled on
+// GET /hang, /metrics, hang.json and the log, dumped, never killed under
+// --on-hang kill, and cleared by one completion.
+TEST_F(SupervisorProcessTest, FakeRanksStallIsReportedNeverKilledAndClears) {
+  start({"--hang-timeout", "1", "--stall-factor", "2", "--poll-ms", "50", "--on-hang", "kill",
+         "--kill-grace", "2", "--", "sh", "-c",
+         "echo \"$XPU_TIMER_SOCKET $XPU_TIMER_RUN_DIR\" >&3; exec sleep 1000"},
+        true);
+  const std::string line = read_ready_line();
+  const size_t space = line.find(' ');
+  ASSERT_NE(space, std::string::npos) << "job said '" << line << "'";
+  const int port = http_port();
+  ASSERT_GT(port, 0);
+  for (int r = 0; r < 2; ++r) {
+    create_page(line.substr(space + 1), r, 2);
+    register_rank(line.substr(0, space), r, 2);
+  }
+  const nlohmann::json stall = wait_hung(port, true, "stalled");
+  ASSERT_TRUE(stall.is_object()) << "no stall reported";
+  EXPECT_EQ(stall["hung"], false);
+  EXPECT_TRUE(stall["stalled_since"].is_number());
+  EXPECT_EQ(stall["summary"].get<std::string>().rfind(
+                "ranks 0-1 stalled: nothing in flight and nothing issued or completed for ", 0),
+            0u)
+      << stall["summary"];
+  ASSERT_EQ(stall["ranks"].size(), 2u);
+  EXPECT_EQ(stall["ranks"][0]["state"], "stalled");
+  EXPECT_EQ(stall["ranks"][1]["state"], "stalled");
+
+  const HttpReply metrics = http_get(port, "/metrics");
+  EXPECT_TRUE(std::regex_search(metrics.body,
+                                std::regex(R"(\nxpu_timer_job_stalled\{job_name="[^"]*"\} 1\n)")))
+      << metrics.body;
+  EXPECT_TRUE(std::regex_search(metrics.body,
+                                std::regex(R"(\nxpu_timer_job_hung\{job_name="[^"]*"\} 0\n)")));
+  EXPECT_TRUE(std::regex_search(
+      metrics.body, std::regex(R"(xpu_timer_rank_state\{rank="1",[^}]*state="stalled"\} 1\n)")))
+      << metrics.body;
+
+  // hang.json says it once its stack dump ended, and the job still runs.
+  nlohmann::json file;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        beat_all();
+        file = nlohmann::json::parse(read_file(dir_ + "/dump/hang.json"), nullptr, false);
+        return file.is_object() && file.value("stalled", false) && file["stacks"].is_object() &&
+               !file["stacks"].value("in_progress", true);
+      },
+      30s))
+      << file.dump(2);
+  EXPECT_EQ(file["stacks"]["reason"], "stall");
+  EXPECT_TRUE(wait_hung(port, true, "stalled").is_object());  // polled on after the dump
+  EXPECT_FALSE(supervisor_->wait_for(0ms).has_value()) << "the job was ended for a stall";
+
+  // One completion clears it.
+  update(1, [](proto::StatusPage* p) { p->issued_total = p->completed_total = 6; });
+  EXPECT_TRUE(wait_hung(port, false, "stalled").is_object());
+
+  ASSERT_TRUE(supervisor_->signal(SIGTERM));
+  const ExitStatus status = wait_exit(15s);
+  ASSERT_TRUE(status.signaled) << describe(status);
+  const std::string log = read_file(dir_ + "/dump/supervisor.log");
+  EXPECT_NE(log.find("stall: ranks 0-1 stalled: nothing in flight"), std::string::npos) << log;
+  EXPECT_NE(log.find("stall cleared"), std::string::npos) << log;
+  EXPECT_EQ(log.find("--on-hang kill"), std::string::npos) << log;
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <tuple>
 
+#include "common/rank_set.h"
 #include "common/status_page.h"
 
 namespace xpu_timer::supervisor {
@@ -37,6 +38,37 @@ bool is_nccl(const proto::OpRef& op) {
   return op.kind == static_cast<uint8_t>(proto::OpKind::kNccl);
 }
 
+// "rank 2", "ranks 0-3/6": a stall names every rank, so always folded.
+std::string folded_phrase(const std::vector<int>& ranks) {
+  return (ranks.size() == 1 ? "rank " : "ranks ") + fold_ranks(ranks);
+}
+
+std::string stall_sentence(const HangReport& report, bool with_durations) {
+  std::vector<int> all, unresponsive;
+  double beat_age_s = 0;
+  for (const RankVerdict& v : report.ranks) {
+    all.push_back(v.rank);
+    if (v.state != RankState::kUnresponsive) continue;
+    unresponsive.push_back(v.rank);
+    beat_age_s = std::max(beat_age_s, v.heartbeat_age_s);
+  }
+  char buf[64];
+  std::string s =
+      folded_phrase(all) + " stalled: nothing in flight and nothing issued or completed";
+  if (with_durations) {
+    std::snprintf(buf, sizeof(buf), " for %.1f s", report.stalled_s);
+    s += buf;
+  }
+  if (!unresponsive.empty()) {
+    s += "; " + folded_phrase(unresponsive) + " unresponsive";
+    if (with_durations) {
+      std::snprintf(buf, sizeof(buf), " (no heartbeat for %.1f s)", beat_age_s);
+      s += buf;
+    }
+  }
+  return s;
+}
+
 }  // namespace
 
 const char* rank_state_name(RankState s) {
@@ -51,6 +83,8 @@ const char* rank_state_name(RankState s) {
       return "unresponsive";
     case RankState::kExited:
       return "exited";
+    case RankState::kStalled:
+      return "stalled";
   }
   return "ok";
 }
@@ -213,7 +247,7 @@ HangReport classify_snapshot(const Snapshot& snap, double timeout_s) {
 }
 
 std::string hang_sentence(const HangReport& report, bool with_durations) {
-  if (!report.hung) return "no hang";
+  if (!report.hung) return report.stalled ? stall_sentence(report, with_durations) : "no hang";
   std::vector<std::string> parts;
   char buf[64];
   for (const StuckGroup& g : report.groups) {
@@ -288,6 +322,7 @@ std::string hang_sentence(const HangReport& report, bool with_durations) {
 }
 
 HangEvent HangDetector::update(const Snapshot& snap) {
+  still_.note(snap);
   HangReport now = classify_snapshot(snap, timeout_s_);
   if (now.hung) {
     const std::string signature = hang_sentence(now, false);
@@ -310,10 +345,7 @@ HangEvent HangDetector::update(const Snapshot& snap) {
     report_ = std::move(now);
     return event;
   }
-  if (!report_.hung) {
-    report_ = std::move(now);
-    return HangEvent::kNone;
-  }
+  if (!report_.hung) return judge_stall(snap, std::move(now));
   // Hung before, nobody stuck now: cleared only if a stuck rank made progress.
   bool progressed = false;
   for (const RankSample& s : snap.ranks) {
@@ -334,6 +366,40 @@ HangEvent HangDetector::update(const Snapshot& snap) {
   signature_.clear();
   report_ = std::move(now);
   return HangEvent::kCleared;
+}
+
+HangEvent HangDetector::judge_stall(const Snapshot& snap, HangReport now) {
+  const bool was = report_.stalled;
+  // A stall is declared only on news of every rank; once declared, a rank
+  // whose page could not be read this time keeps it standing.
+  const std::optional<double> still =
+      stall_s_ > 0 ? still_.still_s(snap, /*need_news=*/!was) : std::nullopt;
+  if (!still || *still < stall_s_) {
+    report_ = std::move(now);
+    if (!was) return HangEvent::kNone;
+    signature_.clear();
+    return HangEvent::kCleared;
+  }
+  now.stalled = true;
+  now.stalled_since_unix_s = was ? report_.stalled_since_unix_s : snap.now_unix_s - *still;
+  now.stalled_s = std::max(*still, snap.now_unix_s - *now.stalled_since_unix_s);
+  for (RankVerdict& v : now.ranks) {
+    if (v.state == RankState::kOk) v.state = RankState::kStalled;
+  }
+  now.summary = hang_sentence(now);
+  const std::string signature = hang_sentence(now, false);
+  const HangEvent event = !was ? HangEvent::kDetected
+                               : (signature != signature_ ? HangEvent::kChanged : HangEvent::kNone);
+  signature_ = signature;
+  report_ = std::move(now);
+  return event;
+}
+
+bool HangDetector::wants_fresh_news(int node) const {
+  if (report_.hung || report_.stalled) return true;
+  if (stall_s_ <= 0) return false;
+  const std::optional<double> still = still_.node_still_s(node);
+  return still && *still >= stall_s_ / 2;
 }
 
 }  // namespace xpu_timer::supervisor

@@ -21,6 +21,14 @@
 // A hang is at least one stuck rank. It clears when a rank that was stuck
 // completes more operations (or is replaced by a new process); if the stuck
 // ranks merely die, the last hang report stays for the post-mortem.
+//
+// A stall (stall factor x timeout > 0, no hang standing): every expected rank
+// is registered and alive with nothing in flight, and no rank issued or
+// completed an operation for the stall time (stall_tracker.h measures it on
+// each node's own clock). Its ranks are `stalled`, or `unresponsive` when
+// their heartbeat is stale (a stopped process stalls the job all the same).
+// It clears as soon as any rank issues or completes an operation (or exits).
+// A hang takes precedence: no stall is judged while a hang stands.
 #pragma once
 
 #include <cstdint>
@@ -34,10 +42,11 @@
 // here for the detector's users that name communicators too.
 #include "common/comm_names.h"
 #include "supervisor/analysis/rank_sample.h"
+#include "supervisor/analysis/stall_tracker.h"
 
 namespace xpu_timer::supervisor {
 
-enum class RankState { kOk, kStuck, kMissing, kUnresponsive, kExited };
+enum class RankState { kOk, kStuck, kMissing, kUnresponsive, kExited, kStalled };
 const char* rank_state_name(RankState s);
 
 enum class MissingReason { kNone, kBehind, kNotStarted, kIdle, kNeverRegistered };
@@ -112,6 +121,12 @@ struct HangReport {
   std::string summary = "no hang";
   std::vector<RankVerdict> ranks;  // every expected rank, sorted
   std::vector<StuckGroup> groups;
+  // A stall (see above; never with `hung`): unix seconds since which nothing
+  // was issued or completed (as first judged), and for how long as of this
+  // report.
+  bool stalled = false;
+  std::optional<double> stalled_since_unix_s;
+  double stalled_s = 0;
 };
 
 // One snapshot classified with no history (the core of the detector).
@@ -120,22 +135,39 @@ HangReport classify_snapshot(const Snapshot& snap, double timeout_s);
 // "ranks 0,1,3 stuck in AllReduce #6 on comm 1a2b3c4d5e6f7a8b (tp_group) for
 // 5.2 s; rank 2 missing (last completed #5 on that comm)" (the name only when
 // a page gives one: comm_phrase), the duration being the hang
-// clock (StuckGroup::waiting_s). Durations omitted when
+// clock (StuckGroup::waiting_s). A stall: "ranks 0-3 stalled: nothing in
+// flight and nothing issued or completed for 12.5 s; rank 2 unresponsive (no
+// heartbeat for 11.0 s)" (ranks folded: fold_ranks). Durations omitted when
 // `with_durations` is false (used to tell a changed hang from an older one).
 std::string hang_sentence(const HangReport& report, bool with_durations = true);
 
+// kDetected, kChanged and kCleared concern the verdict that stands: a hang,
+// or a stall when report().stalled (kCleared: when it stood before).
 enum class HangEvent { kNone, kDetected, kChanged, kCleared };
 
 class HangDetector {
  public:
-  explicit HangDetector(double timeout_s) : timeout_s_(timeout_s) {}
+  // `stall_factor` x `timeout_s`: the stall time; 0 judges no stall.
+  explicit HangDetector(double timeout_s, double stall_factor = 0)
+      : timeout_s_(timeout_s), stall_s_(stall_factor * timeout_s) {}
 
   HangEvent update(const Snapshot& snap);
   const HangReport& report() const { return report_; }
   double timeout_s() const { return timeout_s_; }
+  double stall_s() const { return stall_s_; }
+  // Whether `node` (torchrun's group rank) needs every node's fresh news
+  // (wants_job_view): a hang or a stall stands, or its ranks have stood
+  // still for half the stall time, so that a stall is judged over snapshots
+  // a second or two old rather than those a quiet job exchanges rarely.
+  bool wants_fresh_news(int node) const;
 
  private:
+  // No hang stands: judges the stall over `now`, the snapshot's report.
+  HangEvent judge_stall(const Snapshot& snap, HangReport now);
+
   double timeout_s_;
+  double stall_s_;
+  StallTracker still_;
   HangReport report_;
   std::string signature_;
   // Ranks seen stuck in the current hang: rank -> (pid, completed_total).

@@ -345,5 +345,259 @@ TEST(HangDetector, RestartedRankClearsTheHang) {
   EXPECT_EQ(d.update(snapshot({fresh})), HangEvent::kCleared);
 }
 
+// Stalls (docs/architecture.md "Hang detection"): a 1 s timeout and factor 2,
+// so a stall after 2 s of nothing.
+
+// `n` idle ranks read at `t_s` seconds after kNow, their heartbeats fresh,
+// `issued` operations issued and completed each.
+Snapshot idle_at(int n, double t_s, uint64_t issued = 50) {
+  const auto dt = static_cast<uint64_t>(t_s * 1e9);
+  std::vector<RankSample> ranks;
+  for (int r = 0; r < n; ++r) {
+    RankSample s = healthy(r);
+    s.node = 0;
+    s.heartbeat_ns += dt;
+    s.issued_total = s.completed_total = issued;
+    ranks.push_back(s);
+  }
+  Snapshot snap = snapshot(std::move(ranks));
+  snap.now_ns += dt;
+  snap.now_unix_s += t_s;
+  return snap;
+}
+
+TEST(HangDetectorStall, DeclaredAfterFactorTimesTimeoutNotBefore) {
+  HangDetector d(1.0, 2.0);
+  EXPECT_DOUBLE_EQ(d.stall_s(), 2.0);
+  for (double t : {0.0, 0.5, 1.0, 1.9}) {
+    EXPECT_EQ(d.update(idle_at(4, t)), HangEvent::kNone) << t;
+    EXPECT_FALSE(d.report().stalled) << t;
+    EXPECT_EQ(d.report().summary, "no hang");
+  }
+  EXPECT_EQ(d.update(idle_at(4, 2.0)), HangEvent::kDetected);
+  const HangReport& r = d.report();
+  EXPECT_TRUE(r.stalled);
+  EXPECT_FALSE(r.hung);
+  EXPECT_FALSE(r.detected_at_unix_s.has_value());    // the hang's
+  EXPECT_EQ(r.stalled_since_unix_s, 1700000000.25);  // the first read of the still ranks
+  EXPECT_EQ(ranks_in(r, RankState::kStalled), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(r.summary,
+            "ranks 0-3 stalled: nothing in flight and nothing issued or completed for 2.0 s");
+  EXPECT_STREQ(rank_state_name(RankState::kStalled), "stalled");
+  // Later: the same stall, its duration grown, no new event.
+  EXPECT_EQ(d.update(idle_at(4, 3.5)), HangEvent::kNone);
+  EXPECT_TRUE(d.report().stalled);
+  EXPECT_DOUBLE_EQ(d.report().stalled_s, 3.5);
+  EXPECT_EQ(d.report().stalled_since_unix_s, 1700000000.25);
+}
+
+TEST(HangDetectorStall, ClearedByOneCompletionAndJudgedAfreshAfterIt) {
+  HangDetector d(1.0, 2.0);
+  d.update(idle_at(4, 0));
+  ASSERT_EQ(d.update(idle_at(4, 2.5)), HangEvent::kDetected);
+  Snapshot one_done = idle_at(4, 3.0);
+  one_done.ranks[2].completed_total += 1;  // a completion nobody saw in flight
+  EXPECT_EQ(d.update(one_done), HangEvent::kCleared);
+  EXPECT_FALSE(d.report().stalled);
+  EXPECT_FALSE(d.report().stalled_since_unix_s.has_value());
+  EXPECT_EQ(d.report().summary, "no hang");
+  EXPECT_EQ(ranks_in(d.report(), RankState::kOk), (std::vector<int>{0, 1, 2, 3}));
+  // Still again from 3.0 s: a new stall only 2 s later.
+  one_done = idle_at(4, 4.9);
+  one_done.ranks[2].completed_total += 1;
+  EXPECT_EQ(d.update(one_done), HangEvent::kNone);
+  one_done = idle_at(4, 5.0);
+  one_done.ranks[2].completed_total += 1;
+  EXPECT_EQ(d.update(one_done), HangEvent::kDetected);
+  EXPECT_EQ(d.report().stalled_since_unix_s, 1700000000.25 + 3.0);
+}
+
+TEST(HangDetectorStall, AnIssuedOperationClearsItAndKeepsItAway) {
+  HangDetector d(1.0, 2.0);
+  d.update(idle_at(2, 0));
+  ASSERT_EQ(d.update(idle_at(2, 2.0)), HangEvent::kDetected);
+  Snapshot busy = idle_at(2, 2.5);
+  busy.ranks[0].issued_total += 1;
+  busy.ranks[0].inflight_count = 1;
+  busy.ranks[0].oldest_inflight = allreduce(7, kSec / 10);
+  busy.ranks[0].oldest_inflight.started_ns += 2500 * kSec / 1000;
+  busy.ranks[0].oldest_inflight.launch_ns += 2500 * kSec / 1000;
+  EXPECT_EQ(d.update(busy), HangEvent::kCleared);
+  // In flight (below the timeout) for longer than the stall time: no stall.
+  for (double t : {3.0, 5.0}) {
+    busy.now_ns = kNow + static_cast<uint64_t>(t * 1e9);
+    busy.now_unix_s = 1700000000.25 + t;
+    busy.ranks[0].oldest_inflight.started_ns = busy.now_ns - kSec / 2;
+    EXPECT_EQ(d.update(busy), HangEvent::kNone);
+    EXPECT_FALSE(d.report().stalled);
+    EXPECT_FALSE(d.report().hung);
+  }
+}
+
+TEST(HangDetectorStall, AHangTakesPrecedence) {
+  HangDetector d(1.0, 2.0);
+  d.update(idle_at(2, 0));
+  ASSERT_EQ(d.update(idle_at(2, 2.0)), HangEvent::kDetected);
+  ASSERT_TRUE(d.report().stalled);
+  // Next read: rank 0 waits in an all-reduce past the timeout, rank 1 never
+  // issued it: a hang, and no stall.
+  Snapshot hung = snapshot({in_collective(0, 6, k5_2s), behind(1, 6)});
+  hung.now_unix_s += 10;
+  EXPECT_EQ(d.update(hung), HangEvent::kDetected);
+  EXPECT_TRUE(d.report().hung);
+  EXPECT_FALSE(d.report().stalled);
+  EXPECT_EQ(d.report().summary.rfind("rank 0 stuck in AllReduce #6", 0), 0u) << d.report().summary;
+  // Its stuck rank dies: the hang is kept (frozen) and idle survivors never
+  // make it a stall.
+  Snapshot after = idle_at(2, 30);
+  after.ranks[0].alive = false;
+  EXPECT_EQ(d.update(after), HangEvent::kNone);
+  after = idle_at(2, 60);
+  after.ranks[0].alive = false;
+  EXPECT_EQ(d.update(after), HangEvent::kNone);
+  EXPECT_TRUE(d.report().hung);
+  EXPECT_FALSE(d.report().stalled);
+}
+
+TEST(HangDetectorStall, OffWithFactorZero) {
+  HangDetector d(1.0, 0.0);
+  for (double t : {0.0, 5.0, 100.0}) {
+    EXPECT_EQ(d.update(idle_at(4, t)), HangEvent::kNone);
+    EXPECT_FALSE(d.report().stalled);
+  }
+  EXPECT_FALSE(d.wants_fresh_news(0));
+  HangDetector no_factor(1.0);  // the detector alone judges no stall
+  no_factor.update(idle_at(1, 0));
+  EXPECT_EQ(no_factor.update(idle_at(1, 100)), HangEvent::kNone);
+}
+
+TEST(HangDetectorStall, StaleHeartbeatRankIsUnresponsiveAndTheJobStillStalled) {
+  // Rank 1 stopped (SIGSTOP) while idle: its page still reads, its heartbeat
+  // ages. The job is stalled all the same; rank 1 is named unresponsive.
+  HangDetector d(1.0, 2.0);
+  d.update(idle_at(4, 0));
+  ASSERT_EQ(d.update(idle_at(4, 2.0)), HangEvent::kDetected);
+  Snapshot stopped = idle_at(4, 14.0);
+  stopped.ranks[1].heartbeat_ns -= 12 * kSec;  // last beat at 2 s: 12 s ago
+  EXPECT_EQ(d.update(stopped), HangEvent::kChanged);
+  const HangReport& r = d.report();
+  EXPECT_TRUE(r.stalled);
+  EXPECT_EQ(ranks_in(r, RankState::kStalled), (std::vector<int>{0, 2, 3}));
+  EXPECT_EQ(ranks_in(r, RankState::kUnresponsive), (std::vector<int>{1}));
+  EXPECT_EQ(r.summary,
+            "ranks 0-3 stalled: nothing in flight and nothing issued or completed for 14.0 s; "
+            "rank 1 unresponsive (no heartbeat for 12.0 s)");
+  // Every rank stopped from the start: stalled, all unresponsive.
+  HangDetector all(1.0, 2.0);
+  Snapshot s0 = idle_at(2, 0);
+  all.update(s0);
+  for (RankSample& s : s0.ranks) s.heartbeat_ns = kNow - 20 * kSec;
+  s0.now_ns += 3 * kSec;
+  s0.now_unix_s += 3;
+  EXPECT_EQ(all.update(s0), HangEvent::kDetected);
+  EXPECT_EQ(all.report().summary,
+            "ranks 0-1 stalled: nothing in flight and nothing issued or completed for 3.0 s; "
+            "ranks 0-1 unresponsive (no heartbeat for 23.0 s)");
+}
+
+TEST(HangDetectorStall, NeedsEveryRankRegisteredAliveAndTimed) {
+  const auto judged_stalled = [](Snapshot later) {
+    HangDetector d(1.0, 2.0);
+    Snapshot first = later;
+    first.now_ns -= 5 * kSec;
+    d.update(first);
+    d.update(later);
+    return d.report().stalled;
+  };
+  EXPECT_TRUE(judged_stalled(idle_at(3, 0)));
+  Snapshot never = idle_at(3, 0);
+  never.ranks[2] = RankSample{};
+  never.ranks[2].rank = 2;  // expected, never registered
+  EXPECT_FALSE(judged_stalled(never));
+  Snapshot exited = idle_at(3, 0);
+  exited.ranks[1].alive = false;
+  EXPECT_FALSE(judged_stalled(exited));
+  Snapshot untimed = idle_at(3, 0);
+  untimed.ranks[0].page_flags = proto::kPageFlagTimingDisabled;
+  EXPECT_FALSE(judged_stalled(untimed));
+
+  // A stall ends when a rank exits.
+  HangDetector d(1.0, 2.0);
+  d.update(idle_at(3, 0));
+  ASSERT_EQ(d.update(idle_at(3, 2)), HangEvent::kDetected);
+  exited = idle_at(3, 3);
+  exited.ranks[1].alive = false;
+  EXPECT_EQ(d.update(exited), HangEvent::kCleared);
+}
+
+TEST(HangDetectorStall, DeclaredOnlyOnNewsAndNotEndedByAPageNotRead) {
+  HangDetector d(1.0, 2.0);
+  d.update(idle_at(2, 0));
+  Snapshot unread = idle_at(2, 3);
+  unread.ranks[1].page_ok = false;  // busy under its seqlock this time
+  EXPECT_EQ(d.update(unread), HangEvent::kNone);
+  EXPECT_FALSE(d.report().stalled);
+  EXPECT_EQ(d.update(idle_at(2, 3.5)), HangEvent::kDetected);
+  unread = idle_at(2, 4);
+  unread.ranks[1].page_ok = false;
+  EXPECT_EQ(d.update(unread), HangEvent::kNone);
+  EXPECT_TRUE(d.report().stalled);
+}
+
+TEST(HangDetectorStall, AnotherNodesRanksAreStillOnlyAsLongAsThatNodeSawThem) {
+  // Rank 1 is another node's: its samples carry that node's read time
+  // (read_ns, its own clock). A document that is not renewed (the same
+  // read time for 10 s here) never makes its ranks look still for longer.
+  HangDetector d(1.0, 2.0);
+  const uint64_t remote_t0 = 777 * kSec;
+  for (double t : {0.0, 3.0, 10.0}) {
+    Snapshot snap = idle_at(2, t);
+    snap.ranks[1].node = 1;
+    snap.ranks[1].read_ns = remote_t0;
+    EXPECT_EQ(d.update(snap), HangEvent::kNone) << t;
+    EXPECT_FALSE(d.report().stalled) << t;
+  }
+  // Fresh news: that node read its page again 2 s after the first read.
+  Snapshot snap = idle_at(2, 11.0);
+  snap.ranks[1].node = 1;
+  snap.ranks[1].read_ns = remote_t0 + 2 * kSec;
+  EXPECT_EQ(d.update(snap), HangEvent::kDetected);
+  EXPECT_DOUBLE_EQ(d.report().stalled_s, 2.0);  // the shortest stillness: rank 1's
+  // Older news than held (a document read late) changes nothing.
+  snap = idle_at(2, 12.0);
+  snap.ranks[1].node = 1;
+  snap.ranks[1].read_ns = remote_t0 + kSec;
+  snap.ranks[1].completed_total += 5;
+  EXPECT_EQ(d.update(snap), HangEvent::kNone);
+  EXPECT_TRUE(d.report().stalled);
+}
+
+TEST(HangDetectorStall, NodeWantsFreshNewsAfterHalfTheStallTime) {
+  HangDetector d(1.0, 2.0);
+  EXPECT_FALSE(d.wants_fresh_news(0));
+  d.update(idle_at(2, 0));
+  d.update(idle_at(2, 0.9));
+  EXPECT_FALSE(d.wants_fresh_news(0));
+  d.update(idle_at(2, 1.0));
+  EXPECT_TRUE(d.wants_fresh_news(0));
+  EXPECT_FALSE(d.wants_fresh_news(1));  // no rank of node 1 seen
+  Snapshot moved = idle_at(2, 1.5);
+  moved.ranks[0].completed_total += 1;
+  d.update(moved);
+  EXPECT_FALSE(d.wants_fresh_news(0));
+  // A hang wants it too, stall or not.
+  HangDetector h(5.0);
+  h.update(snapshot({in_collective(0, 6, k5_2s), behind(1, 6)}));
+  EXPECT_TRUE(h.wants_fresh_news(0));
+}
+
+TEST(HangDetectorStall, LargeJobsAreFolded) {
+  HangDetector d(1.0, 2.0);
+  d.update(idle_at(16, 0));
+  ASSERT_EQ(d.update(idle_at(16, 2.0)), HangEvent::kDetected);
+  EXPECT_EQ(hang_sentence(d.report(), false),
+            "ranks 0-15 stalled: nothing in flight and nothing issued or completed");
+}
+
 }  // namespace
 }  // namespace xpu_timer::supervisor

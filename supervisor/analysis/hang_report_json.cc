@@ -76,6 +76,8 @@ hang_document::Document hang_document_of(const HangReport& report) {
   d.detected_at = report.detected_at_unix_s;
   d.frozen_since = report.frozen_since_unix_s;
   d.timeout_s = report.timeout_s;
+  d.stalled = report.stalled;
+  d.stalled_since = report.stalled_since_unix_s;
   d.summary = report.summary;
   for (const RankVerdict& v : report.ranks) d.ranks.push_back(rank_of(v));
   for (const StuckGroup& g : report.groups) d.groups.push_back(group_of(g));

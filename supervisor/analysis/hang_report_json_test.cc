@@ -156,6 +156,28 @@ TEST(HangReportJson, NoHang) {
   EXPECT_DOUBLE_EQ(j["timeout_s"].get<double>(), 300);
 }
 
+TEST(HangReportJson, AStall) {
+  HangDetector d(1.0, 2.0);
+  Snapshot snap = hung_snapshot();
+  for (RankSample& s : snap.ranks) {
+    s.registered = s.alive = s.page_ok = true;
+    s.inflight_count = 0;
+    if (s.pid == 0) s.pid = 4000 + s.rank;
+  }
+  d.update(snap);
+  snap.now_ns += 3000000000ull;
+  snap.now_unix_s += 3;
+  for (RankSample& s : snap.ranks) s.heartbeat_ns = snap.now_ns;
+  ASSERT_EQ(d.update(snap), HangEvent::kDetected);
+  const nlohmann::json j = document(d.report(), 1);
+  EXPECT_EQ(j["hung"], false);
+  EXPECT_EQ(j["stalled"], true);
+  EXPECT_DOUBLE_EQ(j["stalled_since"].get<double>(), snap.now_unix_s - 3);
+  EXPECT_EQ(j["summary"],
+            "ranks 0-2 stalled: nothing in flight and nothing issued or completed for 3.0 s");
+  for (const auto& r : j["ranks"]) EXPECT_EQ(r["state"], "stalled") << r.dump();
+}
+
 TEST(HangReportJson, TheSupervisorsPartsAndOneShapeForGetHangAndHangJson) {
   HangDetector d(2.0);
   ASSERT_EQ(d.update(hung_snapshot()), HangEvent::kDetected);

@@ -36,6 +36,13 @@ struct RankSample {
   uint64_t hook_errors = 0;
   uint64_t queue_depth = 0;
   uint32_t page_flags = 0;  // proto::kPageFlag*
+  // When the page was read, on the CLOCK_MONOTONIC of the node that read it;
+  // 0: the snapshot's now_ns (this node's ranks). The other nodes' ranks
+  // (merge_job_snapshot) have their other times rebased onto this node's
+  // clock but keep this one on their own: two samples of one rank come from
+  // one node, so their difference is how long apart it was read, whatever
+  // the clocks and however late the news (the stall tracker's measure).
+  uint64_t read_ns = 0;
 };
 
 struct Snapshot {

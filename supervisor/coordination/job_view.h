@@ -4,7 +4,8 @@
 // A thread of its own (store calls block up to their timeout; the asio
 // thread never waits for the store) does, every publish period:
 //   - put or remove <root>/alarms/<node>: whether this node wants the job's
-//     view now (wants_job_view: a rank past half the hang timeout), and read
+//     view now (wants_job_view: a rank past half the hang timeout, its ranks
+//     still for half the stall time, a verdict standing), and read
 //     <root>/alarms/ (a few bytes);
 //   - while any node raises an alarm (and every kQuietRefreshS otherwise),
 //     exchange the nodes' latest snapshots (node_progress.h) for merge():

@@ -282,6 +282,7 @@ Snapshot merge_job_snapshot(const Snapshot& local, int local_node,
       if (it != taken_at.end() && it->second >= p.snapshot.now_unix_s) continue;
       RankSample r = s;
       rebase(&r, at);
+      r.read_ns = p.snapshot.now_ns;  // on the node's own clock (rank_sample.h)
       ranks[s.rank] = std::move(r);
       taken_at[s.rank] = p.snapshot.now_unix_s;
     }
@@ -297,8 +298,8 @@ Snapshot merge_job_snapshot(const Snapshot& local, int local_node,
   return out;
 }
 
-bool wants_job_view(const Snapshot& local, double timeout_s, bool hung) {
-  if (hung) return true;
+bool wants_job_view(const Snapshot& local, double timeout_s, bool detector_wants) {
+  if (detector_wants) return true;
   const auto half = static_cast<uint64_t>(timeout_s * 0.5e9);
   for (const RankSample& s : local.ranks) {
     const uint64_t launched = s.oldest_inflight.launch_ns;

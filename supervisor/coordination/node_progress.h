@@ -68,17 +68,19 @@ bool parse_node_stamp(const std::string& text, NodeStamp* out, std::string* erro
 bool apply_node_stamp(const NodeStamp& stamp, NodeProgress* p);
 
 // The job-wide snapshot: `local` (this node's ranks) and the ranks of every
-// node in `others` that is not `local_node`, rebased onto local's clocks,
-// sorted by rank. A rank two nodes claim keeps the local one, else the most
-// recent. With `world_size` > 0, every rank of [0, world_size) that no node
-// reports is added as never registered.
+// node in `others` that is not `local_node`, rebased onto local's clocks
+// (but for RankSample::read_ns: the remote snapshot's now_ns), sorted by rank. A rank two nodes
+// claim keeps the local one, else the most recent. With `world_size` > 0, every rank of [0,
+// world_size) that no node reports is added as never registered.
 Snapshot merge_job_snapshot(const Snapshot& local, int local_node,
                             const std::vector<NodeProgress>& others, int world_size);
 
 // Whether this node needs the job's other nodes now: one of its ranks has an
 // operation in flight launched more than half the hang timeout ago (a hang
-// would be declared within the other half), or `hung`. Until then the nodes
-// exchange their documents only rarely (job_view.h).
-bool wants_job_view(const Snapshot& local, double timeout_s, bool hung);
+// would be declared within the other half), or `detector_wants`
+// (HangDetector::wants_fresh_news: a verdict stands, or this node's ranks
+// stood still for half the stall time). Until then the nodes exchange their
+// documents only rarely (job_view.h).
+bool wants_job_view(const Snapshot& local, double timeout_s, bool detector_wants);
 
 }  // namespace xpu_timer::supervisor

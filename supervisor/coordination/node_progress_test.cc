@@ -148,6 +148,10 @@ TEST(NodeProgress, RemoteTimesAreRebasedOntoTheLocalClockAsOfTheRemoteSnapshot) 
   EXPECT_NEAR(launched_ago, 3.5, 1e-6);
   const double heartbeat_age = static_cast<double>(local_now - r2.heartbeat_ns) / 1e9;
   EXPECT_NEAR(heartbeat_age, 0.01, 1e-6);
+  // When its page was read stays on node 1's clock (the stall tracker's
+  // measure: how long apart node 1 read it); ours are "now".
+  EXPECT_EQ(r2.read_ns, remote_now);
+  EXPECT_EQ(merged.ranks[0].read_ns, 0u);
 }
 
 // A hang across two nodes, judged on node 0: its ranks 0 and 1 and node 1's
@@ -200,8 +204,9 @@ TEST(NodeProgress, LocalRanksWinAndNewerSnapshotsWin) {
 }
 
 // A node asks for the job's view once a rank's operation is in flight for
-// half the hang timeout, or a hang is declared; not for a short one or an
-// idle rank.
+// half the hang timeout, or its detector wants it (a verdict stands, or its
+// ranks stood still for half the stall time); not for a short one or an
+// idle rank alone.
 TEST(NodeProgress, TheJobViewIsWantedFromHalfTheTimeout) {
   const uint64_t now = 1000 * kS;
   Snapshot local;

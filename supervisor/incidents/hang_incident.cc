@@ -8,10 +8,18 @@
 namespace xpu_timer::supervisor {
 namespace {
 
+// The reason of a verdict's dumps ("hang", "stall"): it names the timeline
+// folder and tells the verdict's own stack dump from others.
+const char* verdict_reason(const HangReport& report) { return report.stalled ? "stall" : "hang"; }
+
 // "rank/pid/launch_ns" of each stuck rank's pending operation: the same
 // operation keeps its key while it stays stuck. (A hang with no stuck
-// operation is keyed by its sentence.)
+// operation is keyed by its sentence; a stall by its start, so that it is
+// dumped once however its ranks' states change.)
 std::vector<std::string> stuck_operation_keys(const HangReport& report) {
+  if (report.stalled) {
+    return {"stall@" + std::to_string(report.stalled_since_unix_s.value_or(0))};
+  }
   std::vector<std::string> keys;
   for (const RankVerdict& v : report.ranks) {
     if (v.state != RankState::kStuck || !v.has_op) continue;
@@ -57,18 +65,23 @@ std::string HangIncident::document() const {
 
 void HangIncident::on_event(HangEvent event, const HangReport& report) {
   if (event == HangEvent::kCleared) {
-    SUP_LOG_INFO("hang cleared");
-    return;  // hang.json keeps the last hang for the post-mortem
+    SUP_LOG_INFO("%s cleared", hang_ ? verdict_reason(*hang_) : "hang");
+    return;  // hang.json keeps the last verdict for the post-mortem
   }
-  SUP_LOG_WARN("hang: %s", report.summary.c_str());
+  // A stall looks the same as a long evaluation or checkpoint: it is logged
+  // and dumped like a hang, but never ends the job. The other nodes judge it
+  // over the same merged snapshot themselves, so it is not announced.
+  const bool stall = report.stalled;
+  SUP_LOG_WARN("%s: %s", verdict_reason(report), report.summary.c_str());
   hang_ = report;
-  if (hooks_.announce) hooks_.announce();
+  hang_declared_ = hang_declared_ || !stall;
+  if (!stall && hooks_.announce) hooks_.announce();
   dump_timelines();
   // Starting the collection only spawns its thread; hang.json then names the
   // folder being written, and is rewritten when the stacks are in.
   start_stacks();
   write_file();
-  if (event != HangEvent::kDetected || !kill_on_hang_) return;
+  if (stall || event != HangEvent::kDetected || !kill_on_hang_) return;
   StackDumper* stacks = dumps_->stacks();
   if (stacks != nullptr && stacks->running()) {
     // Killing now would lose the evidence: on_stacks_done kills (each rank's
@@ -89,7 +102,7 @@ void HangIncident::start_stacks() {
   const std::vector<std::string> keys = stuck_operation_keys(*hang_);
   if (!has_new_key(keys, stacks_taken_)) return;
   const StackDumper::Started started = dumps_->stacks_for(
-      "hang",
+      verdict_reason(*hang_),
       [post = hooks_.post, this](std::shared_ptr<const StackDumpReport> r) {
         post([this, r] { on_stacks_done(r); });
       },
@@ -114,7 +127,7 @@ void HangIncident::start_stacks() {
 }
 
 void HangIncident::on_stacks_done(std::shared_ptr<const StackDumpReport> report) {
-  if (report->reason == "hang") {
+  if (hang_ && report->reason == verdict_reason(*hang_)) {  // the verdict's own
     stacks_ = report;
     write_file();
   }
@@ -139,7 +152,7 @@ void HangIncident::dump_timelines() {
   const std::vector<std::string> keys = stuck_operation_keys(*hang_);
   if (!has_new_key(keys, timelines_taken_)) return;
   remember_keys(keys, &timelines_taken_);
-  const TimelineDumpResult r = dumps_->timelines("hang", document());
+  const TimelineDumpResult r = dumps_->timelines(verdict_reason(*hang_), document());
   if (r.ok) timeline_dir_ = r.dir;
 }
 

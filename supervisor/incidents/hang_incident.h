@@ -2,8 +2,10 @@
 // detection"): one log line, the ranks' flight recorders and stacks once per
 // stuck operation, <dump-dir>/hang.json (rewritten when the stacks are in),
 // and with --on-hang kill the job's termination once the stacks are in, so
-// that the evidence is not lost. It also dumps the recorders once per new
-// crash, with the hang that stands then.
+// that the evidence is not lost. A stall gets the same (its log line, dumps
+// and hang.json, once per stall; dump reason "stall") but never the kill: a
+// long evaluation or checkpoint looks the same. It also dumps the recorders
+// once per new crash, with the verdict that stands then.
 //
 // Threads: the asio thread only. Stack dumps end on the dumper's thread:
 // their `done` is posted back through `post`.
@@ -47,8 +49,8 @@ class HangIncident {
   // `incidents`: the crash tracker's count; the rings are dumped once per new count.
   void after_crashes(uint64_t incidents);
 
-  // A hang has been declared (hang.json describes it).
-  bool declared() const { return hang_.has_value(); }
+  // A hang has been declared (a stall is not one).
+  bool declared() const { return hang_declared_; }
   // The job was (or is being) terminated because of a hang.
   bool killed_job() const { return killed_for_hang_; }
 
@@ -62,11 +64,12 @@ class HangIncident {
   const std::string dump_dir_;
   const bool kill_on_hang_;
   const HangIncidentHooks hooks_;
-  // The hang hang.json describes, the stack dump it points to, the stuck
+  // The verdict hang.json describes, the stack dump it points to, the stuck
   // operations (rank/pid/launch time) whose stacks and rings were taken, and
   // what waits for a running dump to end (--on-hang kill, a queued hang
   // dump). After the kill for a hang no further hang dump starts.
-  std::optional<HangReport> hang_;
+  std::optional<HangReport> hang_;  // the latest hang or stall
+  bool hang_declared_ = false;
   std::shared_ptr<const StackDumpReport> stacks_;
   std::vector<std::string> stacks_taken_;
   std::vector<std::string> timelines_taken_;

@@ -21,8 +21,8 @@ struct FamilyInfo {
   const char* help;
 };
 
-const char* const kRankStates[] = {"ok",     "stuck",   "missing",    "unresponsive",
-                                   "exited", "crashed", "terminated", "mismatch"};
+const char* const kRankStates[] = {"ok",      "stuck",      "missing",  "unresponsive", "exited",
+                                   "crashed", "terminated", "mismatch", "stalled"};
 
 // Order and text of the families; index = MetricsWriter::Family.
 constexpr FamilyInfo kFamilies[] = {
@@ -30,7 +30,7 @@ constexpr FamilyInfo kFamilies[] = {
     {"xpu_timer_rank_state", "gauge",
      "1 for the rank's current state, 0 for the others (ok, stuck, missing, unresponsive, "
      "exited, crashed, terminated, mismatch: issued a collective that disagrees with the other "
-     "ranks')."},
+     "ranks', stalled: the job stalled, nothing in flight or completed for the stall time)."},
     {"xpu_timer_hang", "gauge", "1 while the rank is stuck in an operation past the hang timeout."},
     {"xpu_timer_inflight_operations", "gauge", "Operations launched and not yet completed."},
     {"xpu_timer_heartbeat_age_seconds", "gauge",
@@ -474,7 +474,8 @@ void MetricsWriter::add_slot(const RankMetricsInput& in, uint32_t index,
   }
 }
 
-std::string MetricsWriter::finish(bool job_hung, bool job_running, uint64_t mismatches) {
+std::string MetricsWriter::finish(bool job_hung, bool job_running, uint64_t mismatches,
+                                  bool job_stalled) {
   size_t total = 256;
   for (const std::string& b : body_) total += b.size() + 200;
   std::string out;
@@ -492,27 +493,27 @@ std::string MetricsWriter::finish(bool job_hung, bool job_running, uint64_t mism
     out.push_back('\n');
     out.append(body_[f]);
   }
-  out.append("# HELP xpu_timer_job_hung 1 while the supervisor reports a hang on this node.\n");
-  out.append("# TYPE xpu_timer_job_hung gauge\n");
-  out.append("xpu_timer_job_hung{job_name=\"");
-  append_escaped_label_value(&out, config_.job_name);
-  out.append(job_hung ? "\"} 1\n" : "\"} 0\n");
-  out.append(
-      "# HELP xpu_timer_job_running 1 while the job runs, 0 once it ended (the "
-      "supervisor exits soon after).\n");
-  out.append("# TYPE xpu_timer_job_running gauge\n");
-  out.append("xpu_timer_job_running{job_name=\"");
-  append_escaped_label_value(&out, config_.job_name);
-  out.append(job_running ? "\"} 1\n" : "\"} 0\n");
-  out.append(
-      "# HELP xpu_timer_collective_mismatches_total Collectives whose ranks disagreed on "
-      "the operation, dtype, element count, root or reduction.\n");
-  out.append("# TYPE xpu_timer_collective_mismatches_total counter\n");
-  out.append("xpu_timer_collective_mismatches_total{job_name=\"");
-  append_escaped_label_value(&out, config_.job_name);
-  out.append("\"} ");
-  out.append(std::to_string(mismatches));
-  out.push_back('\n');
+  // The job-level families, one series each.
+  const auto job_family = [&](const char* name, const char* type, const char* help,
+                              const std::string& value) {
+    out.append("# HELP ").append(name).append(" ").append(help).append("\n# TYPE ");
+    out.append(name).append(" ").append(type).append("\n").append(name).append("{job_name=\"");
+    append_escaped_label_value(&out, config_.job_name);
+    out.append("\"} ").append(value).append("\n");
+  };
+  job_family("xpu_timer_job_hung", "gauge", "1 while the supervisor reports a hang on this node.",
+             job_hung ? "1" : "0");
+  job_family("xpu_timer_job_stalled", "gauge",
+             "1 while the supervisor reports the job stalled: every rank alive with nothing in "
+             "flight, nothing issued or completed for the stall time.",
+             job_stalled ? "1" : "0");
+  job_family("xpu_timer_job_running", "gauge",
+             "1 while the job runs, 0 once it ended (the supervisor exits soon after).",
+             job_running ? "1" : "0");
+  job_family("xpu_timer_collective_mismatches_total", "counter",
+             "Collectives whose ranks disagreed on the operation, dtype, element count, root or "
+             "reduction.",
+             std::to_string(mismatches));
   // The supervisor's own cost: every thread of this process (children, such
   // as stack collectors and plugins, are not included).
   rusage usage{};
@@ -580,7 +581,7 @@ std::string MetricsExporter::render(const std::vector<RankRecord>& records,
   // Ranks that re-registered or went away: their window state goes after a
   // while (kept a window longer than the expiry so a brief gap keeps it).
   rates_.sweep(now, static_cast<uint64_t>((config_.expiry_s + config_.window_s) * 1e9));
-  return writer.finish(report.hung, job_running, mismatches);
+  return writer.finish(report.hung, job_running, mismatches, report.stalled);
 }
 
 }  // namespace xpu_timer::supervisor

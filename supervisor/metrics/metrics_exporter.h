@@ -121,8 +121,10 @@ class MetricsWriter {
   void add_rank(const RankMetricsInput& in);
   // Appends the job-level families and returns the whole exposition.
   // `job_running`: xpu_timer_job_running, 0 once the job's main process ended
-  // (what tells a finished job from a dead supervisor in the alerts).
-  std::string finish(bool job_hung, bool job_running = true, uint64_t mismatches = 0);
+  // (what tells a finished job from a dead supervisor in the alerts);
+  // `job_stalled`: xpu_timer_job_stalled (HangReport::stalled).
+  std::string finish(bool job_hung, bool job_running = true, uint64_t mismatches = 0,
+                     bool job_stalled = false);
 
  private:
   void add_slot(const RankMetricsInput& in, uint32_t index, const proto::MetricSlot& m);

@@ -135,7 +135,8 @@ TEST(MetricsExporter, ExactLinesForOnePage) {
   EXPECT_TRUE(has_line(text, "xpu_timer_job_running{job_name=\"train\"} 0"));
   EXPECT_TRUE(has_line(text, "# TYPE xpu_timer_rank_state gauge"));
   // The enum convention: every state has its series, 1 for the current one.
-  for (const char* state : {"ok", "missing", "unresponsive", "exited", "crashed", "terminated"}) {
+  for (const char* state : {"ok", "missing", "unresponsive", "exited", "crashed", "terminated",
+                            "mismatch", "stalled"}) {
     EXPECT_TRUE(has_line(text, "xpu_timer_rank_state{" + l + ",state=\"" + state + "\"} 0"))
         << state;
   }
@@ -160,6 +161,23 @@ TEST(MetricsExporter, RankWithoutReadablePageHasOnlyLiveness) {
       text, "xpu_timer_rank_up{rank=\"0\",local_rank=\"0\",host=\"h\",job_name=\"train\"} 0"));
   EXPECT_EQ(text.find("xpu_timer_operations_total"), std::string::npos);
   EXPECT_TRUE(has_line(text, "xpu_timer_job_hung{job_name=\"train\"} 0"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_job_stalled{job_name=\"train\"} 0"));
+}
+
+TEST(MetricsExporter, AStalledJobAndItsStalledRank) {
+  MetricsWriter w(config(), nullptr, kNow);
+  RankMetricsInput in;
+  in.rank = 0;
+  in.host = "h";
+  in.up = true;
+  in.state = "stalled";
+  w.add_rank(in);
+  const std::string text = w.finish(false, true, 0, /*job_stalled=*/true);
+  EXPECT_TRUE(has_line(text, "xpu_timer_job_stalled{job_name=\"train\"} 1"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_job_hung{job_name=\"train\"} 0"));
+  const std::string l = "rank=\"0\",local_rank=\"0\",host=\"h\",job_name=\"train\"";
+  EXPECT_TRUE(has_line(text, "xpu_timer_rank_state{" + l + ",state=\"stalled\"} 1")) << text;
+  EXPECT_TRUE(has_line(text, "xpu_timer_rank_state{" + l + ",state=\"ok\"} 0")) << text;
 }
 
 TEST(MetricsExporter, GarbageCountsAreBounded) {

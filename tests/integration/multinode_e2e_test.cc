@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <regex>
 #include <set>
 #include <string>
@@ -80,6 +81,19 @@ class MultiNodeE2E : public ::testing::Test {
     }
   }
 
+  // A node's /hang once `want` holds (60 s at most); null json otherwise.
+  static nlohmann::json wait_hang(SupervisedJob& n,
+                                  const std::function<bool(const nlohmann::json&)>& want) {
+    nlohmann::json h;
+    const bool found = wait_until(
+        [&] {
+          h = n.get_json("/hang");
+          return h.is_object() && want(h);
+        },
+        std::chrono::seconds(60));
+    return found ? h : nlohmann::json();
+  }
+
   std::string dir_;
   std::unique_ptr<EtcdServer> etcd_;
   std::vector<std::unique_ptr<SupervisedJob>> nodes_;
@@ -97,14 +111,8 @@ TEST_F(MultiNodeE2E, EveryNodeNamesTheSameCulpritOnAnotherNode) {
   for (int node = 0; node < kNodes; ++node) {
     SCOPED_TRACE("node " + std::to_string(node));
     SupervisedJob& n = *nodes_[node];
-    nlohmann::json h;
-    ASSERT_TRUE(wait_until(
-        [&] {
-          h = n.get_json("/hang");
-          return h.is_object() && h["hung"] == true;
-        },
-        std::chrono::seconds(60)))
-        << h.dump(2) << n.log();
+    nlohmann::json h = wait_hang(n, [](const nlohmann::json& j) { return j["hung"] == true; });
+    ASSERT_TRUE(h.is_object()) << n.get_json("/hang").dump(2) << n.log();
     std::set<int> stuck, missing;
     for (const auto& r : h.at("ranks")) {
       const int rank = r.at("rank").get<int>();
@@ -255,6 +263,44 @@ TEST_F(MultiNodeE2E, EveryNodeNamesTheSameStragglerOnAnotherNode) {
   }
   EXPECT_NE(nodes_[0]->log().find("straggler: rank 3 on node 1"), std::string::npos)
       << nodes_[0]->log();
+}
+
+// Every rank of both nodes stops in host code (--stall-step), nothing in
+// flight. A quiet job exchanges its nodes' documents every 2 minutes only,
+// and a document more than 10 s old is not merged: each node sees the other's
+// ranks, fresh, only because its own ranks' standing still for half the stall
+// time (3 s of the 6) raises its alarm. Then every node declares the whole
+// job stalled, naming all four ranks with their nodes, and touches nothing.
+TEST_F(MultiNodeE2E, EveryNodeDeclaresTheJobStalledOverBothNodes) {
+  start_nodes("mn-stall",
+              {"--steps", "100000", "--step-ms", "20", "--bytes", "65536", "--stall-step", "5"});
+  for (int node = 0; node < kNodes; ++node) {
+    SCOPED_TRACE("node " + std::to_string(node));
+    SupervisedJob& n = *nodes_[node];
+    const nlohmann::json h =
+        wait_hang(n, [](const nlohmann::json& j) { return j.value("stalled", false); });
+    ASSERT_TRUE(h.is_object()) << n.get_json("/hang").dump(2) << n.log();
+    EXPECT_EQ(h["hung"], false);
+    EXPECT_EQ(h["summary"].get<std::string>().rfind(
+                  "ranks 0-3 stalled: nothing in flight and nothing issued or completed for ", 0),
+              0u)
+        << h["summary"];
+    ASSERT_EQ(h["ranks"].size(), static_cast<size_t>(kNodes * kPerNode)) << h.dump(2);
+    for (const auto& r : h["ranks"]) {
+      EXPECT_EQ(r.at("state"), "stalled") << r.dump();
+      EXPECT_EQ(r.at("node"), r.at("rank").get<int>() / kPerNode) << r.dump();
+    }
+    EXPECT_EQ(h["coordinator"]["alarm"], true) << h.dump(2);
+    // The stall time is measured on each node's clock from its own reads:
+    // at least the 6 s, however old the other node's news.
+    std::smatch first;
+    const std::string log = n.log();
+    ASSERT_TRUE(std::regex_search(log, first,
+                                  std::regex(R"(WARN\] stall: [^\n]*? completed for ([0-9.]+) s)")))
+        << log;
+    EXPECT_GE(std::stod(first[1].str()), 2 * kTimeoutS) << first[0];
+    EXPECT_FALSE(n.child().wait_for(std::chrono::milliseconds(0)).has_value()) << log;
+  }
 }
 
 // etcd dies while the job runs: the job goes on, each node says once that it

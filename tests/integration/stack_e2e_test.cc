@@ -55,15 +55,6 @@ nlohmann::json wait_stacks_done(SupervisedJob& job, const std::string& dir,
   return stacks;
 }
 
-// pid of each rank from /ranks.
-std::map<int, pid_t> rank_pids(SupervisedJob& job) {
-  std::map<int, pid_t> out;
-  for (const auto& r : job.get_json("/ranks")) {
-    out[r.at("rank").get<int>()] = r.at("pid").get<pid_t>();
-  }
-  return out;
-}
-
 // States (/proc/PID/task/TID/stat) of every thread of pid, e.g. "SSR".
 std::string thread_states(pid_t pid) {
   std::string states;
@@ -135,7 +126,7 @@ bool contains_match(const std::string& text, const std::string& pattern) {
 TEST(StackE2E, HangCollectsEveryRankMergesAndLeavesThemRunning) {
   SupervisedJob job("stacks-hang", {"--hang-timeout", "2"}, sim_job(kRanks, true, job_args(true)));
   ASSERT_TRUE(job.wait_registered(kRanks, 20s)) << job.log();
-  const std::map<int, pid_t> pids = rank_pids(job);
+  const std::map<int, pid_t> pids = job.rank_pids();
   ASSERT_EQ(pids.size(), static_cast<size_t>(kRanks));
 
   const nlohmann::json stacks = wait_stacks_done(job, "", 40s);
@@ -236,7 +227,7 @@ TEST(StackE2E, PostDumpStacksOnAHealthyJobCollectsEveryRank) {
   SupervisedJob job("stacks-request", {"--hang-timeout", "30"},
                     sim_job(kRanks, true, job_args(false)));
   ASSERT_TRUE(job.wait_registered(kRanks, 20s)) << job.log();
-  const std::map<int, pid_t> pids = rank_pids(job);
+  const std::map<int, pid_t> pids = job.rank_pids();
   ASSERT_EQ(pids.size(), static_cast<size_t>(kRanks));
   EXPECT_TRUE(job.get_json("/hang").at("stacks").is_null());
 

@@ -81,6 +81,14 @@ bool SupervisedJob::wait_registered(int n, std::chrono::milliseconds timeout) {
       timeout);
 }
 
+std::map<int, pid_t> SupervisedJob::rank_pids() {
+  std::map<int, pid_t> out;
+  const nlohmann::json ranks = get_json("/ranks");
+  if (!ranks.is_array()) return out;
+  for (const auto& r : ranks) out[r.at("rank").get<int>()] = r.at("pid").get<pid_t>();
+  return out;
+}
+
 double value_of(const std::string& text, const std::string& family, int rank,
                 const std::string& extra) {
   std::istringstream in(text);

@@ -2,6 +2,9 @@
 // end-to-end tests: real supervisor, real injected library, real sim ranks.
 #pragma once
 
+#include <sys/types.h>
+
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -48,6 +51,8 @@ class SupervisedJob {
   nlohmann::json get_json(const std::string& path);
   // Waits until /ranks lists `n` ranks; false on timeout.
   bool wait_registered(int n, std::chrono::milliseconds timeout);
+  // pid of each registered rank, from /ranks.
+  std::map<int, pid_t> rank_pids();
 
  private:
   std::string dump_dir_;

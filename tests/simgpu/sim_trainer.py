@@ -36,6 +36,8 @@ def parse_args(argv):
     p.add_argument("--hang-step", type=int, default=-1, help="step at which --hang-rank hangs")
     p.add_argument("--hang-file", default="",
                    help="--hang-rank hangs at the first step that finds this path (a benchmark's trigger)")
+    p.add_argument("--stall-step", type=int, default=-1,
+                   help="every rank stops in stalled_in_host_code at this step (-1: none)")
     p.add_argument("--slow-rank", type=int, default=-1,
                    help="this rank sleeps --slow-ms before each collective (-1: none)")
     p.add_argument("--slow-ms", type=float, default=0.0,
@@ -181,6 +183,14 @@ def stuck_in_host_code(rank, step):
     print("rank %d stuck_in_host_code at step %d" % (rank, step), flush=True)
     while True:
         time.sleep(3600)
+
+
+def stalled_in_host_code(rank, step):
+    """--stall-step: every rank sits here with nothing in flight, for ever,
+    while xpu-timer's thread keeps its heartbeat."""
+    print("rank %d stalled_in_host_code at step %d" % (rank, step), flush=True)
+    while True:
+        time.sleep(60)
 
 
 def crash(lib, kind, step):
@@ -364,6 +374,8 @@ def main(argv):
             if args.verbose:
                 print("rank %d step %d done" % (rank, step), flush=True)
             continue
+        if step == args.stall_step:
+            stalled_in_host_code(rank, step)
         if loader is not None:
             next(loader)
         for _ in range(args.gc_per_step):

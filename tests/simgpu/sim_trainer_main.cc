@@ -29,6 +29,15 @@ extern "C" __attribute__((noinline, used)) void stuck_in_host_code(int rank, int
   for (;;) pause();
 }
 
+// --stall-step: every rank sits here, with nothing in flight, while its
+// xpu-timer thread keeps the heartbeat (a long evaluation or checkpoint looks
+// the same); stacks name it.
+extern "C" __attribute__((noinline, used)) void stalled_in_host_code(int rank, int step) {
+  printf("rank %d stalled_in_host_code at step %d\n", rank, step);
+  fflush(stdout);
+  for (;;) sleep(60);
+}
+
 namespace {
 
 struct WorkloadApi {
@@ -143,6 +152,7 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
 
   size_t next_api = 0;
   for (int step = 0; step < opt.steps; ++step) {
+    if (step == opt.stall_step) stalled_in_host_code(id.rank, step);
     if (id.rank == opt.crash_rank && step == opt.crash_step) {
       printf("rank %d crashing (%s) at step %d\n", id.rank, opt.crash_kind.c_str(), step);
       fflush(stdout);

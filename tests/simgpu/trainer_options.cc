@@ -58,6 +58,8 @@ constexpr FlagHelp kFlags[] = {
     {"--hang-file", "PATH",
      "--hang-rank hangs at the first step that finds PATH (a benchmark's trigger)", "none",
      nullptr},
+    {"--stall-step", "S", "every rank stops in stalled_in_host_code at step S (heartbeat on)",
+     "-1 (none)", nullptr},
     {"--slow-rank", "R", "this rank sleeps --slow-ms before each collective", "-1 (none)", nullptr},
     {"--slow-ms", "T", "extra milliseconds of --slow-rank per step", "0", nullptr},
     {"--slow-gpu-rank", "R",
@@ -107,7 +109,7 @@ const char* trainer_usage() {
          "  [--step-ms T] [--crash-rank R --crash-step S --crash-kind segv|abort|exception]\n"
          "  [--mismatch-rank R --mismatch-step S --mismatch-kind op|count|dtype|root]\n"
          "  [--second-comm-bytes B] [--comm-name NAME] [--exit-code C] [--verbose]\n"
-         "  [--lib-dir DIR]\n";
+         "  [--stall-step S] [--lib-dir DIR]\n";
 }
 
 std::string trainer_help() {
@@ -204,6 +206,8 @@ bool parse_trainer_options(int argc, char** argv, TrainerOptions* o, std::string
       if (!to_int(v, field)) expected = "a whole number (-1: none)";
     } else if (flag == "--hang-file") {
       o->hang_file = v;
+    } else if (flag == "--stall-step") {
+      if (!to_int(v, &o->stall_step)) expected = "a whole number (-1: none)";
     } else if (flag == "--slow-ms" || flag == "--jitter-ms" || flag == "--step-ms") {
       double* field = flag == "--slow-ms"     ? &o->slow_ms
                       : flag == "--jitter-ms" ? &o->jitter_ms

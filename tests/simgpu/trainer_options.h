@@ -16,6 +16,7 @@ struct TrainerOptions {
   long bytes = 1 << 20;
   int hang_rank = -1, hang_step = -1;
   std::string hang_file;  // "" = none
+  int stall_step = -1;    // every rank stops in host code there, nothing in flight
   int slow_rank = -1;
   double slow_ms = 0;
   // Exported to the simulated libraries as XPU_TIMER_SIM_SLOW_{GPU,LINK}_* (slow_rank.h).
