@@ -12,7 +12,7 @@ and written to OUT/summary.json: per arm the median of its jobs' medians and
 the per-round ratios arm/bare (same round) with their median, min, max and
 interquartile range.
 
-usage: whole_job.py --dist DIST --workload gpt2_ddp --rounds 8 --out OUT
+usage: whole_job.py --dist DIST --workload gpt2_ddp --rounds 8 --out OUT [--cpus 0-7]
                     [--arm NAME[:VAR=VAL,...]]... [-- workload args]
 An arm named `bare` runs without the supervisor; every other arm runs under it
 with the listed environment added (e.g. `--arm disable:XPU_TIMER_DISABLE=1`).
@@ -49,6 +49,14 @@ def quantile(xs, q):
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
+def bootstrap_ci(ratios, n=10000, seed=1):
+    """95% interval of the median of per-round ratios, resampling rounds."""
+    import random
+    rng = random.Random(seed)
+    meds = sorted(statistics.median(rng.choice(ratios) for _ in ratios) for _ in range(n))
+    return meds[int(0.025 * n)], meds[int(0.975 * n) - 1]
+
+
 def run_job(args, arm, env_add, rnd, port):
     script = os.path.join(HERE, "workloads", args.workload + ".py")
     torchrun = ["torchrun", "--nproc_per_node=%d" % args.nproc, "--master_port=%d" % (port + 1000),
@@ -61,6 +69,8 @@ def run_job(args, arm, env_add, rnd, port):
         cmd = [os.path.join(args.dist, "bin", "xpu_timer_supervisor"), "--port", str(port),
                "--dump-dir", dump, "--"] + torchrun
         env.update(env_add)
+    if args.cpus:  # every arm on the same CPUs (the supervisor, torchrun and the ranks)
+        cmd = ["taskset", "-c", args.cpus] + cmd
     log = os.path.join(args.out, "logs", "%s-r%d-%s.log" % (args.workload, rnd, arm))
     t0 = time.time()
     with open(log, "w") as f:
@@ -99,6 +109,7 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--port", type=int, default=18900)
     p.add_argument("--job-timeout", type=int, default=300)
+    p.add_argument("--cpus", default="", help="taskset CPU list for every job (e.g. 0-7); '': none")
     p.add_argument("workload_args", nargs="*")
     args = p.parse_args()
     args.dist = os.path.abspath(args.dist)
@@ -129,18 +140,20 @@ def main():
     summary = {"workload": args.workload, "rounds": args.rounds, "nproc": args.nproc,
                "workload_args": args.workload_args, "arms": {}}
     print("\nworkload %s, %d rounds, %d ranks" % (args.workload, args.rounds, args.nproc))
-    print("| arm | median step (ms) | median ratio to bare | min | p25 | p75 | max | per-round ratios |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| arm | median step (ms) | median ratio to bare | 95% bootstrap interval | min | p25 | p75 | max | per-round ratios |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, env in arms:
         ratios = [r[name] / r["bare"] for r in rows]
         s = {"env": env, "median_step_ms": statistics.median(per_arm[name]) * 1e3,
              "job_medians_ms": [x * 1e3 for x in per_arm[name]], "ratios": ratios,
              "median_ratio": statistics.median(ratios), "min": min(ratios), "max": max(ratios),
-             "p25": quantile(ratios, 0.25), "p75": quantile(ratios, 0.75)}
+             "p25": quantile(ratios, 0.25), "p75": quantile(ratios, 0.75),
+             "ci95": bootstrap_ci(ratios)}
         summary["arms"][name] = s
-        print("| %s | %.3f | %.4f | %.4f | %.4f | %.4f | %.4f | %s |" % (
+        print("| %s | %.3f | %.4f | %.4f-%.4f | %.4f | %.4f | %.4f | %.4f | %s |" % (
             name + ("" if not env else " (" + ",".join("%s=%s" % kv for kv in env.items()) + ")"),
-            s["median_step_ms"], s["median_ratio"], s["min"], s["p25"], s["p75"], s["max"],
+            s["median_step_ms"], s["median_ratio"], s["ci95"][0], s["ci95"][1], s["min"], s["p25"],
+            s["p75"], s["max"],
             " ".join("%.4f" % r for r in ratios)))
     series = sorted({k for r in extra_rows for e in r.values() for k in e})
     if series:
