@@ -249,8 +249,9 @@ TEST_F(StatusPageFileTest, AttachRefusesBadPagesWithAReason) {
   const std::string prefix = "status page " + path_ + ": ";
   write_raw_page([](StatusPage* p) { p->magic = 0; });
   EXPECT_EQ(attach_error(), prefix + "bad magic");
-  write_raw_page([](StatusPage* p) { p->version = 7; });
-  EXPECT_EQ(attach_error(), prefix + "protocol version 7, supervisor speaks " +
+  write_raw_page([](StatusPage* p) { p->version = kProtocolVersion + 1; });
+  EXPECT_EQ(attach_error(), prefix + "protocol version " + std::to_string(kProtocolVersion + 1) +
+                                ", supervisor speaks " +
                                 std::to_string(kProtocolVersion) +
                                 " (stale libxpu_timer_inject.so?)");
   write_raw_page([](StatusPage* p) { p->page_bytes = 12; });
