@@ -7,10 +7,12 @@
 #      0.5 s), stacks must name waiting_in_python_loop, the stall must clear,
 #      and the job must exit 0 (nothing killed; --on-hang kill is set).
 #   2. the same GPT-2, GPU-bound (batch 8 x 1024) and host-bound (batch 1 x
-#      128), 60 steps each under the supervisor: the rank's measured GPU busy
-#      and idle time per step (/metrics, xpu_timer_step_gpu_*), and our own
-#      cost (xpu_timer_self_*).
-# Usage: bash bench/gpu/checks/stall_check.sh DIST OUT
+#      128), 60 steps each under the supervisor with every call timed
+#      (XPU_TIMER_SAMPLE_PER_SEC=0: a sampled-out GEMM has no GPU time, so
+#      with sampling the busy time is only a lower bound): the rank's measured
+#      GPU busy and idle time within its steps (/metrics, xpu_timer_step_gpu_*),
+#      and our own cost (xpu_timer_self_*).
+# Usage: bash bench/gpu/checks/stall_check.sh DIST OUT   (ONLY=1 or ONLY=2: one part)
 set -uo pipefail
 dist=$(cd "$1" && pwd); out=$2
 here=$(cd "$(dirname "$0")" && pwd)
@@ -19,8 +21,9 @@ sup=$dist/bin/xpu_timer_supervisor
 export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1 XPU_TIMER_METRICS_LINGER_S=0
 stamp() { while IFS= read -r l; do printf '%s %s\n' "$(date +%s.%N)" "$l"; done; }
 
-echo "== 1 stall"
 port=18411
+if [ "${ONLY:-1}" = 1 ]; then
+echo "== 1 stall"
 timeout 240 "$sup" --port $port --hang-timeout 5 --on-hang kill --dump-dir "$out/stall-dump" -- \
   torchrun --standalone --nproc_per_node 1 "$here/stall_gpt2.py" 2>&1 | stamp > "$out/stall.log" &
 job=$!
@@ -55,12 +58,14 @@ print("supervisor log: " + " | ".join(l for l in log.splitlines() if "stall" in 
 PY
 grep -l waiting_in_python_loop "$out"/stall-dump/stacks-*/py_stack 2>/dev/null | head -1 | sed 's/^/stacks name it: /'
 ls -d "$out"/stall-dump/timeline-*stall* 2>/dev/null | head -1 | sed 's/^/timeline dump: /'
+fi
+[ "${ONLY:-2}" = 2 ] || exit 0
 
 echo "== 2 own numbers, GPU-bound and host-bound"
 for cfg in "gpu 8 1024" "host 1 128"; do
   set -- $cfg
   port=$((port + 1))
-  timeout 240 "$sup" --port $port --metrics-linger 20 --dump-dir "$out/own-$1" -- \
+  XPU_TIMER_SAMPLE_PER_SEC=0 timeout 240 "$sup" --port $port --metrics-linger 20 --dump-dir "$out/own-$1" -- \
     torchrun --standalone --nproc_per_node 1 "$here/stall_gpt2.py" --before 60 --wait-s 5 --after 0 \
     --batch $2 --seq $3 > "$out/own-$1.log" 2>&1 &
   job=$!
