@@ -325,7 +325,10 @@ bool Poller::process_head(Pending& p, uint64_t now_ns, bool* done) {
   if (p.started_ns == 0) {
     err = cuda.event_query(pair.start);
     if (err == cudaSuccess) {
-      p.started_ns = now_ns;
+      // now_ns is this pass's clock, read before the queue was drained: an
+      // operation published during the pass is not seen starting before it
+      // was launched.
+      p.started_ns = std::max(now_ns, p.rec.launch_ns);
       record(p, static_cast<uint8_t>(recorder::OpState::kRunning));
     } else if (err != cudaErrorNotReady) {
       if (capture_related(err)) return true;  // transient: another thread captures
@@ -355,7 +358,7 @@ bool Poller::process_head(Pending& p, uint64_t now_ns, bool* done) {
     *done = true;
     return true;
   }
-  if (p.started_ns == 0) p.started_ns = now_ns;
+  if (p.started_ns == 0) p.started_ns = std::max(now_ns, p.rec.launch_ns);
   float ms = 0;
   err = cuda.event_elapsed_time(&ms, pair.start, pair.end);
   if (err != cudaSuccess) {
