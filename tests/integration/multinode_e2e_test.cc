@@ -14,9 +14,11 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/harness/etcd_server.h"
+#include "tests/harness/http_probe.h"
 #include "tests/integration/supervisor_fixture.h"
 
 namespace xpu_timer::testing {
@@ -301,6 +303,63 @@ TEST_F(MultiNodeE2E, EveryNodeDeclaresTheJobStalledOverBothNodes) {
     EXPECT_GE(std::stod(first[1].str()), 2 * kTimeoutS) << first[0];
     EXPECT_FALSE(n.child().wait_for(std::chrono::milliseconds(0)).has_value()) << log;
   }
+}
+
+// Node 1 starts 3 s after node 0 (its ranks, its document and its owner key
+// all arrive late). GET /hang on either node must answer 200 with a document
+// at every poll meanwhile: a node that has not heard of the other yet, or
+// has heard of it only in part, is no reason for an error.
+TEST_F(MultiNodeE2E, ANodeStartingLateNeverMakesGetHangFail) {
+  const std::string sim_id = "mn-late-" + std::to_string(::getpid());
+  const std::vector<std::string> trainer = {"--steps", "100000", "--step-ms", "20", "--bytes", "65536"};
+  auto start = [&](int node) {
+    nodes_.push_back(std::make_unique<SupervisedJob>(
+        "mn-late-node" + std::to_string(node),
+        std::vector<std::string>{"--coordinator", etcd_->url(), "--job-id", sim_id,
+                                 "--hang-timeout", "3", "--metrics-linger", "0"},
+        node_job(node, sim_id, trainer)));
+    ASSERT_GT(nodes_.back()->port(), 0) << nodes_.back()->log();
+  };
+  int polls = 0;
+  auto poll_all = [&] {
+    for (auto& n : nodes_) {
+      const auto reply = http_get(n->port(), "/hang");
+      ASSERT_TRUE(reply.has_value()) << n->log();
+      ASSERT_EQ(reply->status, 200) << reply->body << n->log();
+      const auto j = nlohmann::json::parse(reply->body, nullptr, false);
+      ASSERT_TRUE(j.is_object() && j.contains("ranks")) << reply->body;
+      EXPECT_EQ(j["hung"], false) << reply->body;
+      ++polls;
+    }
+  };
+  start(0);
+  const auto late = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (std::chrono::steady_clock::now() < late) {
+    poll_all();
+    if (HasFatalFailure()) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  start(1);
+  // Until both nodes see each other, and a few seconds beyond.
+  bool joined = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  auto joined_at = deadline;
+  while (std::chrono::steady_clock::now() < std::min(deadline, joined_at + std::chrono::seconds(5))) {
+    poll_all();
+    if (HasFatalFailure()) return;
+    if (!joined) {
+      joined = true;
+      for (auto& n : nodes_) {
+        const nlohmann::json h = n->get_json("/hang");
+        joined = joined && h.is_object() && h["coordinator"].is_object() &&
+                 h["coordinator"]["other_nodes"].size() == 1;
+      }
+      if (joined) joined_at = std::chrono::steady_clock::now();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(joined) << nodes_[0]->log() << nodes_[1]->log();
+  EXPECT_GT(polls, 100);
 }
 
 // etcd dies while the job runs: the job goes on, each node says once that it
