@@ -1,6 +1,7 @@
 #include "supervisor/analysis/slow_summary.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -77,14 +78,16 @@ bool parse_slow_summary(const std::string& text, int world_size, NodeSlowSummary
     return r;
   };
   const bool ok = parse_store_document(text, kSlowSummaryFormat, error, [&](const nlohmann::json& j) {
-    s.node = j.at("node").get<int>();
+    s.node = static_cast<int>(doc_integer(j.at("node"), "node", 0, INT32_MAX));
     s.unix_s = j.at("unix_s").get<double>();
     const nlohmann::json& st = j.at("stragglers");
     if (!st.is_array() || st.size() > kMaxSlowSummaryEntries) throw std::out_of_range("stragglers");
     for (const nlohmann::json& e : st) {
       Straggler x;
-      x.rank = rank_ok(e.at("rank").get<int>());
-      x.node = e.at("node").is_null() ? -1 : e.at("node").get<int>();
+      x.rank = rank_ok(static_cast<int>(doc_integer(e.at("rank"), "rank", INT32_MIN, INT32_MAX)));
+      x.node = e.at("node").is_null()
+                   ? -1
+                   : static_cast<int>(doc_integer(e.at("node"), "node", INT32_MIN, INT32_MAX));
       if (x.node != s.node) throw std::out_of_range("a straggler of another node");
       x.cause = cause_of(e.at("cause").get<std::string>());
       x.late_share = number(e, "late_share");
@@ -94,7 +97,7 @@ bool parse_slow_summary(const std::string& text, int world_size, NodeSlowSummary
       x.comm = comm_of(e.at("comm").get<std::string>());
       if (!e.at("comm_name").is_null()) x.comm_name = e.at("comm_name").get<std::string>();
       x.op = op_of(e.at("operation").get<std::string>());
-      x.collectives = e.at("collectives").get<size_t>();
+      x.collectives = static_cast<size_t>(doc_integer(e.at("collectives"), "collectives", 0, INT64_MAX));
       const nlohmann::json& ev = e.at("evidence");
       x.evidence.arrival_late_s = number(ev, "arrival_late_s");
       x.evidence.launch_late_s = number(ev, "launch_late_s");
@@ -102,7 +105,8 @@ bool parse_slow_summary(const std::string& text, int world_size, NodeSlowSummary
       x.evidence.transfer_s = number(ev, "transfer_s");
       x.evidence.peer_transfer_s = number(ev, "peer_transfer_s");
       x.evidence.gemm_ratio = number(ev, "gemm_ratio");
-      x.evidence.gemm_shapes = ev.at("gemm_shapes").get<int>();
+      x.evidence.gemm_shapes =
+          static_cast<int>(doc_integer(ev.at("gemm_shapes"), "gemm_shapes", 0, INT32_MAX));
       x.evidence.gemm_peer_spread = number(ev, "gemm_peer_spread");
       x.evidence.gc_s = number(ev, "gc_s");
       x.evidence.peer_gc_s = number(ev, "peer_gc_s");
@@ -124,7 +128,8 @@ bool parse_slow_summary(const std::string& text, int world_size, NodeSlowSummary
         size_t used = 0;
         const int r = rank_ok(std::stoi(rank, &used));
         if (used != rank.size()) throw std::out_of_range("rank '" + rank + "'");
-        m[r] = {v.at(0).get<size_t>(), v.at(1).get<double>()};
+        m[r] = {static_cast<size_t>(doc_integer(v.at(0), "collectives", 0, INT64_MAX)),
+                v.at(1).get<double>()};
       }
     }
     return true;

@@ -3,11 +3,29 @@
 // with a "format" number, read from another host, so anything may arrive.
 #pragma once
 
+#include <cstdint>
 #include <exception>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 
 namespace xpu_timer::supervisor {
+
+// An integer field of a document: a JSON integer within [lo, hi]. Anything
+// else (a float, a string, a number out of range) throws std::out_of_range
+// naming `what`: nlohmann's get<int>() of a float out of range is undefined
+// behaviour, and these documents come from anybody who can write to the store.
+inline int64_t doc_integer(const nlohmann::json& v, const char* what, int64_t lo, int64_t hi) {
+  if (!v.is_number_integer()) throw std::out_of_range(std::string(what) + " is not an integer");
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(hi)) throw std::out_of_range(std::string(what) + " out of range");
+    return static_cast<int64_t>(u);
+  }
+  const int64_t x = v.get<int64_t>();
+  if (x < lo || x > hi) throw std::out_of_range(std::string(what) + " out of range");
+  return x;
+}
 
 // Parses `text` as a document of `format` and hands the object to `body`,
 // which returns whether it is whole and may throw (nlohmann's errors, or
@@ -21,7 +39,7 @@ bool parse_store_document(const std::string& text, int format, std::string* erro
     return false;
   }
   try {
-    const int got = j.at("format").get<int>();
+    const int64_t got = doc_integer(j.at("format"), "format", INT32_MIN, INT32_MAX);
     if (got != format) {
       *error = "format " + std::to_string(got) + ", this build reads " + std::to_string(format);
       return false;
