@@ -30,13 +30,13 @@ json fp_json(const Fingerprint& f) {
 Fingerprint parse_fp(const json& j) {
   if (!j.is_array() || j.size() != 7) throw std::out_of_range("fingerprint: not an array of 7");
   Fingerprint f;
-  f.name = j.at(0).get<uint16_t>();
-  f.dtype = j.at(1).get<uint8_t>();
-  f.red_op = j.at(2).get<uint8_t>();
-  f.root = j.at(3).get<int32_t>();
-  f.count = j.at(4).get<uint64_t>();
-  f.group_size = j.at(5).get<uint32_t>();
-  f.p2p_or_group = j.at(6).get<int>() != 0;
+  f.name = doc_get<uint16_t>(j.at(0), "name");
+  f.dtype = doc_get<uint8_t>(j.at(1), "dtype");
+  f.red_op = doc_get<uint8_t>(j.at(2), "red_op");
+  f.root = doc_get<int32_t>(j.at(3), "root");
+  f.count = doc_get<uint64_t>(j.at(4), "count");
+  f.group_size = doc_get<uint32_t>(j.at(5), "group_size");
+  f.p2p_or_group = doc_get<int>(j.at(6), "p2p_or_group") != 0;
   return f;
 }
 
@@ -63,7 +63,7 @@ std::vector<Fingerprint> parse_fp_table(const json& j) {
 }
 
 const Fingerprint& fp_at(const std::vector<Fingerprint>& table, const json& index) {
-  const auto i = index.get<size_t>();
+  const auto i = doc_get<size_t>(index, "index");
   if (i >= table.size()) throw std::out_of_range("fingerprint index out of range");
   return table[i];
 }
@@ -108,7 +108,7 @@ std::string node_fingerprints_text(const NodeFingerprints& f) {
 bool parse_node_fingerprints(const std::string& text, NodeFingerprints* out, std::string* error) {
   return parse_store_document(text, kFormat, error, [&](const json& j) {
     NodeFingerprints f;
-    f.node = j.at("node").get<int>();
+    f.node = doc_get<int>(j.at("node"), "node");
     if (f.node < 0) throw std::out_of_range("node < 0");
     const json& comms = j.at("comms");
     if (!comms.is_array() || comms.size() > FingerprintLog::kMaxComms) {
@@ -116,13 +116,13 @@ bool parse_node_fingerprints(const std::string& text, NodeFingerprints* out, std
     }
     for (const json& cj : comms) {
       CommWindow c;
-      c.comm_hash = cj.at("comm").get<uint64_t>();
-      c.nranks = cj.at("nranks").get<uint32_t>();
+      c.comm_hash = doc_get<uint64_t>(cj.at("comm"), "comm");
+      c.nranks = doc_get<uint32_t>(cj.at("nranks"), "nranks");
       const json& members = cj.at("members");
       if (!members.is_array() || members.size() > kMaxMembers) {
         throw std::out_of_range("members: not an array");
       }
-      for (const json& m : members) c.members.push_back(m.get<int>());
+      for (const json& m : members) c.members.push_back(doc_get<int>(m, "value"));
       std::sort(c.members.begin(), c.members.end());
       const std::vector<Fingerprint> table = parse_fp_table(cj.at("fps"));
       const json& runs = cj.at("runs");
@@ -131,8 +131,8 @@ bool parse_node_fingerprints(const std::string& text, NodeFingerprints* out, std
       for (const json& r : runs) {
         if (!r.is_array() || r.size() != 3) throw std::out_of_range("run: not an array of 3");
         CommWindow::Run run;
-        run.first_seq = r.at(0).get<uint64_t>();
-        run.count = r.at(1).get<uint64_t>();
+        run.first_seq = doc_get<uint64_t>(r.at(0), "value");
+        run.count = doc_get<uint64_t>(r.at(1), "value");
         if (run.count == 0 || run.count > kMaxRunLength || run.first_seq < next ||
             run.first_seq > UINT64_MAX - run.count) {
           throw std::out_of_range("runs: overlapping, empty or too long");
@@ -148,7 +148,7 @@ bool parse_node_fingerprints(const std::string& text, NodeFingerprints* out, std
       for (const json& e : exceptions) {
         if (!e.is_array() || e.size() != 3) throw std::out_of_range("except: not arrays of 3");
         c.exceptions.push_back(
-            {e.at(0).get<uint64_t>(), e.at(1).get<int>(), fp_at(table, e.at(2))});
+            {doc_get<uint64_t>(e.at(0), "value"), doc_get<int>(e.at(1), "value"), fp_at(table, e.at(2))});
       }
       f.comms.push_back(std::move(c));
     }
@@ -402,22 +402,22 @@ bool parse_job_mismatch(const std::string& text, Mismatch* out, int* from_node,
     std::map<int, int> nodes;
     for (const json& r : ranks) {
       if (!r.is_array() || r.size() != 3) throw std::out_of_range("ranks: not arrays of 3");
-      const int rank = r.at(0).get<int>();
+      const int rank = doc_get<int>(r.at(0), "value");
       by_rank[rank] = fp_at(table, r.at(2));
-      const int node = r.at(1).get<int>();
+      const int node = doc_get<int>(r.at(1), "value");
       if (node >= 0) nodes[rank] = node;
     }
     const double at = j.at("detected_at_unix_s").get<double>();
     if (!std::isfinite(at)) throw std::out_of_range("detected_at_unix_s not finite");
-    Mismatch m = mismatch_of(j.at("comm").get<uint64_t>(), j.at("seq").get<uint64_t>(),
-                             j.at("nranks").get<uint32_t>(), by_rank);
+    Mismatch m = mismatch_of(doc_get<uint64_t>(j.at("comm"), "comm"), doc_get<uint64_t>(j.at("seq"), "seq"),
+                             doc_get<uint32_t>(j.at("nranks"), "nranks"), by_rank);
     if (m.groups.size() < 2) {
       *error = "no disagreement in it";
       return false;
     }
     m.nodes = std::move(nodes);
     m.detected_at_unix_s = at;
-    *from_node = j.at("from_node").get<int>();
+    *from_node = doc_get<int>(j.at("from_node"), "from_node");
     *out = std::move(m);
     return true;
   });

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <exception>
+#include <limits>
+#include <type_traits>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -25,6 +27,35 @@ inline int64_t doc_integer(const nlohmann::json& v, const char* what, int64_t lo
   const int64_t x = v.get<int64_t>();
   if (x < lo || x > hi) throw std::out_of_range(std::string(what) + " out of range");
   return x;
+}
+
+// A field of a document as T; for an integer T the value must be a JSON
+// integer that T holds (see doc_integer), anything else throws
+// std::out_of_range naming `what`.
+template <typename T>
+T doc_get(const nlohmann::json& v, const char* what) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if (!v.is_number_integer()) throw std::out_of_range(std::string(what) + " is not an integer");
+    if (v.is_number_unsigned()) {
+      const uint64_t u = v.get<uint64_t>();
+      if (u > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
+        throw std::out_of_range(std::string(what) + " out of range");
+      }
+      return static_cast<T>(u);
+    }
+    const int64_t x = v.get<int64_t>();
+    bool ok = true;
+    if constexpr (std::is_unsigned_v<T>) {
+      ok = x >= 0 && static_cast<uint64_t>(x) <= std::numeric_limits<T>::max();
+    } else {
+      ok = x >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
+           x <= static_cast<int64_t>(std::numeric_limits<T>::max());
+    }
+    if (!ok) throw std::out_of_range(std::string(what) + " out of range");
+    return static_cast<T>(x);
+  } else {
+    return v.get<T>();
+  }
 }
 
 // Parses `text` as a document of `format` and hands the object to `body`,

@@ -78,7 +78,7 @@ json sample_json(const RankSample& s, bool with_times) {
 // (caught once, in parse_node_progress).
 template <typename T>
 T get(const json& j, const char* key) {
-  return j.at(key).get<T>();
+  return doc_get<T>(j.at(key), key);  // an integer field must be an integer T holds
 }
 
 proto::OpRef parse_op_ref(const json& j) {
@@ -241,7 +241,7 @@ bool parse_node_stamp(const std::string& text, NodeStamp* out, std::string* erro
     if (!ago.is_array()) throw std::out_of_range("heartbeat_ago_ns: not an array");
     for (const json& a : ago) {
       if (!a.is_number_integer()) throw std::out_of_range("heartbeat_ago_ns: not integers");
-      st.heartbeat_ns.push_back(st.now_ns - static_cast<uint64_t>(a.get<int64_t>()));
+      st.heartbeat_ns.push_back(st.now_ns - static_cast<uint64_t>(doc_get<int64_t>(a, "heartbeat")));
     }
     if (st.node < 0 || st.doc == 0 || !std::isfinite(st.now_unix_s)) {
       *error = "node, doc or now_unix_s out of range";
