@@ -424,47 +424,6 @@ void Poller::finish(const Pending& p, uint64_t duration_ns, Outcome outcome, uin
   if (r.flags & OpRecord::kHasPair) return_pair(r);
 }
 
-void Poller::record(Pending& p, uint8_t state) {
-  recorder::RingWriter& ring = state_->ring;
-  if (!ring.ok()) return;
-  const OpRecord& r = p.rec;
-  recorder::RecordData d;
-  d.name = r.name;
-  d.kind = r.kind;
-  d.dtype = r.dtype;
-  d.state = state;
-  d.flags = 0;
-  if (r.flags & OpRecord::kEndOnly) {
-    d.flags |= recorder::kRecEndOnly;
-  } else if ((r.flags & OpRecord::kHasPair) && p.gpu_start_ns != 0) {
-    d.flags |= recorder::kRecTimed;
-  }
-  if (r.name == static_cast<uint16_t>(proto::OpName::kGroup)) d.flags |= recorder::kRecGroup;
-  d.red_op = r.red_op;
-  d.device = r.device;
-  d.peer = r.peer;
-  d.nranks = r.nranks;
-  d.group_size = r.group_size;
-  d.stream = r.stream;
-  d.comm_hash = r.comm_hash;
-  d.seq = r.seq;
-  d.count = r.count;
-  d.bytes = r.bytes;
-  d.flops = r.flops;
-  d.m = r.m;
-  d.n = r.n;
-  d.k = r.k;
-  d.batch = r.batch;
-  d.launch_ns = r.launch_ns;
-  d.ready_ns = p.started_ns;
-  d.gpu_start_ns = p.gpu_start_ns;
-  d.gpu_end_ns = p.gpu_end_ns;
-  if (p.ring_pos == kNoRingPos) {
-    p.ring_pos = ring.append(d);
-  } else {
-    ring.update(p.ring_pos, d);
-  }
-}
 
 void Poller::return_pair(const OpRecord& rec) {
   EventPool* pool = state_->pools.peek(rec.device);

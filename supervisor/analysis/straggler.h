@@ -156,7 +156,6 @@ class StragglerAnalyzer {
   };
   void judge(uint64_t comm, Pending&& p);
   void expire(uint64_t now_ns);
-  bool evaluate(uint64_t comm, int rank, bool standing, uint64_t now_ns, Straggler* out) const;
   void find_cause(Straggler* s, uint64_t comm) const;
 
   StragglerOptions options_;
