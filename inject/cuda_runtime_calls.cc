@@ -32,8 +32,6 @@ bool load_cuda_runtime_calls(CudaRuntimeCalls* out) {
   ok &= load(&out->set_device, "cudaSetDevice", true);
   ok &= load(&out->get_last_error, "cudaGetLastError", true);
   load(&out->thread_exchange_capture_mode, "cudaThreadExchangeStreamCaptureMode", false);
-  load(&out->stream_create_with_flags, "cudaStreamCreateWithFlags", false);
-  load(&out->event_synchronize, "cudaEventSynchronize", false);
   return ok;
 }
 

@@ -23,10 +23,6 @@ struct CudaRuntimeCalls {
   // Optional: lets the Poller query events while another thread captures a
   // graph in global mode (as PyTorch's NCCL watchdog does).
   decltype(&::cudaThreadExchangeStreamCaptureMode) thread_exchange_capture_mode = nullptr;
-  // Optional: the Poller's GPU-clock anchor (inject/gpu_clock.h); without
-  // them the flight recorder keeps host times only.
-  decltype(&::cudaStreamCreateWithFlags) stream_create_with_flags = nullptr;
-  decltype(&::cudaEventSynchronize) event_synchronize = nullptr;
 };
 
 // Resolves every function; false (and a log line naming the missing one)

@@ -1,66 +1,42 @@
-// GpuClock against a fake CUDA runtime whose GPU clock is the host clock
-// plus a fixed offset: an event completes when it is recorded, at GPU time
-// host + kGpuOffsetNs. The true host time of every event is then known, and
-// a mapped time must be within half the anchor's bracket of it.
+// GpuClock against a fake CUDA runtime: each event is given the host time at
+// which it completed, and the GPU reads it as that time plus an offset the
+// clock does not know. A mapped time must then lie within the clock's
+// bracket of the true host time. No real clock is read: every time is the
+// test's.
 #include "inject/gpu_clock.h"
 
 #include <gtest/gtest.h>
-#include <time.h>
 
 #include <cmath>
 #include <cstdint>
 #include <deque>
 
-#include "common/clock.h"
 #include "inject/cuda_runtime_calls.h"
 
 namespace xpu_timer::inject {
 namespace {
 
-constexpr uint64_t kGpuOffsetNs = 123456789012ull;
+constexpr uint64_t kMs = 1000 * 1000;
+constexpr uint64_t kT0 = 1000 * 1000 * kMs;  // host time of the first launch
 
 struct FakeEvent {
-  uint64_t host_ns = 0;  // when it was recorded (and completed)
-  uint64_t gpu_ns = 0;
+  int64_t gpu_ns = 0;
 };
 
 struct FakeGpu {
   std::deque<FakeEvent> events;  // stable addresses
-  uint64_t sync_sleep_ns = 0;    // stretches every anchor bracket by at least this
+  int64_t offset_ns = 987654321012;  // GPU clock minus host clock
+  bool fail = false;
+  int elapsed_calls = 0;
 };
 FakeGpu* g_gpu = nullptr;
 
-void sleep_for_ns(uint64_t ns) {
-  timespec ts{static_cast<time_t>(ns / 1000000000ull), static_cast<long>(ns % 1000000000ull)};
-  while (nanosleep(&ts, &ts) != 0) {
-  }
-}
-
-cudaError_t fake_event_create(cudaEvent_t* e, unsigned /*flags*/) {
-  g_gpu->events.emplace_back();
-  *e = reinterpret_cast<cudaEvent_t>(&g_gpu->events.back());
-  return cudaSuccess;
-}
-cudaError_t fake_stream_create(cudaStream_t* s, unsigned /*flags*/) {
-  static int stream;
-  *s = reinterpret_cast<cudaStream_t>(&stream);
-  return cudaSuccess;
-}
-cudaError_t fake_record(cudaEvent_t e, cudaStream_t /*s*/) {
-  auto* event = reinterpret_cast<FakeEvent*>(e);
-  event->host_ns = monotonic_ns();
-  event->gpu_ns = event->host_ns + kGpuOffsetNs;
-  return cudaSuccess;
-}
-cudaError_t fake_synchronize(cudaEvent_t /*e*/) {
-  if (g_gpu->sync_sleep_ns != 0) sleep_for_ns(g_gpu->sync_sleep_ns);
-  return cudaSuccess;
-}
 cudaError_t fake_elapsed(float* ms, cudaEvent_t a, cudaEvent_t b) {
+  ++g_gpu->elapsed_calls;
+  if (g_gpu->fail) return cudaErrorInvalidResourceHandle;
   const auto* ea = reinterpret_cast<FakeEvent*>(a);
   const auto* eb = reinterpret_cast<FakeEvent*>(b);
-  *ms =
-      static_cast<float>(static_cast<double>(static_cast<int64_t>(eb->gpu_ns - ea->gpu_ns)) / 1e6);
+  *ms = static_cast<float>(static_cast<double>(eb->gpu_ns - ea->gpu_ns) / 1e6);
   return cudaSuccess;
 }
 cudaError_t fake_last_error() { return cudaSuccess; }
@@ -71,10 +47,6 @@ class GpuClockTest : public ::testing::Test {
     g_gpu = &gpu_;
     saved_ = cuda_calls();
     CudaRuntimeCalls* c = mutable_cuda_calls();
-    c->event_create_with_flags = &fake_event_create;
-    c->stream_create_with_flags = &fake_stream_create;
-    c->event_record = &fake_record;
-    c->event_synchronize = &fake_synchronize;
     c->event_elapsed_time = &fake_elapsed;
     c->get_last_error = &fake_last_error;
   }
@@ -83,68 +55,176 @@ class GpuClockTest : public ::testing::Test {
     g_gpu = nullptr;
   }
 
-  // An event of the job recorded now: (event, its true host time).
-  std::pair<cudaEvent_t, uint64_t> job_event() {
-    cudaEvent_t e = nullptr;
-    fake_event_create(&e, 0);
-    fake_record(e, nullptr);
-    return {e, reinterpret_cast<FakeEvent*>(e)->host_ns};
+  // An event that completed at host time `host_ns`.
+  cudaEvent_t event_at(uint64_t host_ns) {
+    gpu_.events.push_back(FakeEvent{static_cast<int64_t>(host_ns) + gpu_.offset_ns});
+    return reinterpret_cast<cudaEvent_t>(&gpu_.events.back());
   }
 
-  // The mapped time of an event recorded now is within half the anchor's
-  // bracket of its true time (plus the rounding of CUDA's float
-  // milliseconds: under 4 ns at the distances here).
-  void expect_mapped_exactly(GpuClock& clock, uint64_t now_ns) {
-    const auto [event, host_ns] = job_event();
-    const uint64_t mapped = clock.host_ns_of(0, event, now_ns);
-    ASSERT_NE(mapped, 0u);
-    const double error = static_cast<double>(mapped) - static_cast<double>(host_ns);
-    const double bound = static_cast<double>(clock.bracket_ns(0)) / 2 + 1e3;
-    EXPECT_LE(std::abs(error), bound) << "bracket " << clock.bracket_ns(0) << " ns";
+  // An operation launched at `launch`, started on the GPU `queued` later,
+  // running `run`, seen complete by the Poller `seen_late` after its end.
+  struct Op {
+    GpuClock::Observation o;
+    uint64_t true_start = 0;
+  };
+  Op op(uint64_t launch, uint64_t queued, uint64_t run, uint64_t seen_late, uint32_t token,
+        bool end_event) {
+    Op r;
+    r.true_start = launch + queued;
+    r.o.start = event_at(r.true_start);
+    r.o.launch_ns = launch;
+    r.o.token = token;
+    if (end_event) {
+      r.o.end = event_at(r.true_start + run);
+    } else {
+      r.o.end_after_start_ns = run;
+    }
+    r.o.seen_ns = r.true_start + run + seen_late;
+    return r;
+  }
+
+  // The mapped start is within the bracket of the truth (plus CUDA's float
+  // milliseconds: under 1 us at the distances here).
+  void expect_within_bracket(GpuClock& clock, const Op& o, const GpuClock::Mapped& m) {
+    ASSERT_NE(m.start_ns, 0u);
+    const double error = static_cast<double>(m.start_ns) - static_cast<double>(o.true_start);
+    EXPECT_LE(std::abs(error), static_cast<double>(clock.bracket_ns(0)) + 1e3)
+        << "bracket " << clock.bracket_ns(0);
   }
 
   FakeGpu gpu_;
   CudaRuntimeCalls saved_;
 };
 
-TEST_F(GpuClockTest, MapsEventsWithinHalfTheBracket) {
+TEST_F(GpuClockTest, TheFirstOperationBecomesTheReferenceAndIsKept) {
   GpuClock clock;
-  expect_mapped_exactly(clock, monotonic_ns());
-  EXPECT_GT(clock.bracket_ns(0), 0u);
+  const Op a = op(kT0, 5'000, 100'000, 300'000, 7, false);
+  const GpuClock::Mapped m = clock.observe(0, a.o);
+  EXPECT_EQ(m.keep, 7u);
+  EXPECT_EQ(m.give_back, GpuClock::kNoToken);
+  EXPECT_EQ(clock.reference_token(0), 7u);
+  // One operation bounds its start between its launch and its sighting.
+  EXPECT_EQ(clock.bracket_ns(0), 5'000u + 300'000u);
+  expect_within_bracket(clock, a, m);
+  EXPECT_EQ(m.end_ns - m.start_ns, 100'000u);
 }
 
-// A renewal whose tries are all stretched (a busy host) keeps the old
-// anchor: every time is still mapped through an anchor whose host time
-// matches its event. Before the fix the event was re-recorded under the old
-// host time, shifting every later time by the anchor's age.
-TEST_F(GpuClockTest, AWideRenewalKeepsTheOldAnchor) {
+// An idle GPU starts an operation right at its launch and the Poller looks
+// at random moments of its 1 ms pass: after a few dozen operations both
+// bounds are tight and the mapping is exact to a few microseconds.
+TEST_F(GpuClockTest, AnIdleGpuGivesTimesExactToAFewMicroseconds) {
   GpuClock clock;
-  uint64_t now = monotonic_ns();
-  expect_mapped_exactly(clock, now);
-  const uint64_t first_bracket = clock.bracket_ns(0);
-  sleep_for_ns(50'000'000);  // the anchor ages 50 ms: a shift the bound cannot hide
-  gpu_.sync_sleep_ns = 2 * GpuClock::kMaxBracketNs + first_bracket;  // wider than the anchor
-  now += GpuClock::kRenewNs + 1;                                     // renewal due
-  expect_mapped_exactly(clock, now);
-  EXPECT_EQ(clock.bracket_ns(0), first_bracket);  // not replaced
-}
-
-// The first anchor is kept however wide (there is nothing better), then
-// retried every kRetryWideNs until a tight one replaces it.
-TEST_F(GpuClockTest, AWideFirstAnchorIsReplacedByATightOne) {
-  GpuClock clock;
-  gpu_.sync_sleep_ns = 2 * GpuClock::kMaxBracketNs;
-  uint64_t now = monotonic_ns();
-  expect_mapped_exactly(clock, now);
-  EXPECT_GT(clock.bracket_ns(0), GpuClock::kMaxBracketNs);
-  gpu_.sync_sleep_ns = 0;
-  // On a loaded machine a try may still be stretched: retry as the Poller
-  // would, each time past the retry interval, until one is tight.
-  for (int i = 0; i < 200 && clock.bracket_ns(0) > GpuClock::kMaxBracketNs; ++i) {
-    now += GpuClock::kRetryWideNs + 1;
-    expect_mapped_exactly(clock, now);
+  uint64_t t = kT0;
+  for (uint32_t i = 0; i < 50; ++i, t += kMs) {
+    const uint64_t late = 500 + (i * 7919 * 131) % kMs;  // spread over the pass
+    const Op a = op(t, 4'000, 50'000, late, i, true);
+    expect_within_bracket(clock, a, clock.observe(0, a.o));
   }
-  EXPECT_LE(clock.bracket_ns(0), GpuClock::kMaxBracketNs);
+  EXPECT_LE(clock.bracket_ns(0), 4'000u + 20'000u);
+  const Op last = op(t, 4'000, 50'000, 700'000, 99, true);
+  const GpuClock::Mapped m = clock.observe(0, last.o);
+  EXPECT_NEAR(static_cast<double>(m.start_ns), static_cast<double>(last.true_start), 20'000);
+  EXPECT_NEAR(static_cast<double>(m.end_ns), static_cast<double>(last.true_start + 50'000),
+              20'000);
+}
+
+// A Poller that always looks 700 us late (a coarse pass): the upper bound
+// stays loose, the mapping stays within the bracket, and the bracket says so.
+TEST_F(GpuClockTest, ALatePollerWidensTheBracketButStaysWithinIt) {
+  GpuClock clock;
+  uint64_t t = kT0;
+  for (uint32_t i = 0; i < 20; ++i, t += kMs) {
+    const Op a = op(t, 4'000, 50'000, 700'000, i, true);
+    expect_within_bracket(clock, a, clock.observe(0, a.o));
+  }
+  EXPECT_GE(clock.bracket_ns(0), 700'000u);
+}
+
+// A GPU that never idles (every operation queued 30 ms behind others): the
+// lower bounds are loose, but a Poller that once looked right after a
+// completion gives a tight upper bound, and the estimate follows it.
+TEST_F(GpuClockTest, ABusyGpuIsMappedThroughTheTightestSighting) {
+  GpuClock clock;
+  uint64_t t = kT0;
+  for (uint32_t i = 0; i < 30; ++i, t += kMs) {
+    const uint64_t late = i == 17 ? 1'000 : 400'000 + (i * 37'000) % 500'000;
+    clock.observe(0, op(t, 30 * kMs, 80'000, late, i, false).o);
+  }
+  const Op a = op(t, 30 * kMs, 80'000, 600'000, 1000, false);
+  const GpuClock::Mapped m = clock.observe(0, a.o);
+  EXPECT_NEAR(static_cast<double>(m.start_ns), static_cast<double>(a.true_start),
+              static_cast<double>(GpuClock::kQuerySlackNs) + 1'000);
+}
+
+// Every kRenewNs a newer operation's start becomes the reference: the caller
+// keeps its pair and gets the old one back, and times stay right.
+TEST_F(GpuClockTest, TheReferenceIsRenewedAndTheOldPairGivenBack) {
+  GpuClock clock;
+  const Op first = op(kT0, 2'000, 10'000, 5'000, 1, false);
+  clock.observe(0, first.o);
+  const Op before = op(kT0 + GpuClock::kRenewNs / 2, 2'000, 10'000, 5'000, 2, false);
+  GpuClock::Mapped m = clock.observe(0, before.o);
+  EXPECT_EQ(m.keep, GpuClock::kNoToken);
+  EXPECT_EQ(m.give_back, GpuClock::kNoToken);
+  // Its own bounds are loose (queued 300 us, seen 400 us late): the tight
+  // bounds carried over from the old reference keep the mapping exact.
+  const Op after = op(kT0 + GpuClock::kRenewNs + 10 * kMs, 300'000, 10'000, 400'000, 3, false);
+  m = clock.observe(0, after.o);
+  EXPECT_EQ(m.keep, 3u);
+  EXPECT_EQ(m.give_back, 1u);
+  EXPECT_EQ(clock.reference_token(0), 3u);
+  expect_within_bracket(clock, after, m);
+  EXPECT_LE(clock.bracket_ns(0), 7'000u + 1'000u);  // the bounds moved with it
+  const Op later = op(kT0 + GpuClock::kRenewNs + 20 * kMs, 2'000, 10'000, 5'000, 4, false);
+  expect_within_bracket(clock, later, clock.observe(0, later.o));
+}
+
+// The GPU clock steps 2 ms against the host (drift accumulated, or a clock
+// adjustment): the old bounds cross the new ones, and the clock starts again
+// from the newest operation instead of keeping a wrong offset.
+TEST_F(GpuClockTest, CrossedBoundsStartAgainFromTheNewestOperation) {
+  GpuClock clock;
+  uint64_t t = kT0;
+  for (uint32_t i = 0; i < 5; ++i, t += kMs) clock.observe(0, op(t, 3'000, 10'000, 4'000, i, false).o);
+  gpu_.offset_ns += 2 * static_cast<int64_t>(kMs);
+  const Op a = op(t, 3'000, 10'000, 4'000, 50, false);
+  const GpuClock::Mapped m = clock.observe(0, a.o);
+  expect_within_bracket(clock, a, m);
+  EXPECT_LE(clock.bracket_ns(0), 7'000u + 1'000u);
+}
+
+TEST_F(GpuClockTest, WithoutAPairToKeepNothingBecomesTheReference) {
+  GpuClock clock;
+  const Op a = op(kT0, 2'000, 10'000, 5'000, GpuClock::kNoToken, false);
+  const GpuClock::Mapped m = clock.observe(0, a.o);
+  EXPECT_EQ(m.start_ns, 0u);
+  EXPECT_EQ(m.keep, GpuClock::kNoToken);
+  EXPECT_EQ(clock.reference_token(0), GpuClock::kNoToken);
+}
+
+TEST_F(GpuClockTest, AFailedElapsedTimeQueryTurnsTheDeviceOff) {
+  GpuClock clock;
+  clock.observe(0, op(kT0, 2'000, 10'000, 5'000, 1, true).o);
+  gpu_.fail = true;
+  EXPECT_EQ(clock.observe(0, op(kT0 + kMs, 2'000, 10'000, 5'000, 2, true).o).start_ns, 0u);
+  gpu_.fail = false;
+  const int calls = gpu_.elapsed_calls;
+  EXPECT_EQ(clock.observe(0, op(kT0 + 2 * kMs, 2'000, 10'000, 5'000, 3, true).o).start_ns, 0u);
+  EXPECT_EQ(gpu_.elapsed_calls, calls);  // no more CUDA calls for that device
+  // Another device is unaffected.
+  const Op b = op(kT0, 2'000, 10'000, 5'000, 1, false);
+  EXPECT_NE(clock.observe(1, b.o).start_ns, 0u);
+}
+
+TEST_F(GpuClockTest, ASightingBeforeTheLaunchBoundsNothing) {
+  GpuClock clock;
+  const Op a = op(kT0, 2'000, 10'000, 5'000, 1, false);
+  clock.observe(0, a.o);
+  const uint64_t bracket = clock.bracket_ns(0);
+  Op bad = op(kT0 + kMs, 2'000, 10'000, 5'000, 2, false);
+  bad.o.seen_ns = bad.o.launch_ns - 1'000;  // impossible: a broken clock read
+  clock.observe(0, bad.o);
+  EXPECT_EQ(clock.bracket_ns(0), bracket);
 }
 
 }  // namespace

@@ -344,15 +344,13 @@ bool Poller::process_head(Pending& p, uint64_t now_ns, bool* done) {
     cuda_failed("cudaEventQuery", err);
     return false;
   }
+  const uint64_t seen_ns = monotonic_ns();  // after the query: the end was complete by now
   if (end_only) {  // a completion marker: counted, not timed
-    if (state_->ring.ok()) {
-      p.gpu_end_ns = gpu_clock_.host_ns_of(p.rec.device, pair.end, now_ns);
-      // The start marker's GPU time is the rank's arrival at the collective
-      // (the work before it on its stream had finished): the supervisor's
-      // straggler analysis compares it across ranks. The Poller's call, never
-      // the user's thread's.
-      if (p.gpu_end_ns != 0) p.gpu_start_ns = gpu_clock_.host_ns_of(p.rec.device, pair.start, now_ns);
-    }
+    // The start marker's GPU time is the rank's arrival at the collective
+    // (the work before it on its stream had finished): the supervisor's
+    // straggler analysis compares it across ranks. The Poller's call, never
+    // the user's thread's.
+    map_gpu_times(p, pair.start, pair.end, 0, seen_ns);
     record(p, static_cast<uint8_t>(recorder::OpState::kCompleted));
     finish(p, 0, Outcome::kCounted, now_ns);
     *done = true;
@@ -367,10 +365,7 @@ bool Poller::process_head(Pending& p, uint64_t now_ns, bool* done) {
   }
   const double ns = static_cast<double>(ms) * 1e6;
   const uint64_t duration_ns = ns > 0 ? static_cast<uint64_t>(ns) : 0;
-  if (state_->ring.ok()) {
-    p.gpu_start_ns = gpu_clock_.host_ns_of(p.rec.device, pair.start, now_ns);
-    if (p.gpu_start_ns != 0) p.gpu_end_ns = p.gpu_start_ns + duration_ns;
-  }
+  map_gpu_times(p, pair.start, nullptr, duration_ns, seen_ns);
   record(p, static_cast<uint8_t>(recorder::OpState::kCompleted));
   finish(p, duration_ns, Outcome::kTimed, now_ns);
   *done = true;
@@ -421,7 +416,26 @@ void Poller::finish(const Pending& p, uint64_t duration_ns, Outcome outcome, uin
       bubbles_.add_untimed(r.launch_ns);
     }
   }
-  if (r.flags & OpRecord::kHasPair) return_pair(r);
+  if ((r.flags & OpRecord::kHasPair) && !p.keep_pair) return_pair(r);
+}
+
+void Poller::map_gpu_times(Pending& p, cudaEvent_t start, cudaEvent_t end, uint64_t duration_ns,
+                           uint64_t seen_ns) {
+  if (!state_->ring.ok()) return;  // only the flight recorder shows GPU times
+  GpuClock::Observation o;
+  o.start = start;
+  o.launch_ns = p.rec.launch_ns;
+  o.token = p.rec.pair_index;
+  o.end = end;
+  o.end_after_start_ns = duration_ns;
+  o.seen_ns = seen_ns;
+  const GpuClock::Mapped m = gpu_clock_.observe(p.rec.device, o);
+  p.gpu_start_ns = m.start_ns;
+  p.gpu_end_ns = m.start_ns != 0 ? m.end_ns : 0;
+  p.keep_pair = m.keep == p.rec.pair_index;
+  if (m.give_back != GpuClock::kNoToken) {
+    if (EventPool* pool = state_->pools.peek(p.rec.device)) pool->give_back(m.give_back);
+  }
 }
 
 

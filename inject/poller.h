@@ -59,6 +59,7 @@ class Poller {
     uint64_t ring_pos = kNoRingPos;  // its flight-recorder record
     uint64_t gpu_start_ns = 0;       // host-clock GPU times, once known
     uint64_t gpu_end_ns = 0;
+    bool keep_pair = false;  // its start event is the GPU clock's reference
   };
   static constexpr uint64_t kNoRingPos = ~0ull;
   using StreamKey = std::pair<int, uintptr_t>;  // (device, cudaStream_t)
@@ -107,6 +108,10 @@ class Poller {
 
   std::map<StreamKey, std::deque<Pending>> fifos_;
   GpuClock gpu_clock_;
+  // Maps p's GPU times through the clock (ring on only) and settles which
+  // pair the clock keeps.
+  void map_gpu_times(Pending& p, cudaEvent_t start, cudaEvent_t end, uint64_t duration_ns,
+                     uint64_t seen_ns);
   uint64_t issued_total_ = 0;
   uint64_t completed_total_ = 0;
   uint32_t inflight_ = 0;
