@@ -34,6 +34,12 @@ bool parse_seconds(const std::string& text, double lo, double* out) {
   return true;
 }
 
+bool parse_histograms(const std::string& v, bool* per_rank) {
+  if (v != "node" && v != "rank") return false;
+  *per_rank = v == "rank";
+  return true;
+}
+
 bool is_true(const std::string& v) {
   for (const char* t : {"1", "true", "yes", "on"}) {
     if (strcasecmp(v.c_str(), t) == 0) return true;
@@ -80,8 +86,12 @@ constexpr FlagHelp kFlags[] = {
      "etcd://HOST:PORT (https://HOST:PORT for TLS): share the ranks' progress with the job's other nodes and decide hangs "
      "over the whole job; none: this node alone",
      "none", "XPU_TIMER_COORDINATOR"},
-    {"--job-id", "ID", "names the job in the coordinator (the same on every node)",
+    {"--job-id", "ID", "names the job in the coordinator (the same on every node) and in job_name",
      "TORCHELASTIC_RUN_ID, torchrun's --rdzv-id, else default", "XPU_TIMER_JOB_ID"},
+    {"--metrics-histograms", "node|rank",
+     "latency, NVTX and step histograms of /metrics summed per node, or per rank (26 series "
+     "per key and rank)",
+     "node", "XPU_TIMER_METRICS_HISTOGRAMS"},
     {"--etcd-user", "NAME", "etcd user (auth enabled); its password from the file below or "
      "XPU_TIMER_ETCD_PASSWORD", "none", "XPU_TIMER_ETCD_USER"},
     {"--etcd-password-file", "F", "file whose first line is the etcd user's password", "none",
@@ -103,7 +113,9 @@ constexpr const char* kOtherEnv[][2] = {
     {"XPU_TIMER_PLUGIN_TIMEOUT", "seconds a plugin may run (default 30)"},
     {"XPU_TIMER_PLUGIN_PYTHON", "interpreter of the plugins (default python3)"},
     {"XPU_TIMER_PLUGIN_HOST", "path of plugin_host.py (default <bin>/../share/xpu_timer/)"},
-    {"XPU_TIMER_JOB_NAME", "job_name label of every metric"},
+    {"XPU_TIMER_JOB_NAME",
+     "job_name label of every metric (default: the job id, else "
+     "<launcher>-<host>-<start time>)"},
     {"XPU_TIMER_METRICS_WINDOW_S", "window of the rate gauges (default 30)"},
     {"XPU_TIMER_METRICS_EXPIRY_S", "expiry of idle metric series (default 600)"},
     {"POD_NAME, POD_IP, ENV_ARGO_WORKFLOW_NAME", "pod_name, ip, job_name of crash plugins"},
@@ -115,6 +127,7 @@ std::string usage_line() {
   return "usage: xpu_timer_supervisor [--port P] [--host H] [--hang-timeout S] [--stall-factor F] "
          "[--dump-dir D] "
          "[--on-hang keep|kill] [--poll-ms MS] [--slow-window S] [--kill-grace S] [--metrics-linger S] "
+         "[--metrics-histograms node|rank] "
          "[--coordinator etcd://HOST:PORT] [--job-id ID] [--etcd-user NAME] "
          "[--etcd-password-file F] [--etcd-ca-file F] [--etcd-cert-file F] [--etcd-key-file F] "
          "-- COMMAND [ARGS...]";
@@ -183,9 +196,19 @@ ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup&
         {"XPU_TIMER_ETCD_KEY_FILE", &sec.key_file}}) {
     if (const char* v = env(name); v != nullptr) *field = v;
   }
+  if (const char* v = env("XPU_TIMER_METRICS_HISTOGRAMS"); v != nullptr && *v != '\0') {
+    if (!parse_histograms(v, &o.metrics_per_rank_histograms)) {
+      return error(std::string("XPU_TIMER_METRICS_HISTOGRAMS must be 'node' or 'rank', got '") + v +
+                   "'");
+    }
+  }
+  // torchrun's default run and rendezvous id is "none": no id at all.
+  const auto named = [](const char* v) {
+    return v != nullptr && *v != '\0' && std::string(v) != "none";
+  };
   if (const char* v = env("XPU_TIMER_JOB_ID"); v != nullptr && *v != '\0') {
     o.job_id = v;
-  } else if (const char* run = env("TORCHELASTIC_RUN_ID"); run != nullptr && *run != '\0') {
+  } else if (const char* run = env("TORCHELASTIC_RUN_ID"); named(run)) {
     o.job_id = run;
   }
 
@@ -275,6 +298,10 @@ ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup&
     } else if (name == "--job-id") {
       if (value.empty()) return error("--job-id must not be empty");
       o.job_id = value;
+    } else if (name == "--metrics-histograms") {
+      if (!parse_histograms(value, &o.metrics_per_rank_histograms)) {
+        return error("--metrics-histograms must be 'node' or 'rank', got '" + value + "'");
+      }
     } else if (name == "--metrics-linger") {
       if (!parse_seconds(value, 0.0, &o.metrics_linger_s) || o.metrics_linger_s > kMaxLingerS) {
         return error("--metrics-linger must be a number of seconds 0-" +
@@ -293,7 +320,10 @@ ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup&
         if (a.rfind(f + "=", 0) == 0) o.job_id = a.substr(f.size() + 1);
       }
     }
+    if (o.job_id.empty() && named(env("PET_RDZV_ID"))) o.job_id = env("PET_RDZV_ID");
+    if (o.job_id == "none") o.job_id.clear();
   }
+  o.job_id_found = !o.job_id.empty();
   if (o.job_id.empty()) o.job_id = "default";
   if (o.coordinator == "none") o.coordinator.clear();
   if (!o.coordinator.empty()) {

@@ -38,8 +38,13 @@ struct Options {
   std::string coordinator;
   // Names the job in the store: every node of one job must give the same.
   // Default: XPU_TIMER_JOB_ID, else TORCHELASTIC_RUN_ID, else torchrun's
-  // --rdzv-id in the command, else "default".
+  // --rdzv-id in the command (or PET_RDZV_ID, its variable), else "default"
+  // (torchrun's own default id "none" counts as none).
   std::string job_id;
+  bool job_id_found = false;  // false: job_id is the "default" fallback
+  // --metrics-histograms rank: latency, NVTX and step histograms per rank
+  // instead of per node (docs/metrics.md "Series budget").
+  bool metrics_per_rank_histograms = false;
   // etcd's user/password auth and TLS files (coordination_store.h). The
   // password from XPU_TIMER_ETCD_PASSWORD or a file, never the command line.
   StoreSecurity coordinator_security;

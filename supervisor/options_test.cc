@@ -175,6 +175,39 @@ TEST(Options, CoordinatorAndJobId) {
   }
 }
 
+// torchrun's default run and rendezvous id "none" names no job: the id (and
+// job_name, which is the id when one is found) must not be shared by every
+// job launched without one.
+TEST(Options, TorchrunsNoneIsNoJobId) {
+  ParseResult r = parse({"--", "torchrun", "t.py"}, {{"TORCHELASTIC_RUN_ID", "none"}});
+  EXPECT_EQ(r.options.job_id, "default");
+  EXPECT_FALSE(r.options.job_id_found);
+  r = parse({"--", "torchrun", "--rdzv-id", "none", "t.py"}, {{"PET_RDZV_ID", "pet5"}});
+  EXPECT_EQ(r.options.job_id, "default");
+  r = parse({"--", "torchrun", "t.py"}, {{"TORCHELASTIC_RUN_ID", "none"}, {"PET_RDZV_ID", "pet5"}});
+  EXPECT_EQ(r.options.job_id, "pet5");
+  EXPECT_TRUE(r.options.job_id_found);
+  r = parse({"--", "torchrun", "--rdzv-id", "llm7", "t.py"}, {{"TORCHELASTIC_RUN_ID", "none"}});
+  EXPECT_EQ(r.options.job_id, "llm7");
+  EXPECT_TRUE(r.options.job_id_found);
+}
+
+TEST(Options, MetricsHistogramsPerNodeOrRank) {
+  EXPECT_FALSE(parse({"--", "x"}).options.metrics_per_rank_histograms);
+  EXPECT_TRUE(
+      parse({"--metrics-histograms", "rank", "--", "x"}).options.metrics_per_rank_histograms);
+  EXPECT_TRUE(parse({"--", "x"}, {{"XPU_TIMER_METRICS_HISTOGRAMS", "rank"}})
+                  .options.metrics_per_rank_histograms);
+  EXPECT_FALSE(
+      parse({"--metrics-histograms=node", "--", "x"}, {{"XPU_TIMER_METRICS_HISTOGRAMS", "rank"}})
+          .options.metrics_per_rank_histograms);
+  ParseResult r = parse({"--metrics-histograms", "ranks", "--", "x"});
+  EXPECT_EQ(r.status, ParseResult::Status::kError);
+  EXPECT_EQ(r.error, "--metrics-histograms must be 'node' or 'rank', got 'ranks'");
+  r = parse({"--", "x"}, {{"XPU_TIMER_METRICS_HISTOGRAMS", "1"}});
+  EXPECT_EQ(r.error, "XPU_TIMER_METRICS_HISTOGRAMS must be 'node' or 'rank', got '1'");
+}
+
 // etcd's auth and TLS: flags or variables for the files and the user, the
 // password only from a variable or a file; what cannot work is refused.
 TEST(Options, CoordinatorCredentials) {

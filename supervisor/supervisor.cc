@@ -48,7 +48,9 @@ Supervisor::Supervisor(Options options)
       detector_(options_.hang_timeout_s, options_.stall_factor),
       poll_scratch_(std::make_unique<proto::StatusSnapshot>()),
       published_report_(std::make_shared<HangReport>()) {
-  metrics_ = std::make_unique<MetricsExporter>(MetricsConfig::from_env(options_.command));
+  metrics_ = std::make_unique<MetricsExporter>(
+      MetricsConfig::from_env(options_.command, options_.job_id_found ? options_.job_id : "",
+                              options_.metrics_per_rank_histograms));
 }
 
 Supervisor::~Supervisor() {

@@ -110,9 +110,9 @@ def main():
             c = dict(rank=str(r), op="AllReduce", dtype="bf16", size_bucket=str(AR_BUCKET))
             d = lambda fam, sel: total(after, fam, **sel) - total(before, fam, **sel)
             ours = {"tflops": d("xpu_timer_gemm_flops_total", g)
-                    / d("xpu_timer_operation_latency_seconds_sum", g) / 1e12,
+                    / d("xpu_timer_operation_gpu_seconds_total", g) / 1e12,
                     "busbw": d("xpu_timer_nccl_bus_bytes_total", c)
-                    / d("xpu_timer_operation_latency_seconds_sum", c)}
+                    / d("xpu_timer_operation_gpu_seconds_total", c)}
             for k in ("tflops", "busbw"):
                 ratio = ours[k] / ref[k]
                 unit = "TFLOPS" if k == "tflops" else "GB/s"

@@ -1,16 +1,19 @@
 #include "supervisor/metrics/metrics_exporter.h"
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <map>
 
 #include "common/clock.h"
 #include "supervisor/analysis/op_json.h"
 #include "supervisor/job/process_table.h"
+#include "supervisor/metrics/job_name.h"
 
 namespace xpu_timer::supervisor {
 namespace {
@@ -45,7 +48,14 @@ constexpr FamilyInfo kFamilies[] = {
      "Calls where xpu-timer failed internally and passed through untimed."},
     {"xpu_timer_operations_total", "counter",
      "Operations completed, timed or sampled out of timing."},
-    {"xpu_timer_operation_latency_seconds", "histogram", "GPU execution time of timed operations."},
+    {"xpu_timer_operations_timed_total", "counter",
+     "Operations completed and timed (the rank's share of the latency histogram's _count)."},
+    {"xpu_timer_operation_gpu_seconds_total", "counter",
+     "GPU execution time of the timed operations (the rank's share of the latency histogram's "
+     "_sum)."},
+    {"xpu_timer_operation_latency_seconds", "histogram",
+     "GPU execution time of timed operations, summed over the node's ranks (per rank with "
+     "--metrics-histograms rank)."},
     {"xpu_timer_gemm_flops_total", "counter",
      "Floating point operations (2*b*m*n*k) of every matrix product, timed or sampled out."},
     {"xpu_timer_gemm_flops_per_second", "gauge",
@@ -116,14 +126,6 @@ const char* step_source_str(uint32_t source) {
   return source == static_cast<uint32_t>(proto::StepSource::kNvtxRange) ? "nvtx" : "optimizer";
 }
 
-// std::to_chars: no locale, no format parsing (a scrape of 1024 ranks writes
-// about a million numbers).
-void append_u64(std::string* out, uint64_t v) {
-  char buf[24];
-  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
-  out->append(buf, static_cast<size_t>(r.ptr - buf));
-}
-
 // Shortest text that reads back as the same double.
 void append_shortest(std::string* out, double v) {
   char buf[32];
@@ -131,59 +133,10 @@ void append_shortest(std::string* out, double v) {
   out->append(buf, static_cast<size_t>(r.ptr - buf));
 }
 
-// `,le="..."} ` of each histogram bucket, rendered once.
-const std::array<std::string, proto::kHistBuckets>& bucket_suffixes() {
-  static const std::array<std::string, proto::kHistBuckets> suffixes = [] {
-    std::array<std::string, proto::kHistBuckets> s;
-    for (int b = 0; b < proto::kHistBuckets; ++b) {
-      char buf[32];
-      if (b == proto::kHistBuckets - 1) {
-        std::snprintf(buf, sizeof(buf), "+Inf");
-      } else {
-        std::snprintf(buf, sizeof(buf), "%.10g", proto::kHistUpperBoundsSeconds[b]);
-      }
-      s[b] = std::string(",le=\"") + buf + "\"} ";
-    }
-    return s;
-  }();
-  return suffixes;
-}
-
 void append_double(std::string* out, double v, const char* fmt) {
   char buf[48];
   const int n = std::snprintf(buf, sizeof(buf), fmt, v);
   out->append(buf, static_cast<size_t>(n));
-}
-
-void append_sample_prefix(std::string* out, const char* name, const char* suffix,
-                          const std::string& labels) {
-  out->append(name);
-  out->append(suffix);
-  out->push_back('{');
-  out->append(labels);
-  out->append("} ");
-}
-
-// The _bucket (cumulative), _sum and _count lines of one histogram series.
-void append_histogram(std::string* h, const char* name, const std::string& labels,
-                      const uint64_t (&hist)[proto::kHistBuckets], uint64_t sum_ns) {
-  const auto& suffixes = bucket_suffixes();
-  uint64_t cumulative = 0;
-  for (int b = 0; b < proto::kHistBuckets; ++b) {
-    cumulative += hist[b];
-    h->append(name);
-    h->append("_bucket{");
-    h->append(labels);
-    h->append(suffixes[b]);
-    append_u64(h, cumulative);
-    h->push_back('\n');
-  }
-  append_sample_prefix(h, name, "_sum", labels);
-  append_ns_as_seconds(h, sum_ns);
-  h->push_back('\n');
-  append_sample_prefix(h, name, "_count", labels);
-  append_u64(h, cumulative);
-  h->push_back('\n');
 }
 
 void append_label(std::string* out, const char* name, const char* value) {
@@ -202,6 +155,27 @@ uint64_t slot_identity(const proto::MetricSlot& m) {
          static_cast<uint64_t>(m.nranks & 0xff) << 56;
 }
 
+// The labels of an operation key, after the rank's: ",op=...,kind=...".
+void set_op_key(std::string* l, const proto::MetricSlot& m) {
+  const auto name = static_cast<proto::OpName>(m.name);
+  const proto::OpKind kind = proto::op_kind_of(name);
+  l->clear();
+  append_label(l, "op", proto::op_name_str(name));
+  append_label(l, "kind", op_kind_str(static_cast<uint8_t>(kind)));
+  append_label(l, "dtype", proto::dtype_str(static_cast<proto::DType>(m.dtype)));
+  l->append(",size_bucket=\"");
+  append_u64(l, m.size_bucket);
+  l->push_back('"');
+  if (kind == proto::OpKind::kNccl) {
+    l->append(",nranks=\"");
+    append_u64(l, m.nranks);
+    l->push_back('"');
+    append_label(l, "algo", proto::nccl_algo_str(m.algo));
+    append_label(l, "proto", proto::nccl_proto_str(m.proto));
+    append_label(l, "transport", proto::nccl_transport_str(m.transport));
+  }
+}
+
 double env_seconds(const char* name, double fallback) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return fallback;
@@ -212,19 +186,18 @@ double env_seconds(const char* name, double fallback) {
 
 }  // namespace
 
-MetricsConfig MetricsConfig::from_env(const std::vector<std::string>& command) {
+MetricsConfig MetricsConfig::from_env(const std::vector<std::string>& command,
+                                      const std::string& job_id, bool per_rank_histograms) {
   MetricsConfig c;
-  for (const char* var : {"XPU_TIMER_JOB_NAME", "ENV_ARGO_WORKFLOW_NAME"}) {
-    const char* v = std::getenv(var);
-    if (v != nullptr && *v != '\0') {
-      c.job_name = v;
-      break;
-    }
-  }
-  if (c.job_name.empty() && !command.empty()) {
-    const std::string& argv0 = command.front();
-    c.job_name = argv0.substr(argv0.rfind('/') == std::string::npos ? 0 : argv0.rfind('/') + 1);
-  }
+  JobNameSources sources;
+  sources.env = [](const char* name) -> const char* { return std::getenv(name); };
+  sources.job_id = job_id;
+  if (!command.empty()) sources.launcher = command.front();
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) == 0) sources.host = host;
+  sources.start = std::time(nullptr);
+  c.job_name = metrics_job_name(sources);
+  c.per_rank_histograms = per_rank_histograms;
   c.expiry_s = env_seconds("XPU_TIMER_METRICS_EXPIRY_S", c.expiry_s);
   c.window_s = env_seconds("XPU_TIMER_METRICS_WINDOW_S", c.window_s);
   return c;
@@ -271,17 +244,18 @@ MetricsWriter::MetricsWriter(const MetricsConfig& config, RateWindow* rates, uin
 }
 
 void MetricsWriter::add_rank(const RankMetricsInput& in) {
+  node_labels_.assign("host=\"");
+  append_escaped_label_value(&node_labels_, in.host);
+  node_labels_.append("\",job_name=\"");
+  append_escaped_label_value(&node_labels_, config_.job_name);
+  node_labels_.push_back('"');
   std::string& labels = rank_labels_;
-  labels.clear();
-  labels.append("rank=\"");
+  labels.assign("rank=\"");
   labels.append(std::to_string(in.rank));
   labels.append("\",local_rank=\"");
   labels.append(std::to_string(in.local_rank));
-  labels.append("\",host=\"");
-  append_escaped_label_value(&labels, in.host);
-  labels.append("\",job_name=\"");
-  append_escaped_label_value(&labels, config_.job_name);
-  labels.push_back('"');
+  labels.append("\",");
+  labels.append(node_labels_);
 
   auto gauge = [&](Family f, uint64_t value) {
     std::string& out = body_[f];
@@ -358,21 +332,19 @@ void MetricsWriter::add_rank(const RankMetricsInput& in) {
   for (uint32_t i = 0; i < nranges; ++i) {
     const proto::RangeSlot& r = p->ranges[i];
     if (r.count == 0) continue;
-    range_labels.assign(labels).append(",range=\"");
+    range_labels.assign(",range=\"");
     append_escaped_label_value(&range_labels,
                                std::string(r.name, strnlen(r.name, proto::kRangeNameBytes)));
     range_labels.push_back('"');
-    append_histogram(&body_[kRangeLatency], kFamilies[kRangeLatency].name, range_labels, r.hist,
-                     r.sum_ns);
+    add_histogram(kRangeLatency, range_labels, r.hist, r.sum_ns);
   }
   if (nranges > 1 || p->ranges_dropped > 0) gauge(kRangesDropped, p->ranges_dropped);
   seconds_of(kSelfPollerCpu, p->self.poller_cpu_ns);
   seconds_of(kSelfHook, p->self.hook_sampled_ns * p->self.hook_sample_every);
   if (p->steps.steps > 0) {
-    std::string step_labels = labels;
-    append_label(&step_labels, "source", step_source_str(p->steps.source));
-    append_histogram(&body_[kStepLatency], kFamilies[kStepLatency].name, step_labels, p->steps.hist,
-                     p->steps.sum_ns);
+    std::string step_key;
+    append_label(&step_key, "source", step_source_str(p->steps.source));
+    add_histogram(kStepLatency, step_key, p->steps.hist, p->steps.sum_ns);
     seconds_of(kStepLast, p->steps.last_ns);
     if (p->steps.measured > 0) {
       seconds_of(kStepGpuBusy, p->steps.busy_ns);
@@ -396,6 +368,12 @@ void MetricsWriter::add_rank(const RankMetricsInput& in) {
     // Expiry: a key idle for expiry_s leaves the exposition (and Prometheus
     // marks its series stale); it comes back with its totals if used again.
     if (expiry_ns_ > 0 && now_ns_ > m.last_update_ns && now_ns_ - m.last_update_ns > expiry_ns_) {
+      // Still in its node's sum (node_histograms.h), which must not go down
+      // while another rank uses the key.
+      if (!config_.per_rank_histograms) {
+        set_op_key(&op_key_, m);
+        add_histogram(kLatency, op_key_, m.hist, m.sum_ns, /*live=*/false);
+      }
       continue;
     }
     add_slot(in, i, m);
@@ -407,22 +385,9 @@ void MetricsWriter::add_slot(const RankMetricsInput& in, uint32_t index,
   const auto name = static_cast<proto::OpName>(m.name);
   const proto::OpKind kind = proto::op_kind_of(name);
   const bool nccl = kind == proto::OpKind::kNccl;
+  set_op_key(&op_key_, m);
   std::string& l = op_labels_;
-  l.assign(rank_labels_);
-  append_label(&l, "op", proto::op_name_str(name));
-  append_label(&l, "kind", op_kind_str(static_cast<uint8_t>(kind)));
-  append_label(&l, "dtype", proto::dtype_str(static_cast<proto::DType>(m.dtype)));
-  l.append(",size_bucket=\"");
-  append_u64(&l, m.size_bucket);
-  l.push_back('"');
-  if (nccl) {
-    l.append(",nranks=\"");
-    append_u64(&l, m.nranks);
-    l.push_back('"');
-    append_label(&l, "algo", proto::nccl_algo_str(m.algo));
-    append_label(&l, "proto", proto::nccl_proto_str(m.proto));
-    append_label(&l, "transport", proto::nccl_transport_str(m.transport));
-  }
+  l.assign(rank_labels_).append(op_key_);
 
   auto sample = [&](Family f, const char* suffix) -> std::string& {
     std::string& out = body_[f];
@@ -442,7 +407,10 @@ void MetricsWriter::add_slot(const RankMetricsInput& in, uint32_t index,
 
   line_u64(kOperations, m.count + m.untimed_count);  // every call; the histogram: timed ones
 
-  append_histogram(&body_[kLatency], kFamilies[kLatency].name, l, m.hist, m.sum_ns);
+  line_u64(kOperationsTimed, m.count);
+  append_ns_as_seconds(&sample(kOperationGpuTime, ""), m.sum_ns);
+  body_[kOperationGpuTime].push_back('\n');
+  add_histogram(kLatency, op_key_, m.hist, m.sum_ns);
 
   RateWindow::Totals d{};
   if (rates_ != nullptr) {
@@ -474,8 +442,24 @@ void MetricsWriter::add_slot(const RankMetricsInput& in, uint32_t index,
   }
 }
 
+void MetricsWriter::add_histogram(Family f, const std::string& key,
+                                  const uint64_t (&hist)[proto::kHistBuckets], uint64_t sum_ns,
+                                  bool live) {
+  if (config_.per_rank_histograms) {
+    scratch_.assign(rank_labels_).append(key);
+    append_histogram(&body_[f], kFamilies[f].name, scratch_, hist, sum_ns);
+    return;
+  }
+  scratch_.assign(node_labels_).append(key);
+  NodeHistograms& sums = f == kLatency ? latency_ : f == kRangeLatency ? ranges_ : steps_;
+  sums.add(scratch_, hist, sum_ns, live);
+}
+
 std::string MetricsWriter::finish(bool job_hung, bool job_running, uint64_t mismatches,
                                   bool job_stalled) {
+  latency_.render(kFamilies[kLatency].name, &body_[kLatency]);
+  ranges_.render(kFamilies[kRangeLatency].name, &body_[kRangeLatency]);
+  steps_.render(kFamilies[kStepLatency].name, &body_[kStepLatency]);
   size_t total = 256;
   for (const std::string& b : body_) total += b.size() + 200;
   std::string out;

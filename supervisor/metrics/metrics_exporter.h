@@ -14,7 +14,10 @@
 // operation's flops for GEMMs, of its bytes for NCCL) and, for NCCL, nranks,
 // algo, proto and transport. Cardinality is bounded by the page: at most
 // proto::kMaxMetrics operation keys per rank, and a key not updated for
-// `expiry_s` is no longer exported.
+// `expiry_s` is no longer exported. The histograms (26 series each) are
+// summed per node and key, without rank and local_rank, unless
+// `per_rank_histograms` (node_histograms.h): per rank only counters and
+// gauges.
 //
 // Threads: MetricsWriter is used by one thread. MetricsExporter::render is
 // called by HTTP threads concurrently; it serialises on its own mutex.
@@ -34,6 +37,7 @@
 #include "common/status_page.h"
 #include "supervisor/analysis/hang_detector.h"
 #include "supervisor/metrics/metrics_rate_window.h"
+#include "supervisor/metrics/node_histograms.h"
 #include "supervisor/ranks/rank_registry.h"
 #include "supervisor/ranks/rank_sampler.h"
 
@@ -43,10 +47,14 @@ struct MetricsConfig {
   std::string job_name;   // the job_name label of every series
   double expiry_s = 600;  // XPU_TIMER_METRICS_EXPIRY_S: drop keys idle this long
   double window_s = 30;   // XPU_TIMER_METRICS_WINDOW_S: window of the rate gauges
+  // --metrics-histograms rank: histograms per rank rather than per node.
+  bool per_rank_histograms = false;
 
-  // XPU_TIMER_JOB_NAME, else ENV_ARGO_WORKFLOW_NAME (xpu-timer's), else the
-  // file name of the job's command (argv[0]); window and expiry from env.
-  static MetricsConfig from_env(const std::vector<std::string>& command);
+  // job_name from metrics_job_name (job_name.h) over the supervisor's
+  // environment, `job_id` ("" when none was found), the command's argv[0],
+  // the host name and the time now; window and expiry from env.
+  static MetricsConfig from_env(const std::vector<std::string>& command, const std::string& job_id,
+                                bool per_rank_histograms);
 };
 
 struct RankMetricsInput {
@@ -77,6 +85,8 @@ class MetricsWriter {
     kSkipped,
     kHookErrors,
     kOperations,
+    kOperationsTimed,
+    kOperationGpuTime,
     kLatency,
     kGemmFlops,
     kGemmFlopsRate,
@@ -128,13 +138,21 @@ class MetricsWriter {
 
  private:
   void add_slot(const RankMetricsInput& in, uint32_t index, const proto::MetricSlot& m);
+  // One histogram series: per rank (`key` after the rank's labels) or into
+  // the node's sum (after its node labels).
+  void add_histogram(Family f, const std::string& key, const uint64_t (&hist)[proto::kHistBuckets],
+                     uint64_t sum_ns, bool live = true);
 
   const MetricsConfig& config_;
   RateWindow* const rates_;
   const uint64_t now_ns_;
   const uint64_t expiry_ns_;
-  std::string rank_labels_;  // of the rank being added
-  std::string op_labels_;    // of the slot being added
+  std::string node_labels_;  // host and job_name of the rank being added
+  std::string rank_labels_;  // rank and local_rank, then node_labels_
+  std::string op_labels_;    // of the slot being added: rank_labels_ + op_key_
+  std::string op_key_;       // the slot's own labels (op, kind, ...)
+  std::string scratch_;      // a histogram series' labels
+  NodeHistograms latency_, ranges_, steps_;
   Buffers own_;
   Buffers& body_;
 };

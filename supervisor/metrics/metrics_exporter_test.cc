@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 
 namespace xpu_timer::supervisor {
@@ -93,6 +95,10 @@ TEST(MetricsExporter, ExactLinesForOnePage) {
       l + ",op=\"AllReduce\",kind=\"nccl\",dtype=\"bf16\",size_bucket=\"20\",nranks=\"4\"," +
       "algo=\"Ring\",proto=\"LL128\",transport=\"intra_node\"";
   const std::string mm = l + ",op=\"GemmEx\",kind=\"gemm\",dtype=\"fp16\",size_bucket=\"30\"";
+  // The histograms: summed over the node's ranks, without rank labels.
+  const std::string node = "host=\"node\\\"a\\\\b\\nc\",job_name=\"train\"";
+  const std::string ar_node = node + ar.substr(l.size());
+  const std::string mm_node = node + mm.substr(l.size());
 
   EXPECT_TRUE(has_line(text, "# HELP xpu_timer_rank_up 1 while the rank's process is alive."));
   EXPECT_TRUE(has_line(text, "# TYPE xpu_timer_rank_up gauge"));
@@ -106,26 +112,31 @@ TEST(MetricsExporter, ExactLinesForOnePage) {
   EXPECT_TRUE(has_line(text, "# TYPE xpu_timer_operations_total counter"));
   EXPECT_TRUE(has_line(text, "xpu_timer_operations_total{" + ar + "} 5"));
   EXPECT_TRUE(has_line(text, "xpu_timer_operations_total{" + mm + "} 5"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_operations_timed_total{" + ar + "} 3"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_operation_gpu_seconds_total{" + ar + "} 0.001500000"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_operation_gpu_seconds_total{" + mm + "} 12.000000001"));
   EXPECT_TRUE(has_line(text, "# TYPE xpu_timer_operation_latency_seconds histogram"));
   EXPECT_TRUE(
-      has_line(text, "xpu_timer_operation_latency_seconds_bucket{" + ar + ",le=\"1e-05\"} 0"));
+      has_line(text, "xpu_timer_operation_latency_seconds_bucket{" + ar_node + ",le=\"1e-05\"} 0"));
+  EXPECT_TRUE(has_line(
+      text, "xpu_timer_operation_latency_seconds_bucket{" + ar_node + ",le=\"0.00032\"} 0"));
+  EXPECT_TRUE(has_line(
+      text, "xpu_timer_operation_latency_seconds_bucket{" + ar_node + ",le=\"0.00064\"} 1"));
+  EXPECT_TRUE(has_line(
+      text, "xpu_timer_operation_latency_seconds_bucket{" + ar_node + ",le=\"0.00128\"} 3"));
+  EXPECT_TRUE(has_line(
+      text, "xpu_timer_operation_latency_seconds_bucket{" + ar_node + ",le=\"41.94304\"} 3"));
   EXPECT_TRUE(
-      has_line(text, "xpu_timer_operation_latency_seconds_bucket{" + ar + ",le=\"0.00032\"} 0"));
+      has_line(text, "xpu_timer_operation_latency_seconds_bucket{" + ar_node + ",le=\"+Inf\"} 3"));
   EXPECT_TRUE(
-      has_line(text, "xpu_timer_operation_latency_seconds_bucket{" + ar + ",le=\"0.00064\"} 1"));
+      has_line(text, "xpu_timer_operation_latency_seconds_sum{" + ar_node + "} 0.001500000"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_operation_latency_seconds_count{" + ar_node + "} 3"));
+  EXPECT_TRUE(has_line(
+      text, "xpu_timer_operation_latency_seconds_bucket{" + mm_node + ",le=\"41.94304\"} 0"));
   EXPECT_TRUE(
-      has_line(text, "xpu_timer_operation_latency_seconds_bucket{" + ar + ",le=\"0.00128\"} 3"));
+      has_line(text, "xpu_timer_operation_latency_seconds_bucket{" + mm_node + ",le=\"+Inf\"} 1"));
   EXPECT_TRUE(
-      has_line(text, "xpu_timer_operation_latency_seconds_bucket{" + ar + ",le=\"41.94304\"} 3"));
-  EXPECT_TRUE(
-      has_line(text, "xpu_timer_operation_latency_seconds_bucket{" + ar + ",le=\"+Inf\"} 3"));
-  EXPECT_TRUE(has_line(text, "xpu_timer_operation_latency_seconds_sum{" + ar + "} 0.001500000"));
-  EXPECT_TRUE(has_line(text, "xpu_timer_operation_latency_seconds_count{" + ar + "} 3"));
-  EXPECT_TRUE(
-      has_line(text, "xpu_timer_operation_latency_seconds_bucket{" + mm + ",le=\"41.94304\"} 0"));
-  EXPECT_TRUE(
-      has_line(text, "xpu_timer_operation_latency_seconds_bucket{" + mm + ",le=\"+Inf\"} 1"));
-  EXPECT_TRUE(has_line(text, "xpu_timer_operation_latency_seconds_sum{" + mm + "} 12.000000001"));
+      has_line(text, "xpu_timer_operation_latency_seconds_sum{" + mm_node + "} 12.000000001"));
   EXPECT_TRUE(has_line(text, "xpu_timer_nccl_bytes_total{" + ar + "} 4194304"));
   EXPECT_TRUE(has_line(text, "xpu_timer_gemm_flops_total{" + mm + "} 10000000000"));
   EXPECT_TRUE(has_line(text, "xpu_timer_nccl_bus_bytes_total{" + ar + "} 6291456"));
@@ -148,6 +159,162 @@ TEST(MetricsExporter, ExactLinesForOnePage) {
   EXPECT_EQ(count(text, "xpu_timer_operation_latency_seconds_bucket{"), 2u * proto::kHistBuckets);
   EXPECT_EQ(count(text, "xpu_timer_operations_total{"), 2u);
   EXPECT_EQ(text.back(), '\n');
+}
+
+// Series per family name (`_bucket` etc. counted under their own names) of
+// an exposition: the shape of a scrape, comment lines left out.
+std::map<std::string, size_t> series_by_name(const std::string& text) {
+  std::map<std::string, size_t> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    ++out[line.substr(0, line.find('{'))];
+  }
+  return out;
+}
+
+// The series of a two-rank node whose ranks ran the same AllReduce and GEMM
+// keys, with NVTX ranges and steps: one histogram series per key and node by
+// default, one per key and rank with --metrics-histograms rank; the counters
+// and gauges are per rank either way, and the node's histogram is the sum of
+// the ranks' (bucket by bucket, _sum and _count).
+TEST(MetricsExporter, HistogramsPerNodeByDefaultPerRankOnRequest) {
+  auto page = page_with_allreduce_and_gemm();
+  page->nranges = 2;
+  std::snprintf(page->ranges[1].name, proto::kRangeNameBytes, "forward");
+  page->ranges[1].count = 1;
+  page->ranges[1].sum_ns = 1000;
+  page->ranges[1].hist[0] = 1;
+  page->steps.steps = 1;
+  page->steps.sum_ns = 2000;
+  page->steps.hist[0] = 1;
+  auto render = [&](bool per_rank) {
+    MetricsConfig c = config();
+    c.per_rank_histograms = per_rank;
+    MetricsWriter w(c, nullptr, kNow);
+    for (int r = 0; r < 2; ++r) {
+      RankMetricsInput in;
+      in.rank = r;
+      in.local_rank = r;
+      in.host = "n1";
+      in.up = true;
+      in.page = page.get();
+      w.add_rank(in);
+    }
+    return w.finish(false);
+  };
+  const std::string node_text = render(false);
+  const std::string rank_text = render(true);
+  const size_t b = proto::kHistBuckets;
+  // Per rank: 1 + 9 + 1 + 1 liveness, 14 page counters and gauges, 1 step
+  // gauge; per key and rank: operations, timed, GPU seconds, and 1 (GEMM
+  // flops) or 3 (NCCL bytes, bus bytes, channels).
+  std::map<std::string, size_t> per_rank = {
+      {"xpu_timer_rank_up", 2},
+      {"xpu_timer_rank_state", 18},
+      {"xpu_timer_hang", 2},
+      {"xpu_timer_heartbeat_age_seconds", 2},
+      {"xpu_timer_inflight_operations", 2},
+      {"xpu_timer_queue_depth", 2},
+      {"xpu_timer_dropped_records_total", 2},
+      {"xpu_timer_skipped_capture_total", 2},
+      {"xpu_timer_hook_errors_total", 2},
+      {"xpu_timer_kernel_launches_total", 2},
+      {"xpu_timer_device_memory_allocations_total", 2},
+      {"xpu_timer_device_memory_allocated_bytes_total", 2},
+      {"xpu_timer_device_memory_frees_total", 2},
+      {"xpu_timer_device_memory_freed_bytes_total", 2},
+      {"xpu_timer_nvtx_ranges_dropped_total", 2},
+      {"xpu_timer_self_poller_cpu_seconds_total", 2},
+      {"xpu_timer_self_hook_seconds_total", 2},
+      {"xpu_timer_step_last_seconds", 2},
+      {"xpu_timer_operations_total", 4},
+      {"xpu_timer_operations_timed_total", 4},
+      {"xpu_timer_operation_gpu_seconds_total", 4},
+      {"xpu_timer_gemm_flops_total", 2},
+      {"xpu_timer_nccl_bytes_total", 2},
+      {"xpu_timer_nccl_bus_bytes_total", 2},
+      {"xpu_timer_nccl_channels", 2},
+      {"xpu_timer_job_hung", 1},
+      {"xpu_timer_job_stalled", 1},
+      {"xpu_timer_job_running", 1},
+      {"xpu_timer_collective_mismatches_total", 1},
+      {"xpu_timer_self_supervisor_cpu_seconds_total", 1},
+  };
+  // Histograms: 2 operation keys, 1 range name, 1 step source; once per
+  // node, or once per rank.
+  auto with_histograms = [&](size_t copies) {
+    std::map<std::string, size_t> m = per_rank;
+    for (const auto& [name, series] :
+         {std::pair<std::string, size_t>{"xpu_timer_operation_latency_seconds", 2},
+          {"xpu_timer_nvtx_range_seconds", 1},
+          {"xpu_timer_step_seconds", 1}}) {
+      m[name + "_bucket"] = series * copies * b;
+      m[name + "_sum"] = series * copies;
+      m[name + "_count"] = series * copies;
+    }
+    return m;
+  };
+  EXPECT_EQ(series_by_name(node_text), with_histograms(1)) << node_text;
+  EXPECT_EQ(series_by_name(rank_text), with_histograms(2)) << rank_text;
+
+  // The node's series carry no rank label, and sum the two ranks'.
+  const std::string ar_key =
+      ",op=\"AllReduce\",kind=\"nccl\",dtype=\"bf16\",size_bucket=\"20\",nranks=\"4\","
+      "algo=\"Ring\",proto=\"LL128\",transport=\"intra_node\"";
+  const std::string node = "host=\"n1\",job_name=\"train\"";
+  EXPECT_TRUE(
+      has_line(node_text, "xpu_timer_operation_latency_seconds_count{" + node + ar_key + "} 6"));
+  EXPECT_TRUE(has_line(
+      node_text, "xpu_timer_operation_latency_seconds_sum{" + node + ar_key + "} 0.003000000"));
+  EXPECT_TRUE(has_line(node_text, "xpu_timer_operation_latency_seconds_bucket{" + node + ar_key +
+                                      ",le=\"0.00064\"} 2"));
+  EXPECT_TRUE(
+      has_line(node_text, "xpu_timer_step_seconds_count{" + node + ",source=\"optimizer\"} 2"));
+  EXPECT_TRUE(has_line(
+      node_text, "xpu_timer_nvtx_range_seconds_sum{" + node + ",range=\"forward\"} 0.000002000"));
+  for (const char* family : {"xpu_timer_operation_latency_seconds", "xpu_timer_nvtx_range_seconds",
+                             "xpu_timer_step_seconds"}) {
+    EXPECT_EQ(node_text.find(std::string(family) + "_count{rank="), std::string::npos) << family;
+  }
+  // Per rank: each rank's own, as before.
+  const std::string r1 = "rank=\"1\",local_rank=\"1\"," + node;
+  EXPECT_TRUE(
+      has_line(rank_text, "xpu_timer_operation_latency_seconds_count{" + r1 + ar_key + "} 3"));
+  // Per-rank timed counters and GPU time sum to the node's histogram.
+  EXPECT_TRUE(has_line(node_text, "xpu_timer_operations_timed_total{" + r1 + ar_key + "} 3"));
+  EXPECT_TRUE(has_line(node_text,
+                       "xpu_timer_operation_gpu_seconds_total{" + r1 + ar_key + "} 0.001500000"));
+}
+
+// An idle key of one rank stays in its node's histogram while another rank
+// uses it (the sum must not drop: Prometheus would read a counter reset),
+// and leaves with the last rank's.
+TEST(MetricsExporter, ANodeHistogramKeepsAnExpiredRanksCountsWhileTheKeyLives) {
+  auto live = page_with_allreduce_and_gemm();
+  auto idle = page_with_allreduce_and_gemm();
+  idle->metrics[0].last_update_ns = kNow - 601ull * 1000000000ull;
+  idle->metrics[2].last_update_ns = kNow - 601ull * 1000000000ull;
+  live->metrics[2].last_update_ns = kNow - 601ull * 1000000000ull;  // the GEMM idle everywhere
+  MetricsWriter w(config(), nullptr, kNow);
+  for (proto::StatusPage* p : {live.get(), idle.get()}) {
+    RankMetricsInput in;
+    in.rank = p == live.get() ? 0 : 1;
+    in.host = "n1";
+    in.page = p;
+    w.add_rank(in);
+  }
+  const std::string text = w.finish(false);
+  EXPECT_EQ(count(text, "xpu_timer_operation_latency_seconds_count{"), 1u) << text;
+  EXPECT_NE(text.find("op=\"AllReduce\""), std::string::npos);
+  EXPECT_TRUE(has_line(text,
+                       "xpu_timer_operation_latency_seconds_count{host=\"n1\","
+                       "job_name=\"train\",op=\"AllReduce\",kind=\"nccl\",dtype=\"bf16\","
+                       "size_bucket=\"20\",nranks=\"4\",algo=\"Ring\",proto=\"LL128\","
+                       "transport=\"intra_node\"} 6"))
+      << text;
+  EXPECT_EQ(count(text, "xpu_timer_operations_total{"), 1u);  // rank 0's AllReduce only
 }
 
 TEST(MetricsExporter, RankWithoutReadablePageHasOnlyLiveness) {
@@ -400,7 +567,8 @@ TEST(MetricsExporter, NvtxRangesAndStepsAsHistograms) {
   w.add_rank(in);
   const std::string text = w.finish(false);
   const std::string l = "rank=\"1\",local_rank=\"0\",host=\"\",job_name=\"train\"";
-  const std::string fwd = l + ",range=\"for\\\"ward\"";
+  const std::string node = "host=\"\",job_name=\"train\"";  // histograms: per node
+  const std::string fwd = node + ",range=\"for\\\"ward\"";
   EXPECT_TRUE(has_line(text, "xpu_timer_nvtx_range_seconds_count{" + fwd + "} 3")) << text;
   EXPECT_TRUE(has_line(text, "xpu_timer_nvtx_range_seconds_sum{" + fwd + "} 0.003500000"));
   EXPECT_TRUE(has_line(text, "xpu_timer_nvtx_range_seconds_bucket{" + fwd + ",le=\"+Inf\"} 3"));
@@ -409,7 +577,7 @@ TEST(MetricsExporter, NvtxRangesAndStepsAsHistograms) {
   EXPECT_EQ(text.find("never_ended"), std::string::npos);
   EXPECT_EQ(text.find(",range=\"(other)\""), std::string::npos);
   EXPECT_TRUE(has_line(text, "xpu_timer_nvtx_ranges_dropped_total{" + l + "} 2"));
-  const std::string st = l + ",source=\"nvtx\"";
+  const std::string st = node + ",source=\"nvtx\"";
   EXPECT_TRUE(has_line(text, "xpu_timer_step_seconds_count{" + st + "} 2"));
   EXPECT_TRUE(has_line(text, "xpu_timer_step_seconds_sum{" + st + "} 2.500000000"));
   EXPECT_TRUE(has_line(text, "xpu_timer_step_last_seconds{" + l + "} 1.200000000"));
@@ -501,15 +669,21 @@ TEST(MetricsExporter, APageBusyUnderItsSeqlockIsReadAgainNotDropped) {
   rmdir(dir);
 }
 
-TEST(MetricsExporter, JobNameFromEnvironmentOrCommand) {
+TEST(MetricsExporter, JobNameFromEnvironmentOrJobId) {
   unsetenv("ENV_ARGO_WORKFLOW_NAME");
   unsetenv("XPU_TIMER_JOB_NAME");
-  EXPECT_EQ(MetricsConfig::from_env({"/usr/bin/torchrun", "x.py"}).job_name, "torchrun");
+  EXPECT_EQ(MetricsConfig::from_env({"/usr/bin/torchrun", "x.py"}, "run-3", false).job_name,
+            "run-3");
+  // No id: generated, never the launcher's name alone (job_name_test.cc).
+  const std::string generated = MetricsConfig::from_env({"/usr/bin/torchrun"}, "", false).job_name;
+  EXPECT_EQ(generated.rfind("torchrun-", 0), 0u) << generated;
+  EXPECT_GT(generated.size(), std::string("torchrun-").size() + 16) << generated;
   setenv("XPU_TIMER_JOB_NAME", "llama-70b", 1);
   setenv("XPU_TIMER_METRICS_EXPIRY_S", "120", 1);
-  const MetricsConfig c = MetricsConfig::from_env({"torchrun"});
+  const MetricsConfig c = MetricsConfig::from_env({"torchrun"}, "run-3", true);
   EXPECT_EQ(c.job_name, "llama-70b");
   EXPECT_DOUBLE_EQ(c.expiry_s, 120);
+  EXPECT_TRUE(c.per_rank_histograms);
   unsetenv("XPU_TIMER_JOB_NAME");
   unsetenv("XPU_TIMER_METRICS_EXPIRY_S");
 }

@@ -30,6 +30,28 @@ std::map<std::pair<std::string, std::string>, double> sum_by_rank_op(const std::
   return out;
 }
 
+// Sums of one metric family per op over the series without a rank label.
+std::map<std::string, double> sum_by_op(const std::string& text, const std::string& family) {
+  std::map<std::string, double> out;
+  const std::regex line_re("^" + family + R"(\{([^}]*)\} (\S+)$)");
+  const std::regex op_re(R"(op="([^"]*)\")");
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::smatch m, o;
+    if (!std::regex_match(line, m, line_re)) continue;
+    const std::string labels = m[1];
+    if (labels.find("rank=") != std::string::npos) continue;
+    if (!std::regex_search(labels, o, op_re)) continue;
+    out[o[1]] += std::stod(m[2]);
+  }
+  return out;
+}
+
+const std::vector<std::string> expected_ops = {
+    "GemmEx", "GemmStridedBatchedEx", "Sgemm", "Hgemm", "SgemmStridedBatched",
+    "HgemmStridedBatched", "LtMatmul", "AllReduce"};
+
 // "0": every call timed; "": the default sampling (each (op, shape) timed
 // about 10 times a second, the other calls only counted).
 class MetricsE2E : public ::testing::TestWithParam<std::string> {};
@@ -62,8 +84,19 @@ TEST_P(MetricsE2E, PerRankCountsBytesAndFlopsAreExact) {
   const auto ops = sum_by_rank_op(reply->body, "xpu_timer_operations_total");
   const auto flops = sum_by_rank_op(reply->body, "xpu_timer_gemm_flops_total");
   const auto bytes = sum_by_rank_op(reply->body, "xpu_timer_nccl_bytes_total");
-  const auto lat_count = sum_by_rank_op(reply->body, "xpu_timer_operation_latency_seconds_count");
-  const auto lat_sum = sum_by_rank_op(reply->body, "xpu_timer_operation_latency_seconds_sum");
+  const auto lat_count = sum_by_rank_op(reply->body, "xpu_timer_operations_timed_total");
+  const auto lat_sum = sum_by_rank_op(reply->body, "xpu_timer_operation_gpu_seconds_total");
+  // The latency histogram is the node's: no rank label, and per operation
+  // the sum of the ranks' timed calls and GPU time (docs/metrics.md "Series
+  // budget"), exactly.
+  const auto node_count = sum_by_op(reply->body, "xpu_timer_operation_latency_seconds_count");
+  const auto node_sum = sum_by_op(reply->body, "xpu_timer_operation_latency_seconds_sum");
+  EXPECT_EQ(reply->body.find("xpu_timer_operation_latency_seconds_count{rank="), std::string::npos);
+  ASSERT_EQ(node_count.size(), expected_ops.size());
+  for (const std::string& op : expected_ops) {
+    EXPECT_EQ(node_count.at(op), lat_count.at({"0", op}) + lat_count.at({"1", op})) << op;
+    EXPECT_NEAR(node_sum.at(op), lat_sum.at({"0", op}) + lat_sum.at({"1", op}), 2e-9) << op;
+  }
 
   const double mnk2 = 2.0 * 1024 * 1024 * 1024;
   const std::map<std::string, std::pair<int, double>> expected = {

@@ -49,7 +49,8 @@ constexpr const char* kLongGemm = "8000,8000,8000";
 constexpr int kExtraNames = 70;  // more than the 63 names a rank keeps
 
 TEST(NvtxE2E, RangesAndAStepRangeAreCountedExactlyAndDrawnInTheTimeline) {
-  SupervisedJob job("nvtx-ranges", {"--hang-timeout", "300"},
+  // Histograms per rank (--metrics-histograms rank): each rank's are checked.
+  SupervisedJob job("nvtx-ranges", {"--hang-timeout", "300", "--metrics-histograms", "rank"},
                     sim_job(2, true,
                             {"--steps", std::to_string(kSteps), "--gemms-per-step", "2", "--gemm",
                              kLongGemm, "--bytes", "4096", "--nvtx", "--nvtx-names",
@@ -155,7 +156,7 @@ TEST(NvtxE2E, RangesAndAStepRangeAreCountedExactlyAndDrawnInTheTimeline) {
 }
 
 TEST(NvtxE2E, WithoutAStepRangeTheOptimizerHookMarksSteps) {
-  SupervisedJob job("nvtx-optimizer", {"--hang-timeout", "300"},
+  SupervisedJob job("nvtx-optimizer", {"--hang-timeout", "300", "--metrics-histograms", "rank"},
                     sim_job(2, true,
                             {"--steps", std::to_string(kSteps), "--gemms-per-step", "1", "--bytes",
                              "4096", "--optimizer-steps", "--await-probes", "--end-sleep-s", "60"}),

@@ -55,8 +55,9 @@ constexpr double kPoints = 0.02;  // the issue's tolerance on the idle fraction
 constexpr const char* kRange = "pipeline_step";
 
 TEST(PipelineBubbleE2E, EveryStageIdlesForTheOneF1BBubbleInClosedForm) {
+  // Histograms per rank (--metrics-histograms rank): each stage's steps are checked.
   SupervisedJob job(
-      "pipeline-bubble", {"--hang-timeout", "300"},
+      "pipeline-bubble", {"--hang-timeout", "300", "--metrics-histograms", "rank"},
       sim_job(kStages, true,
               {"--steps", std::to_string(kSteps), "--pipeline-1f1b", std::to_string(kMicroBatches),
                "--pipeline-backward-gemms", std::to_string(kBackwardGemms), "--gemm", kGemm,

@@ -18,7 +18,8 @@ dist=$(cd "$1" && pwd); out=$2
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 sup=$dist/bin/xpu_timer_supervisor
-export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1 XPU_TIMER_METRICS_LINGER_S=0
+# The checks read each rank's step and NVTX histograms (docs/metrics.md "Series budget").
+export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1 XPU_TIMER_METRICS_LINGER_S=0 XPU_TIMER_METRICS_HISTOGRAMS=rank
 stamp() { while IFS= read -r l; do printf '%s %s\n' "$(date +%s.%N)" "$l"; done; }
 
 port=18411
