@@ -73,6 +73,14 @@ json rank_json(const Rank& v) {
     r["issued_seq"] = or_null(v.issued_seq);
     r["last_completed_seq"] = or_null(v.last_completed_seq);
   }
+  json where = json::array();
+  for (const CodeFrame& f : v.where) {
+    where.push_back(json{{"function", f.function},
+                         {"file", f.file},
+                         {"line", f.line > 0 ? json(f.line) : json(nullptr)},
+                         {"kind", f.python ? "python" : "native"}});
+  }
+  r["where"] = std::move(where);
   return r;
 }
 
@@ -286,6 +294,33 @@ void read_rank(const json& e, const Fields& f, Rank* r, std::vector<std::string>
   f.read("seq", &r->seq);
   f.read("issued_seq", &r->issued_seq);
   f.read("last_completed_seq", &r->last_completed_seq);
+  // A frame of another shape is dropped alone; what is kept is bounded.
+  if (const json* w = f.typed("where", [](const json& v) { return v.is_array(); }, "an array")) {
+    static const json kNull;
+    for (const json& frame_json : *w) {
+      auto key = [&frame_json](const char* k) -> const json& {
+        if (!frame_json.is_object()) return kNull;
+        const auto it = frame_json.find(k);
+        return it == frame_json.end() ? kNull : *it;
+      };
+      const json& kind = key("kind");
+      const json& file = key("file");
+      const json& line = key("line");
+      if (!kind.is_string() || !key("function").is_string() ||
+          !(file.is_null() || file.is_string()) || !(line.is_null() || is_int(line))) {
+        f.drop("where", "an array of frames (an entry)");
+        continue;
+      }
+      CodeFrame frame;
+      frame.function = key("function").get<std::string>();
+      if (file.is_string()) frame.file = file.get<std::string>();
+      if (!line.is_null()) frame.line = line.get<int>();
+      frame.python = kind.get_ref<const std::string&>() == "python";
+      r->where.push_back(std::move(frame));
+      if (r->where.size() > kMaxWhereFrames) break;
+    }
+    r->where = bounded_where(std::move(r->where));
+  }
 }
 
 void read_group(const Fields& f, Group* g) {

@@ -31,6 +31,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/code_frame.h"
+
 namespace xpu_timer::hang_document {
 
 // Bumped only when an existing reader would misread a new document (a key
@@ -84,6 +86,12 @@ struct Rank {
   std::optional<uint64_t> seq;  // the collective the stuck ranks are in
   std::optional<uint64_t> issued_seq;
   std::optional<uint64_t> last_completed_seq;
+  // Where the rank was when its stacks were taken for this verdict: its
+  // innermost frame that is the user's, then that frame's caller
+  // (common/code_frame.h; each {"function", "file", "line", "kind":
+  // "python"|"native"}). Written for every rank, [] while unknown (no stacks
+  // yet, a rank that is no culprit, a node that could not take them).
+  std::vector<CodeFrame> where;
 };
 
 // Stuck ranks waiting in the same operation ("groups[]").

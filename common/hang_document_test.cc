@@ -50,6 +50,8 @@ Document example() {
   r1.seq = 4;
   r1.issued_seq = 3;
   r1.last_completed_seq = 3;
+  r1.where = {CodeFrame{"stuck_in_host_code", "/w/sim_trainer.py", 184, true},
+              CodeFrame{"main", "/w/app", 0, false}};
   Rank r2;
   r2.rank = 2;
   r2.state = "missing";
@@ -93,14 +95,18 @@ TEST(HangDocument, WriterWritesTheDocumentedKeys) {
   EXPECT_EQ(r0, json::parse(R"({"rank":0,"state":"stuck","registered":true,"node":3,"pid":100,
       "local_rank":0,"host":"h","heartbeat_age_s":0.25,"operation":{"kind":"nccl",
       "name":"AllGather","comm":"0000000000000abc","seq":4,"dtype":"fp32","bytes":4096,
-      "flops":0,"group_size":1},"pending_s":3.0,"running_s":2.5,"not_started":false})"));
+      "flops":0,"group_size":1},"pending_s":3.0,"running_s":2.5,"not_started":false,
+      "where":[]})"));
   EXPECT_EQ(j["ranks"][1]["comm"], "0000000000000abc");
   EXPECT_EQ(j["ranks"][1]["comm_name"], "tp");
   EXPECT_EQ(j["ranks"][1]["reason"], "behind");
+  EXPECT_EQ(j["ranks"][1]["where"], json::parse(R"([
+      {"function":"stuck_in_host_code","file":"/w/sim_trainer.py","line":184,"kind":"python"},
+      {"function":"main","file":"/w/app","line":null,"kind":"native"}])"));
   // Every missing rank has the communicator keys, null when it is in none.
   EXPECT_EQ(j["ranks"][2], json::parse(R"({"rank":2,"state":"missing","registered":false,
       "node":null,"reason":"never_registered","comm":null,"comm_name":null,"seq":null,
-      "issued_seq":null,"last_completed_seq":null})"));
+      "issued_seq":null,"last_completed_seq":null,"where":[]})"));
   EXPECT_EQ(j["groups"][0]["ranks_folded"], "0/2-4");
   EXPECT_EQ(j["groups"][0]["comm"], "0000000000000abc");
   EXPECT_EQ(j["mismatch_total"], 1);
@@ -159,6 +165,7 @@ TEST(HangDocument, ReadsBackWhatTheWriterWrote) {
   EXPECT_EQ(r1.issued_seq, 3u);
   EXPECT_EQ(r1.last_completed_seq, 3u);
   EXPECT_FALSE(r1.operation);
+  EXPECT_EQ(r1.where, in.ranks[1].where);
   const Rank& r2 = *out.find(2);
   EXPECT_EQ(r2.reason, "never_registered");
   EXPECT_FALSE(r2.registered);
@@ -204,6 +211,23 @@ TEST(HangDocument, AStallIsWrittenAndReadBack) {
   const Document old = parsed(R"({"version":1,"hung":false,"ranks":[]})");
   EXPECT_FALSE(old.stalled);
   EXPECT_FALSE(old.stalled_since);
+}
+
+TEST(HangDocument, APlaceOfAnotherShapeIsDroppedAloneAndWhatIsKeptIsBounded) {
+  std::vector<std::string> warnings;
+  const Document d = parsed(R"({"ranks":[{"rank":1,"where":[
+      {"function":"f","file":"a.py","line":3,"kind":"python"}, 7, {"function":1,"kind":"native"},
+      {"function":"g","file":null,"line":"x","kind":"native"},
+      {"function":"h\nh","kind":"native"}, {"function":"extra","kind":"native"}]},
+      {"rank":2,"where":{"function":"f"}}]})",
+                            &warnings);
+  ASSERT_EQ(d.ranks.size(), 2u);
+  EXPECT_EQ(d.ranks[0].where, (std::vector<CodeFrame>{CodeFrame{"f", "a.py", 3, true},
+                                                      CodeFrame{"h?h", "", 0, false}}));
+  EXPECT_TRUE(d.ranks[1].where.empty());
+  ASSERT_EQ(warnings.size(), 4u);
+  EXPECT_EQ(warnings[0], "ranks[0].where: not an array of frames (an entry); ignored");
+  EXPECT_EQ(warnings[3], "ranks[1].where: not an array; ignored");
 }
 
 TEST(HangDocument, AnotherVersionIsRefusedInOneLine) {

@@ -25,6 +25,7 @@
 #include "supervisor/job/job_launcher.h"
 #include "supervisor/job/run_dir.h"
 #include "supervisor/log_tee.h"
+#include "supervisor/metrics/culprit_metrics.h"
 #include "supervisor/metrics/metrics_exporter.h"
 #include "supervisor/metrics/metrics_linger.h"
 #include "supervisor/metrics/straggler_metrics.h"
@@ -59,13 +60,8 @@ Supervisor::~Supervisor() {
 
 JobExit Supervisor::run() {
   common::install_mapped_read_guard();  // before any page is attached
-  // Writes to a closed HTTP client must fail with EPIPE, not kill us; the job
-  // gets back whatever SIGPIPE disposition we inherited.
-  struct sigaction ignore_pipe {};
-  ignore_pipe.sa_handler = SIG_IGN;
-  sigemptyset(&ignore_pipe.sa_mask);
-  struct sigaction inherited_pipe {};
-  sigaction(SIGPIPE, &ignore_pipe, &inherited_pipe);
+  // Writes to a closed HTTP client must fail with EPIPE, not kill us.
+  const struct sigaction inherited_pipe = ignore_signal(SIGPIPE);
 
   dump_dir_ = open_dump_dir(options_.dump_dir);
   SUP_LOG_INFO("%s", options_summary(options_).c_str());
@@ -84,6 +80,7 @@ JobExit Supervisor::run() {
     if (job_) job_->terminate(SIGTERM, why.c_str());
   };
   hooks.parts = [this] { return hang_document_parts(); };
+  hooks.judge_now = [this] { poll(); };
   hooks.announce = [this] {
     if (job_view_) job_view_->request_dumps("hang");  // nodes that do not see it yet
   };
@@ -262,7 +259,8 @@ void Supervisor::poll() {
     hang_->after_crashes(crashes_->incidents());
     if (records.empty() && !detector_.report().hung) return;
     collectives_->read_rings(records, [&] { return take_snapshot(records, poll_scratch_.get()); });
-    const Snapshot snap = take_snapshot(records, poll_scratch_.get());
+    Snapshot snap = take_snapshot(records, poll_scratch_.get());
+    hang_->annotate(&snap);  // where the verdict's culprits are, once its stacks are in
     const int node = records.empty() ? -1 : records.front().reg.group_rank;
     collectives_->note_snapshot(snap, node);
     slow_->poll(records, snap, node, records.empty() ? 0 : records.front().reg.world_size);
@@ -387,9 +385,11 @@ std::string Supervisor::metrics_text() const {
   const CollectiveStatus collectives = collectives_->published();
   const bool running = job_running_.load();
   if (running) scraped_while_running_ = true;  // somebody will want to see the end
-  return metrics_->render(registry_.snapshot(), *report, &ended, running,
-                          &collectives.mismatched_ranks, collectives.mismatch_total) +
-         straggler_metrics_text(*slow_->published(), metrics_->config().job_name);
+  const std::vector<RankRecord> records = registry_.snapshot();
+  return metrics_->render(records, *report, &ended, running, &collectives.mismatched_ranks,
+                          collectives.mismatch_total) +
+         straggler_metrics_text(*slow_->published(), metrics_->config().job_name) +
+         culprit_metrics_text(*report, records, metrics_->config().job_name);
 }
 
 }  // namespace xpu_timer::supervisor

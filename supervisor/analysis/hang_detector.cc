@@ -43,6 +43,65 @@ std::string folded_phrase(const std::vector<int>& ranks) {
   return (ranks.size() == 1 ? "rank " : "ranks ") + fold_ranks(ranks);
 }
 
+// The place of `rank` in `report` (RankVerdict::where); nullptr: unknown.
+const std::vector<CodeFrame>* where_of(const HangReport& report, int rank) {
+  const auto it = std::lower_bound(report.ranks.begin(), report.ranks.end(), rank,
+                                   [](const RankVerdict& v, int r) { return v.rank < r; });
+  if (it == report.ranks.end() || it->rank != rank || it->where.empty()) return nullptr;
+  return &it->where;
+}
+
+// A verdict names at most this many places after one of its phrases; a stall
+// of 1,000 ranks in 1,000 places still makes one line.
+constexpr size_t kMaxPlaces = 3;
+
+// What follows a phrase naming `ranks`: ", in f (a.py:1) <- g (a.py:2)" when
+// every one of them was found at that place; else each place with its ranks
+// (", rank 2 in ..., ranks 3,5 in ...", at most kMaxPlaces, then how many
+// ranks are elsewhere); "" while no place is known (the verdict is published
+// before its stacks are in). `phrase` names a set of ranks.
+std::string where_clause(const HangReport& report, const std::vector<int>& ranks,
+                         std::string (*phrase)(const std::vector<int>&)) {
+  std::map<std::string, std::vector<int>> by_place;
+  size_t known = 0;
+  for (int rank : ranks) {
+    const std::vector<CodeFrame>* where = where_of(report, rank);
+    if (where == nullptr) continue;
+    by_place[where_phrase(*where)].push_back(rank);
+    ++known;
+  }
+  if (known == 0) return "";
+  if (by_place.size() == 1 && known == ranks.size()) return ", in " + by_place.begin()->first;
+  // The most common places first, then by their first rank.
+  std::vector<std::pair<std::string, std::vector<int>>> places(by_place.begin(), by_place.end());
+  std::stable_sort(places.begin(), places.end(), [](const auto& a, const auto& b) {
+    return a.second.size() != b.second.size() ? a.second.size() > b.second.size()
+                                              : a.second.front() < b.second.front();
+  });
+  std::string out;
+  size_t named = 0;
+  for (size_t i = 0; i < places.size() && i < kMaxPlaces; ++i) {
+    out += ", " + phrase(places[i].second) + " in " + places[i].first;
+    named += places[i].second.size();
+  }
+  if (named < known) out += ", " + std::to_string(known - named) + " more elsewhere";
+  return out;
+}
+
+// A place is kept only for a culprit (and one that exited since: where it
+// was is evidence for the post-mortem; the sentence does not name it): a
+// stuck rank is where its group says, and a healthy one was found somewhere
+// by the stacks of an earlier verdict.
+void keep_culprit_places(HangReport* r) {
+  for (RankVerdict& v : r->ranks) {
+    const bool culprit = v.state == RankState::kMissing || v.state == RankState::kUnresponsive ||
+                         v.state == RankState::kStalled || v.state == RankState::kExited;
+    if (!culprit) v.where.clear();
+  }
+}
+
+std::string unfolded_phrase(const std::vector<int>& ranks) { return ranks_phrase(ranks); }
+
 std::string stall_sentence(const HangReport& report, bool with_durations) {
   std::vector<int> all, unresponsive;
   double beat_age_s = 0;
@@ -59,6 +118,7 @@ std::string stall_sentence(const HangReport& report, bool with_durations) {
     std::snprintf(buf, sizeof(buf), " for %.1f s", report.stalled_s);
     s += buf;
   }
+  s += where_clause(report, all, folded_phrase);
   if (!unresponsive.empty()) {
     s += "; " + folded_phrase(unresponsive) + " unresponsive";
     if (with_durations) {
@@ -122,6 +182,7 @@ HangReport classify_snapshot(const Snapshot& snap, double timeout_s) {
     v.local_rank = s.local_rank;
     v.node = s.node;
     v.host = s.host;
+    v.where = s.where;
     const uint64_t beat_age_ns =
         proto::heartbeat_age_ns(snap.now_ns, s.heartbeat_ns, s.registered_ns);
     v.heartbeat_age_s = s.registered ? ns_to_s(beat_age_ns) : 0;
@@ -242,6 +303,7 @@ HangReport classify_snapshot(const Snapshot& snap, double timeout_s) {
       }
     }
   }
+  keep_culprit_places(&r);
   r.summary = hang_sentence(r);
   return r;
 }
@@ -282,11 +344,12 @@ std::string hang_sentence(const HangReport& report, bool with_durations) {
     }
     for (const auto& [last, ranks] : by_last) {
       parts.push_back(ranks_phrase(ranks) + " missing (last completed #" + std::to_string(last) +
-                      " on that comm)");
+                      " on that comm)" + where_clause(report, ranks, unfolded_phrase));
     }
     if (!not_started.empty()) {
       parts.push_back(ranks_phrase(not_started) + " missing (issued #" + std::to_string(g.seq) +
-                      ", not started on the GPU)");
+                      ", not started on the GPU)" +
+                      where_clause(report, not_started, unfolded_phrase));
     }
   }
   std::vector<int> idle, never, exited;
@@ -299,7 +362,10 @@ std::string hang_sentence(const HangReport& report, bool with_durations) {
     if (v.state == RankState::kExited) exited.push_back(v.rank);
     if (v.state == RankState::kUnresponsive) unresponsive.push_back(&v);
   }
-  if (!idle.empty()) parts.push_back(ranks_phrase(idle) + " missing (no operation in flight)");
+  if (!idle.empty()) {
+    parts.push_back(ranks_phrase(idle) + " missing (no operation in flight)" +
+                    where_clause(report, idle, unfolded_phrase));
+  }
   if (!never.empty()) parts.push_back(ranks_phrase(never) + " missing (never registered)");
   for (const RankVerdict* v : unresponsive) {
     std::string p = "rank " + std::to_string(v->rank) + " unresponsive";
@@ -309,7 +375,7 @@ std::string hang_sentence(const HangReport& report, bool with_durations) {
       std::snprintf(buf, sizeof(buf), " (no heartbeat for %.1f s)", v->heartbeat_age_s);
       p += buf;
     }
-    parts.push_back(std::move(p));
+    parts.push_back(p + where_clause(report, {v->rank}, unfolded_phrase));
   }
   if (!exited.empty()) parts.push_back(ranks_phrase(exited) + " exited");
 
@@ -375,6 +441,7 @@ HangEvent HangDetector::judge_stall(const Snapshot& snap, HangReport now) {
   const std::optional<double> still =
       stall_s_ > 0 ? still_.still_s(snap, /*need_news=*/!was) : std::nullopt;
   if (!still || *still < stall_s_) {
+    keep_culprit_places(&now);
     report_ = std::move(now);
     if (!was) return HangEvent::kNone;
     signature_.clear();
@@ -386,6 +453,7 @@ HangEvent HangDetector::judge_stall(const Snapshot& snap, HangReport now) {
   for (RankVerdict& v : now.ranks) {
     if (v.state == RankState::kOk) v.state = RankState::kStalled;
   }
+  keep_culprit_places(&now);
   now.summary = hang_sentence(now);
   const std::string signature = hang_sentence(now, false);
   const HangEvent event = !was ? HangEvent::kDetected

@@ -86,6 +86,9 @@ struct RankVerdict {
   // kUnresponsive because timing is off after a CUDA error (its page says
   // nothing in flight whatever it does), not because its heartbeat stopped.
   bool timing_disabled = false;
+  // Where it was when its stacks were taken (RankSample::where): named in the
+  // sentence for a culprit (missing, unresponsive, stalled).
+  std::vector<CodeFrame> where;
 };
 
 // Stuck ranks that wait in the same operation (same communicator and
@@ -133,8 +136,10 @@ struct HangReport {
 HangReport classify_snapshot(const Snapshot& snap, double timeout_s);
 
 // "ranks 0,1,3 stuck in AllReduce #6 on comm 1a2b3c4d5e6f7a8b (tp_group) for
-// 5.2 s; rank 2 missing (last completed #5 on that comm)" (the name only when
-// a page gives one: comm_phrase), the duration being the hang
+// 5.2 s; rank 2 missing (last completed #5 on that comm), in
+// stuck_in_host_code (sim_trainer.py:181) <- train_step (sim_trainer.py:226)"
+// (the name only when a page gives one: comm_phrase; a culprit's place once
+// its stacks are in: where_clause), the duration being the hang
 // clock (StuckGroup::waiting_s). A stall: "ranks 0-3 stalled: nothing in
 // flight and nothing issued or completed for 12.5 s; rank 2 unresponsive (no
 // heartbeat for 11.0 s)" (ranks folded: fold_ranks). Durations omitted when

@@ -599,5 +599,75 @@ TEST(HangDetectorStall, LargeJobsAreFolded) {
             "ranks 0-15 stalled: nothing in flight and nothing issued or completed");
 }
 
+// Where the culprits are (RankSample::where, from their stacks): named in the
+// sentence once known, grouped by place, for culprits only.
+const CodeFrame kHost{"stuck_in_host_code", "/w/tests/simgpu/sim_trainer.py", 184, true};
+const CodeFrame kStep{"train_step", "/w/tests/simgpu/sim_trainer.py", 226, true};
+const CodeFrame kLoad{"load_batch", "/w/train.py", 17, true};
+
+TEST(HangWhere, TheMissingRanksPlaceCompletesTheSentenceOnceKnown) {
+  std::vector<RankSample> ranks = {in_collective(0, 6, k5_2s), in_collective(1, 6, k5_2s),
+                                   behind(2, 6), in_collective(3, 6, k5_2s)};
+  HangDetector d(5.0);
+  EXPECT_EQ(d.update(snapshot(ranks)), HangEvent::kDetected);
+  const std::string before = d.report().summary;
+  EXPECT_EQ(before,
+            "ranks 0,1,3 stuck in AllReduce #6 on comm 1a2b3c4d5e6f7a8b for 5.2 s; rank 2 missing "
+            "(last completed #5 on that comm)");
+  // The stacks are in: rank 2's place, and a place on a stuck rank that the
+  // verdict does not name (the stuck ranks are where their group says).
+  ranks[2].where = {kHost, kStep};
+  ranks[0].where = {kStep};
+  EXPECT_EQ(d.update(snapshot(ranks)), HangEvent::kChanged);  // logged once more
+  EXPECT_EQ(d.report().summary,
+            before + ", in stuck_in_host_code (sim_trainer.py:184) <- train_step (sim_trainer.py:226)");
+  EXPECT_EQ(d.report().ranks[2].where, (std::vector<CodeFrame>{kHost, kStep}));
+  EXPECT_TRUE(d.report().ranks[0].where.empty());
+  EXPECT_EQ(d.update(snapshot(ranks)), HangEvent::kNone);
+}
+
+TEST(HangWhere, RanksInDifferentPlacesAreNamedByPlaceAndBounded) {
+  // Ranks 2-7 behind: 2,3,4 in one place, 5 in another, 6 unknown, 7 and
+  // the unresponsive rank 8 in others.
+  std::vector<RankSample> ranks = {in_collective(0, 6, k5_2s), in_collective(1, 6, k5_2s)};
+  for (int r = 2; r <= 7; ++r) ranks.push_back(behind(r, 6));
+  for (int r : {2, 3, 4}) ranks[r].where = {kHost, kStep};
+  ranks[5].where = {kLoad};
+  ranks[7].where = {kStep};
+  RankSample gone = healthy(8);
+  gone.heartbeat_ns = kNow - 20 * kSec;
+  gone.where = {CodeFrame{"spin", "/opt/app/bin/app", 0, false}};
+  ranks.push_back(gone);
+  const HangReport r = classify_snapshot(snapshot(ranks), 5.0);
+  EXPECT_EQ(r.summary,
+            "ranks 0,1 stuck in AllReduce #6 on comm 1a2b3c4d5e6f7a8b for 5.2 s; ranks 2,3,4,5,6,7 "
+            "missing (last completed #5 on that comm), ranks 2,3,4 in stuck_in_host_code "
+            "(sim_trainer.py:184) <- train_step (sim_trainer.py:226), rank 5 in load_batch "
+            "(train.py:17), rank 7 in train_step (sim_trainer.py:226); rank 8 unresponsive (no "
+            "heartbeat for 20.0 s), in spin (app)");
+  // More places than a sentence names: the rest counted.
+  ranks[6].where = {CodeFrame{"other", "/w/o.py", 1, true}};
+  EXPECT_NE(classify_snapshot(snapshot(ranks), 5.0).summary.find(", rank 6 in other (o.py:1), 1 more elsewhere;"),
+            std::string::npos);
+}
+
+TEST(HangWhere, AStallNamesWhereItsRanksStand) {
+  HangDetector d(1.0, 2.0);
+  d.update(idle_at(4, 0.0));
+  Snapshot snap = idle_at(4, 2.0);
+  for (RankSample& s : snap.ranks) s.where = {kHost, kStep};
+  snap.ranks[3].where = {kLoad};
+  EXPECT_EQ(d.update(snap), HangEvent::kDetected);
+  EXPECT_EQ(d.report().summary,
+            "ranks 0-3 stalled: nothing in flight and nothing issued or completed for 2.0 s, "
+            "ranks 0-2 in stuck_in_host_code (sim_trainer.py:184) <- train_step "
+            "(sim_trainer.py:226), rank 3 in load_batch (train.py:17)");
+  for (RankSample& s : snap.ranks) s.where = {kLoad};
+  EXPECT_EQ(d.update(snap), HangEvent::kChanged);
+  EXPECT_EQ(d.report().summary,
+            "ranks 0-3 stalled: nothing in flight and nothing issued or completed for 2.0 s, in "
+            "load_batch (train.py:17)");
+}
+
 }  // namespace
 }  // namespace xpu_timer::supervisor

@@ -48,6 +48,7 @@ hd::Rank rank_of(const RankVerdict& v) {
     r.issued_seq = v.issued_seq;
     r.last_completed_seq = v.last_completed_seq;
   }
+  r.where = v.where;
   return r;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/code_frame.h"
 #include "common/protocol.h"
 
 namespace xpu_timer::supervisor {
@@ -43,6 +44,10 @@ struct RankSample {
   // one node, so their difference is how long apart it was read, whatever
   // the clocks and however late the news (the stall tracker's measure).
   uint64_t read_ns = 0;
+  // Where the rank was when its node last took its stacks for a standing
+  // verdict (incidents/culprit_locations.h; its culprits only); empty:
+  // unknown. Travels with the node's document, so every node names it.
+  std::vector<CodeFrame> where;
 };
 
 struct Snapshot {

@@ -50,7 +50,7 @@ json comm_json(const proto::CommSlot& c) {
 json sample_json(const RankSample& s, bool with_times) {
   json comms = json::array();
   for (const proto::CommSlot& c : s.comms) comms.push_back(comm_json(c));
-  return json{{"rank", s.rank},
+  json j = json{{"rank", s.rank},
               {"registered", s.registered},
               {"local_rank", s.local_rank},
               {"node", s.node},
@@ -72,6 +72,17 @@ json sample_json(const RankSample& s, bool with_times) {
               {"hook_errors", s.hook_errors},
               {"queue_depth", s.queue_depth},
               {"page_flags", s.page_flags}};
+  // Optional (a reader of a document without it knows no place): a
+  // culprit's place, kMaxWhereFrames short frames at most.
+  if (!s.where.empty()) {
+    json where = json::array();
+    for (const CodeFrame& f : s.where) {
+      where.push_back(
+          json{{"function", f.function}, {"file", f.file}, {"line", f.line}, {"python", f.python}});
+    }
+    j["where"] = std::move(where);
+  }
+  return j;
 }
 
 // Typed reads that throw json::exception on a wrong type or a missing key
@@ -143,6 +154,16 @@ RankSample parse_sample(const json& j) {
   s.hook_errors = get<uint64_t>(j, "hook_errors");
   s.queue_depth = get<uint64_t>(j, "queue_depth");
   s.page_flags = get<uint32_t>(j, "page_flags");
+  if (const auto w = j.find("where"); w != j.end()) {
+    if (!w->is_array() || w->size() > kMaxWhereFrames) {
+      throw std::out_of_range("where: not an array of at most kMaxWhereFrames");
+    }
+    for (const json& f : *w) {
+      s.where.push_back(CodeFrame{get<std::string>(f, "function"), get<std::string>(f, "file"),
+                                  get<int>(f, "line"), get<bool>(f, "python")});
+    }
+    s.where = bounded_where(std::move(s.where));  // the text came from another host
+  }
   return s;
 }
 

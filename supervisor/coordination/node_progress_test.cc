@@ -157,16 +157,29 @@ TEST(NodeProgress, RemoteTimesAreRebasedOntoTheLocalClockAsOfTheRemoteSnapshot) 
 // A hang across two nodes, judged on node 0: its ranks 0 and 1 and node 1's
 // rank 3 wait in AllReduce #6; node 1's rank 2 never issued it. Only the
 // merged snapshot names rank 2, on node 1.
-TEST(NodeProgress, TheMergedSnapshotNamesTheCulpritOnAnotherNode) {
-  const uint64_t now = 1000 * kS, remote_now = 50 * kS;
+// Ranks 0 and 1 on this node in AllReduce #6 for 12 s; on node 1, rank 2
+// behind (#5 its last) and rank 3 in it for 11 s, as of node 1's snapshot.
+struct TwoNodeHang {
   Snapshot local;
-  local.now_ns = now;
-  local.now_unix_s = 1.7e9;
-  local.ranks = {rank_in_allreduce(0, 0, now, 12.0, 6, 6),
-                 rank_in_allreduce(1, 0, now, 12.0, 6, 6)};
-  const NodeProgress node1 = node_with(1, remote_now, 1.7e9 - 0.5,
-                                       {rank_in_allreduce(2, 1, remote_now, -1, 0, 5),
-                                        rank_in_allreduce(3, 1, remote_now, 11.0, 6, 6)});
+  NodeProgress node1;
+};
+TwoNodeHang two_node_hang() {
+  const uint64_t now = 1000 * kS, remote_now = 50 * kS;
+  TwoNodeHang h;
+  h.local.now_ns = now;
+  h.local.now_unix_s = 1.7e9;
+  h.local.ranks = {rank_in_allreduce(0, 0, now, 12.0, 6, 6),
+                   rank_in_allreduce(1, 0, now, 12.0, 6, 6)};
+  h.node1 = node_with(1, remote_now, 1.7e9 - 0.5,
+                      {rank_in_allreduce(2, 1, remote_now, -1, 0, 5),
+                       rank_in_allreduce(3, 1, remote_now, 11.0, 6, 6)});
+  return h;
+}
+
+TEST(NodeProgress, TheMergedSnapshotNamesTheCulpritOnAnotherNode) {
+  const TwoNodeHang h = two_node_hang();
+  const Snapshot& local = h.local;
+  const NodeProgress& node1 = h.node1;
   const HangReport alone = classify_snapshot(local, 10.0);
   ASSERT_TRUE(alone.hung);
   for (const RankVerdict& v : alone.ranks) EXPECT_NE(v.state, RankState::kMissing);
@@ -182,6 +195,40 @@ TEST(NodeProgress, TheMergedSnapshotNamesTheCulpritOnAnotherNode) {
   EXPECT_NE(job.summary.find("ranks 0,1,3 stuck in AllReduce #6"), std::string::npos)
       << job.summary;
   EXPECT_NE(job.summary.find("rank 2 missing"), std::string::npos) << job.summary;
+}
+
+// The culprit's own node took its stacks: its place travels with that node's
+// document (through text, as the store carries it), and the other node's
+// sentence names it; the document changed, so it is published again.
+TEST(NodeProgress, ACulpritsPlaceOnAnotherNodeReachesTheSentence) {
+  TwoNodeHang h = two_node_hang();
+  const Snapshot& local = h.local;
+  NodeProgress& node1 = h.node1;
+  const uint64_t before = node_document_id(node1);
+  node1.snapshot.ranks[0].where = {CodeFrame{"stuck_in_host_code", "/w/sim_trainer.py", 185, true},
+                                   CodeFrame{"train_step", "/w/sim_trainer.py", 227, true}};
+  EXPECT_NE(node_document_id(node1), before);
+  NodeProgress read;
+  std::string error;
+  ASSERT_TRUE(parse_node_progress(node_progress_text(node1), &read, &error)) << error;
+  EXPECT_EQ(read.snapshot.ranks[0].where, node1.snapshot.ranks[0].where);
+  EXPECT_TRUE(read.snapshot.ranks[1].where.empty());
+  const HangReport job = classify_snapshot(merge_job_snapshot(local, 0, {read}, 4), 10.0);
+  EXPECT_NE(job.summary.find("rank 2 missing (last completed #5 on that comm), in "
+                             "stuck_in_host_code (sim_trainer.py:185) <- train_step "
+                             "(sim_trainer.py:227)"),
+            std::string::npos)
+      << job.summary;
+  // A place of another shape, or longer than a place is, refuses the document.
+  std::string text = node_progress_text(node1);
+  const std::string line = "\"line\":185";
+  std::string bad = text;
+  bad.replace(bad.find(line), line.size(), "\"line\":1.5");
+  EXPECT_FALSE(parse_node_progress(bad, &read, &error));
+  EXPECT_EQ(error, "malformed: line is not an integer");
+  node1.snapshot.ranks[0].where.push_back(node1.snapshot.ranks[0].where[0]);
+  EXPECT_FALSE(parse_node_progress(node_progress_text(node1), &read, &error));
+  EXPECT_EQ(error, "malformed: where: not an array of at most kMaxWhereFrames");
 }
 
 // This node's own view of a rank wins over what another node says of it;

@@ -66,8 +66,10 @@ std::string HangIncident::document() const {
 void HangIncident::on_event(HangEvent event, const HangReport& report) {
   if (event == HangEvent::kCleared) {
     SUP_LOG_INFO("%s cleared", hang_ ? verdict_reason(*hang_) : "hang");
+    places_.clear();  // a later verdict waits for its own stacks
     return;  // hang.json keeps the last verdict for the post-mortem
   }
+  if (event == HangEvent::kDetected) places_.clear();
   // A stall looks the same as a long evaluation or checkpoint: it is logged
   // and dumped like a hang, but never ends the job. The other nodes judge it
   // over the same merged snapshot themselves, so it is not announced.
@@ -130,6 +132,10 @@ void HangIncident::on_stacks_done(std::shared_ptr<const StackDumpReport> report)
   if (hang_ && report->reason == verdict_reason(*hang_)) {  // the verdict's own
     stacks_ = report;
     write_file();
+    // The poll puts the places into the verdict, which then changes: logged
+    // again, hang.json rewritten (culprit_locations.h says why). Now, not
+    // at the next poll: a job killed for the hang below would be gone.
+    if (places_.learn(*report, *hang_) > 0 && hooks_.judge_now) hooks_.judge_now();
   }
   // A hang seen while a requested dump ran gets its own dump first, unless
   // the job is to be killed and this hang's stacks are already in.

@@ -5,7 +5,8 @@
 // that the evidence is not lost. A stall gets the same (its log line, dumps
 // and hang.json, once per stall; dump reason "stall") but never the kill: a
 // long evaluation or checkpoint looks the same. It also dumps the recorders
-// once per new crash, with the verdict that stands then.
+// once per new crash, with the verdict that stands then. When the verdict's
+// stacks are in, it reads where its culprits are (culprit_locations.h).
 //
 // Threads: the asio thread only. Stack dumps end on the dumper's thread:
 // their `done` is posted back through `post`.
@@ -20,6 +21,7 @@
 
 #include "supervisor/analysis/hang_detector.h"
 #include "supervisor/analysis/hang_report_json.h"
+#include "supervisor/incidents/culprit_locations.h"
 #include "supervisor/incidents/incident_dumps.h"
 
 namespace xpu_timer::supervisor {
@@ -31,6 +33,10 @@ struct HangIncidentHooks {
   std::function<void(const std::string& why)> terminate_job;
   // A new hang: tell the other nodes, which may not see it yet.
   std::function<void()> announce;
+  // Judges the ranks again now (the poll), so that the places of the
+  // verdict's culprits are in it before anything else happens (--on-hang
+  // kill ends the job right after its stacks are in).
+  std::function<void()> judge_now;
   // What the hang document holds beside the verdict (mismatches, the
   // coordinator, ...); `stacks` and `timeline` are filled here.
   std::function<HangDocumentParts()> parts;
@@ -48,6 +54,10 @@ class HangIncident {
   void on_stacks_done(std::shared_ptr<const StackDumpReport> report);
   // `incidents`: the crash tracker's count; the rings are dumped once per new count.
   void after_crashes(uint64_t incidents);
+
+  // Puts the places of the standing verdict's culprits on this node into
+  // `snap`, the poll's snapshot (CulpritLocations::annotate).
+  void annotate(Snapshot* snap) const { places_.annotate(snap); }
 
   // A hang has been declared (a stall is not one).
   bool declared() const { return hang_declared_; }
@@ -78,6 +88,7 @@ class HangIncident {
   bool kill_after_stacks_ = false;
   bool killed_for_hang_ = false;
   uint64_t crashes_dumped_ = 0;
+  CulpritLocations places_;  // of the verdict in hang_
 };
 
 }  // namespace xpu_timer::supervisor

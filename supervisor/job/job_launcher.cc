@@ -83,4 +83,13 @@ LaunchResult launch_job(const LaunchSpec& spec) {
   return result;
 }
 
+struct sigaction ignore_signal(int signo) {
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  struct sigaction inherited {};
+  sigaction(signo, &ignore, &inherited);
+  return inherited;
+}
+
 }  // namespace xpu_timer::supervisor

@@ -29,6 +29,10 @@ struct LaunchResult {
 
 LaunchResult launch_job(const LaunchSpec& spec);
 
+// Ignores `signo` in this process and returns the disposition it replaced,
+// which the job gets back through LaunchSpec::restore_signals.
+struct sigaction ignore_signal(int signo);
+
 // Exit code a shell uses for an exec failure: 127 not found, 126 otherwise.
 int exit_code_for_exec_errno(int err);
 

@@ -3,7 +3,9 @@
 // the others stuck in that collective and the quiet rank missing, within
 // timeout + 2 s of the collective's launch, and with --on-hang kill end the job.
 // A communicator the job named (--comm-name: ncclConfig_t::commName) is
-// shown by that name in hang.json (GET /hang's document) and the log.
+// shown by that name in hang.json (GET /hang's document) and the log. Once
+// the hang's stacks are in, the verdict says where the missing rank is: the
+// sim trainer's function and line, and its caller's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -100,6 +102,44 @@ TEST_P(HangE2E, ReportsStuckAndMissingRanksWithinTimeoutPlusTwoSeconds) {
     ASSERT_NE(line, std::string::npos) << log;
     EXPECT_NE(log.substr(line, log.find('\n', line) - line).find(named), std::string::npos) << log;
   }
+
+  // Where the missing rank is, once its stacks are in (before the kill):
+  // hang.json is rewritten with it, and the log says it in one more line.
+  const std::string stuck_line = c.python ? "time.sleep(3600)" : "for (;;) pause();";
+  const std::string caller = c.python ? "train_step" : "main";
+  const std::string call_line =
+      c.python ? "stuck_in_host_code(rank, step)" : "stuck_in_host_code(id.rank, step);";
+  const nlohmann::json expected_where =
+      sim_trainer_where(c.python, "stuck_in_host_code", stuck_line, caller, call_line);
+  nlohmann::json located;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const auto doc = nlohmann::json::parse(read_file(hang_path), nullptr, false);
+        if (!doc.is_object() || !doc.contains("ranks")) return false;
+        for (const auto& r : doc.at("ranks")) {
+          if (r.at("rank") == c.hang_rank && !r.at("where").empty()) located = doc;
+        }
+        return !located.is_null();
+      },
+      std::chrono::seconds(40)))
+      << "the missing rank's place never reached hang.json:\n"
+      << read_file(hang_path) << job.log();
+  EXPECT_EQ(where_by_base_name(located.at("ranks")[c.hang_rank].at("where")), expected_where)
+      << located.at("ranks")[c.hang_rank].dump(2);
+  const std::string file = c.python ? "sim_trainer.py:" : "sim_trainer_main.cc:";
+  const std::string place = "in stuck_in_host_code (" + file +
+                            std::to_string(expected_where[0]["line"].get<int>()) + ") <- " +
+                            caller + " (" + file +
+                            std::to_string(expected_where[1]["line"].get<int>()) + ")";
+  // The sentence as logged once the place was in (hang.json may have been
+  // rewritten since, by the kill: "rank 2 exited", its place kept).
+  const std::string log = job.log();
+  const std::string named = "rank " + std::to_string(c.hang_rank) + " missing (last completed #" +
+                            std::to_string(missing_last_completed) + " on that comm), " + place;
+  const size_t at = log.find(named);
+  ASSERT_NE(at, std::string::npos) << log;
+  const size_t line_start = log.rfind('\n', at) + 1;
+  EXPECT_NE(log.substr(line_start, at - line_start).find("hang: "), std::string::npos) << log;
 
   // --on-hang kill: the job is ended and the supervisor follows it.
   auto status = job.child().wait_for(std::chrono::seconds(30));

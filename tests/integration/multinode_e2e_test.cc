@@ -155,6 +155,25 @@ TEST_F(MultiNodeE2E, EveryNodeNamesTheSameCulpritOnAnotherNode) {
   }
   EXPECT_EQ(summaries.size(), 1u) << "the nodes disagree";
 
+  // Node 1 took rank 3's stacks; its document carries where rank 3 is, so
+  // node 0, which has no stack of it, names the place too.
+  const nlohmann::json expected_where =
+      sim_trainer_where(false, "stuck_in_host_code", "for (;;) pause();", "main",
+                        "stuck_in_host_code(id.rank, step);");
+  const std::string place =
+      "rank 3 missing (last completed #5 on that comm), in stuck_in_host_code "
+      "(sim_trainer_main.cc:" + std::to_string(expected_where[0]["line"].get<int>()) +
+      ") <- main (sim_trainer_main.cc:" + std::to_string(expected_where[1]["line"].get<int>()) + ")";
+  for (int node = 0; node < kNodes; ++node) {
+    SCOPED_TRACE("node " + std::to_string(node));
+    const nlohmann::json h = wait_hang(*nodes_[node], [](const nlohmann::json& j) {
+      return j["ranks"].is_array() && j["ranks"].size() == 4 && !j["ranks"][3]["where"].empty();
+    });
+    ASSERT_TRUE(h.is_object()) << nodes_[node]->get_json("/hang").dump(2) << nodes_[node]->log();
+    EXPECT_EQ(where_by_base_name(h["ranks"][3]["where"]), expected_where) << h.dump(2);
+    EXPECT_NE(h["summary"].get<std::string>().find(place), std::string::npos) << h["summary"];
+  }
+
   // The nodes' folders in one (a shared file system): one flame graph of the
   // whole job, ranks 0-2 waiting in NCCL where rank 3 never came.
   const std::string merged = dir_ + "/merged";

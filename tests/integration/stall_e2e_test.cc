@@ -125,6 +125,34 @@ TEST_P(StallStepE2E, EveryRankInHostCodeIsStalledDumpedAndNeverKilled) {
       30s))
       << file.dump(2);
   EXPECT_EQ(file.at("hung"), false);
+  // Where the ranks stand, from those stacks: each rank's "where" and the
+  // sentence (logged once more).
+  const nlohmann::json expected_where = sim_trainer_where(
+      python, "stalled_in_host_code", python ? "time.sleep(60)" : "for (;;) sleep(60);", "main",
+      python ? "stalled_in_host_code(rank, step)"
+             : "if (step == opt.stall_step) stalled_in_host_code(id.rank, step);");
+  nlohmann::json located;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        located = job.get_json("/hang");
+        if (!located.is_object() || !located.contains("ranks")) return false;
+        for (const auto& r : located.at("ranks")) {
+          if (r.at("where").empty()) return false;
+        }
+        return true;
+      },
+      30s))
+      << located.dump(2) << job.log();
+  for (const auto& r : located.at("ranks")) {
+    EXPECT_EQ(where_by_base_name(r.at("where")), expected_where) << r.dump(2);
+  }
+  const std::string source = python ? "sim_trainer.py:" : "sim_trainer_main.cc:";
+  const std::string place = ", in stalled_in_host_code (" + source +
+                            std::to_string(expected_where[0]["line"].get<int>()) + ") <- main (" +
+                            source + std::to_string(expected_where[1]["line"].get<int>()) + ")";
+  EXPECT_NE(located.at("summary").get<std::string>().find(place), std::string::npos)
+      << located.at("summary");
+  EXPECT_NE(lines_with(job.log(), "] stall: ").find(place), std::string::npos) << job.log();
   // Two polls later (a second), a job killed then would be gone: it is not.
   const std::string seen = job.get_json("/hang").value("summary", "");
   for (int polls = 0; polls < 2; ++polls) {

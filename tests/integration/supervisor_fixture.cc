@@ -15,6 +15,43 @@ std::string inject_lib() { return build_dir() + "/lib/libxpu_timer_inject.so"; }
 std::string sim_launch_bin() { return build_dir() + "/bin/xpu_timer_sim_launch"; }
 std::string sim_trainer_bin() { return build_dir() + "/bin/sim_trainer"; }
 std::string sim_trainer_py() { return source_dir() + "/tests/simgpu/sim_trainer.py"; }
+
+int sim_trainer_line(bool python, const std::string& text) {
+  std::istringstream in(read_file(source_dir() + "/tests/simgpu/" +
+                                  (python ? "sim_trainer.py" : "sim_trainer_main.cc")));
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    const size_t start = line.find_first_not_of(" \t");
+    if (start != std::string::npos && line.substr(start) == text) return n;
+  }
+  return 0;
+}
+
+nlohmann::json sim_trainer_where(bool python, const std::string& function,
+                                 const std::string& line_text, const std::string& caller,
+                                 const std::string& caller_text) {
+  const std::string file = python ? "sim_trainer.py" : "sim_trainer_main.cc";
+  const std::string kind = python ? "python" : "native";
+  return nlohmann::json::array(
+      {{{"function", function},
+        {"file", file},
+        {"line", sim_trainer_line(python, line_text)},
+        {"kind", kind}},
+       {{"function", caller},
+        {"file", file},
+        {"line", sim_trainer_line(python, caller_text)},
+        {"kind", kind}}});
+}
+
+nlohmann::json where_by_base_name(const nlohmann::json& where) {
+  nlohmann::json out = where.is_array() ? where : nlohmann::json::array();
+  for (auto& f : out) {
+    if (!f.is_object() || !f.contains("file") || !f["file"].is_string()) continue;
+    const std::string path = f["file"].get<std::string>();
+    f["file"] = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
+  }
+  return out;
+}
 std::string sim_lib_dir() { return build_dir() + "/simgpu/lib"; }
 
 std::vector<std::string> sim_job(int nproc, bool python, const std::vector<std::string>& args) {

@@ -33,6 +33,21 @@ std::vector<std::string> sim_env();
 double value_of(const std::string& text, const std::string& family, int rank,
                 const std::string& extra = "");
 
+// The 1-based number of the first line of the sim trainer's source
+// (sim_trainer.py, or sim_trainer_main.cc when not `python`) that reads
+// `text` once stripped of its indentation; 0 when none does. Tests derive
+// the exact line a verdict must name from the source itself.
+int sim_trainer_line(bool python, const std::string& text);
+// The "where" a verdict gives a rank of a sim trainer stopped in `function`
+// at the line reading `line_text`, called from `caller` at `caller_text`:
+// [{"function","file","line","kind"} x 2] with the file as its base name
+// (file paths differ between builds; the base name and line do not).
+nlohmann::json sim_trainer_where(bool python, const std::string& function,
+                                 const std::string& line_text, const std::string& caller,
+                                 const std::string& caller_text);
+// A rank's "where" from a hang document, files cut to their base names.
+nlohmann::json where_by_base_name(const nlohmann::json& where);
+
 class SupervisedJob {
  public:
   // Starts the supervisor with `sup_args` (before "--") over `job`.

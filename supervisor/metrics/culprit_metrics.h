@@ -1,0 +1,27 @@
+// Where the culprits of the standing verdict are, as a Prometheus family
+// appended to GET /metrics (docs/metrics.md "Hangs and stalls"), so that an
+// alert can say it (deploy/prometheus/xpu_timer_alerts.yml):
+//   xpu_timer_hang_culprit_info{rank,where,job_name} 1
+// one series per missing, unresponsive or stalled rank of this node whose
+// place is known (RankVerdict::where, "f (a.py:1) <- g (a.py:2)"), present
+// only while the verdict stands. Bounded: a label value is a short line and
+// at most kMaxCulpritSeries series are written, lowest ranks first (a stall
+// of a node's eight ranks fits). Pure text rendering; any thread.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "supervisor/analysis/hang_detector.h"
+#include "supervisor/ranks/rank_registry.h"
+
+namespace xpu_timer::supervisor {
+
+constexpr size_t kMaxCulpritSeries = 8;
+
+// `records`: the ranks registered on this node (each node exports its own,
+// as for xpu_timer_rank_state).
+std::string culprit_metrics_text(const HangReport& report, const std::vector<RankRecord>& records,
+                                 const std::string& job_name);
+
+}  // namespace xpu_timer::supervisor
