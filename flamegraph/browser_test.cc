@@ -6,7 +6,6 @@
 // frames of two widths and measures it: it fills the width, and a click zooms
 // to the full width there too. Skipped where chromium is missing.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <array>
 #include <cstdlib>
@@ -16,14 +15,13 @@
 #include <string>
 
 #include "flamegraph/bench/synthetic_dump.h"
+#include "flamegraph/chromium_driver.h"
 #include "flamegraph/dump_merger.h"
 #include "flamegraph/svg_renderer.h"
 #include "flamegraph/test_folder.h"
 
 namespace xpu_timer::flamegraph {
 namespace {
-
-constexpr char kChromium[] = "/usr/bin/chromium";
 
 struct DomFrame {
   std::string cls;
@@ -67,9 +65,7 @@ bool descends_from(const MergedView& view, uint32_t node, uint32_t ancestor) {
 }
 
 TEST(Browser, ZoomStretchesTheFrameAndSearchHighlightsExactlyTheMatches) {
-  if (::access(kChromium, X_OK) != 0) {
-    GTEST_SKIP() << kChromium << " not installed (Debian package chromium): browser test skipped";
-  }
+  XPU_TIMER_SKIP_WITHOUT_CHROMIUM();
   TestFolder dir;
   SyntheticDumpSpec spec;
   spec.world_size = 8;
@@ -98,16 +94,9 @@ TEST(Browser, ZoomStretchesTheFrameAndSearchHighlightsExactlyTheMatches) {
   }
   ASSERT_EQ(expected_hl.size(), 2u);  // ranks with line 120 and 121 of collectives.cc
 
-  const std::string dom_path = dir.path() + "/dom.xml";
-  const std::string cmd = "timeout 120 " + std::string(kChromium) +
-                          " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
-                          " --disable-background-networking --disable-component-update"
-                          " --disable-sync --user-data-dir=" +
-                          dir.path() + "/profile" + " --dump-dom 'file://" + svg_path +
-                          "#zoom=" + std::to_string(target) + "&search=%5EncclAllReduce%40' > " +
-                          dom_path + " 2> " + dir.path() + "/chromium.log";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << TestFolder::read(dir.path() + "/chromium.log");
-  const std::string dom = TestFolder::read(dom_path);
+  const std::string dom = chromium_dom(dir, "file://" + svg_path + "#zoom=" +
+                                                std::to_string(target) +
+                                                "&search=%5EncclAllReduce%40");
   ASSERT_NE(dom.find("data-zoomed=\"f" + std::to_string(target) + "\""), std::string::npos)
       << dom.substr(0, 2000);
   EXPECT_NE(dom.find("data-matched=\""), std::string::npos);
@@ -137,35 +126,13 @@ TEST(Browser, ZoomStretchesTheFrameAndSearchHighlightsExactlyTheMatches) {
   EXPECT_EQ(highlighted, expected_hl);
 
   if (const char* shots = std::getenv("XPU_TIMER_SCREENSHOT_DIR")) {
-    const std::string shot =
-        "timeout 120 " + std::string(kChromium) +
-        " --headless --no-sandbox --disable-gpu --user-data-dir=" + dir.path() +
-        "/profile2 --window-size=1200,700 --screenshot=" + shots + "/mixed_stack.png 'file://" +
-        svg_path + "#search=ncclAllReduce' 2>/dev/null";
-    EXPECT_EQ(std::system(shot.c_str()), 0);
+    EXPECT_TRUE(chromium_screenshot(dir, "file://" + svg_path + "#search=ncclAllReduce",
+                                    std::string(shots) + "/mixed_stack.png", 1200, 700));
   }
-}
-
-// Runs chromium on `url` and returns the DOM it dumps after the load event.
-std::string dump_dom(const TestFolder& dir, const std::string& url, const std::string& flags) {
-  const std::string dom_path = dir.path() + "/dom2.xml";
-  const std::string cmd = "timeout 120 " + std::string(kChromium) +
-                          " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
-                          " --disable-background-networking --disable-component-update"
-                          " --disable-sync " +
-                          flags + " --user-data-dir=" + dir.path() + "/profile3 --dump-dom '" +
-                          url + "' > " + dom_path + " 2> " + dir.path() + "/chromium2.log";
-  if (std::system(cmd.c_str()) != 0) {
-    ADD_FAILURE() << TestFolder::read(dir.path() + "/chromium2.log");
-    return "";
-  }
-  return TestFolder::read(dom_path);
 }
 
 TEST(Browser, GraphFollowsTheWindowWidthAndZoomStillFillsIt) {
-  if (::access(kChromium, X_OK) != 0) {
-    GTEST_SKIP() << kChromium << " not installed (Debian package chromium): browser test skipped";
-  }
+  XPU_TIMER_SKIP_WITHOUT_CHROMIUM();
   TestFolder dir;
   SyntheticDumpSpec spec;
   spec.world_size = 4;
@@ -212,7 +179,7 @@ window.addEventListener("load", function () {
 </script></body></html>)";
   html.replace(html.find("TARGET"), 6, tid);
   const std::string page = dir.write("page.html", html);
-  const std::string dom = dump_dom(dir, "file://" + page, "--allow-file-access-from-files");
+  const std::string dom = chromium_dom(dir, "file://" + page, "--allow-file-access-from-files");
 
   const std::regex line(
       R"re((narrow|wide) svg=([\d.]+) root=([\d.]+) zoomed=([\d.]+) class=([^;]*);)re");

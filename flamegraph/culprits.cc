@@ -34,8 +34,6 @@ std::string_view without_line(std::string_view label) {
   return label.substr(0, end - 1);
 }
 
-bool has_line(std::string_view label) { return without_line(label).size() != label.size(); }
-
 // A key per node naming its path: the node itself (exact), or its path with
 // line numbers dropped (coarse). Parents precede children in the view.
 std::vector<uint32_t> coarse_keys(const MergedView& view, const StringInterner& labels) {
@@ -130,7 +128,7 @@ uint32_t where_of(const MergedView& view, const StringInterner& labels, const Cu
   uint32_t with_line = kRootNode;
   for (uint32_t n = t.leaf;; n = view.nodes[n].parent) {
     if (view.nodes[n].kind == FrameKind::kPython) return n;
-    if (with_line == kRootNode && has_line(labels.text(view.nodes[n].label))) with_line = n;
+    if (with_line == kRootNode && has_line_number(labels.text(view.nodes[n].label))) with_line = n;
     if (n == t.diverges || view.nodes[n].parent == kRootNode) break;
   }
   return with_line != kRootNode ? with_line : t.leaf;

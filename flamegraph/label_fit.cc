@@ -27,16 +27,23 @@ std::string_view tail(std::string_view text, long n) {
 }
 
 // The source as written, then with its directories dropped one by one down
-// to the file: each form shorter than the one before.
+// to the file, then (a native frame's "module:file:line") without the
+// module: each form shorter than the one before.
 std::vector<std::string> source_forms(std::string_view source) {
   std::vector<std::string> forms{std::string(source)};
-  const size_t last = source.rfind('/');
-  if (last == std::string_view::npos || last == 0) return forms;
-  const size_t prev = source.rfind('/', last - 1);
-  for (size_t cut : {prev, last}) {
-    if (cut == std::string_view::npos || cut == 0) continue;
-    std::string shorter = ".../" + std::string(source.substr(cut + 1));
+  auto add = [&](std::string shorter) {
     if (char_count(shorter) < char_count(forms.back())) forms.push_back(std::move(shorter));
+  };
+  const size_t last = source.rfind('/');
+  if (last != std::string_view::npos && last > 0) {
+    const size_t prev = source.rfind('/', last - 1);
+    if (prev != std::string_view::npos && prev > 0) add(".../" + std::string(source.substr(prev + 1)));
+    add(".../" + std::string(source.substr(last + 1)));
+  }
+  const std::string& shortest = forms.back();
+  const size_t colon = shortest.find(':');
+  if (colon != std::string::npos && shortest.find(':', colon + 1) != std::string::npos) {
+    add(shortest.substr(colon + 1));
   }
   return forms;
 }
@@ -47,6 +54,15 @@ long char_count(std::string_view text) {
   long n = 0;
   for (char c : text) n += continuation(c) ? 0 : 1;
   return n;
+}
+
+bool has_line_number(std::string_view source) {
+  size_t digits = 0;
+  while (digits < source.size() && source[source.size() - 1 - digits] >= '0' &&
+         source[source.size() - 1 - digits] <= '9') {
+    ++digits;
+  }
+  return digits > 0 && digits < source.size() && source[source.size() - 1 - digits] == ':';
 }
 
 LabelParts split_label(std::string_view label) {
@@ -79,7 +95,9 @@ std::string clip_text(std::string_view text, long max_chars) {
 
 std::string fit_frame_label(std::string_view label, long max_chars) {
   const LabelParts parts = split_label(label);
-  if (parts.source.empty()) return clip_text(label, max_chars);
+  // Without a line number the function says more than the module: clipped
+  // at the end as before.
+  if (!has_line_number(parts.source)) return clip_text(label, max_chars);
   const FittedLabel fitted = fit_label(parts.func, parts.source, max_chars, 1);
   if (fitted.func.empty()) return fitted.source;
   return fitted.func + "@" + fitted.source;

@@ -81,18 +81,20 @@ function applyFragment() {
   }
 }
 
-// The rule of label_fit.h: the source shortened first (".../dir/file.py:88"),
-// then the function cut with "..", then the source alone, then its tail: the
-// line number is never the part cut away.
+// The rule of label_fit.h: the source shortened first (".../dir/file.py:88",
+// "enqueue.cc:12" for "libnccl.so.2:enqueue.cc:12"), then the function cut
+// with "..", then the source alone, then its tail: the line number is never
+// the part cut away. A source without a line number protects nothing.
 function sourceForms(src) {
   var forms = [src], last = src.lastIndexOf("/");
-  if (last <= 0) return forms;
-  var cuts = [src.lastIndexOf("/", last - 1), last];
-  for (var i = 0; i < cuts.length; i++) {
-    if (cuts[i] <= 0) continue;
-    var s = ".../" + src.slice(cuts[i] + 1);
-    if (s.length < forms[forms.length - 1].length) forms.push(s);
+  function add(s) { if (s.length < forms[forms.length - 1].length) forms.push(s); }
+  if (last > 0) {
+    var prev = src.lastIndexOf("/", last - 1);
+    if (prev > 0) add(".../" + src.slice(prev + 1));
+    add(".../" + src.slice(last + 1));
   }
+  var shortest = forms[forms.length - 1], colon = shortest.indexOf(":");
+  if (colon >= 0 && shortest.indexOf(":", colon + 1) >= 0) add(shortest.slice(colon + 1));
   return forms;
 }
 
@@ -103,7 +105,7 @@ function clip(text, n) {
 
 function fitLabel(label, n) {
   var at = label.lastIndexOf("@");
-  if (at < 0 || at === label.length - 1) return clip(label, n);
+  if (at < 0 || !/:[0-9]+$/.test(label.slice(at + 1))) return clip(label, n);
   var func = label.slice(0, at), forms = sourceForms(label.slice(at + 1));
   for (var i = 0; i < forms.length; i++) {
     if (func.length + 1 + forms[i].length <= n) return func + "@" + forms[i];
@@ -274,7 +276,8 @@ function search(term) {
   searching = term;
   matchedText.textContent = "matched " + ranks + " of " + world + " ranks" +
       (ranks > 0 && folded.length <= 24 ? " (" + folded + ")" : "") + ", " + pct +
-      "% of stacks" + (culpritHits > 0 ? ", " + culpritHits + " culprit frames" : "");
+      "% of stacks" + (culpritHits > 0 ? ", " + culpritHits + " culprit frame" +
+      (culpritHits > 1 ? "s" : "") : "");
   svg.setAttribute("data-matched", pct);
   svg.setAttribute("data-matched-ranks", "" + ranks);
   document.getElementById("search").textContent = "Reset Search";
