@@ -6,7 +6,6 @@
 // frames of two widths and measures it: it fills the width, and a click zooms
 // to the full width there too. Skipped where chromium is missing.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <array>
 #include <cstdlib>
@@ -16,14 +15,13 @@
 #include <string>
 
 #include "flamegraph/bench/synthetic_dump.h"
+#include "flamegraph/chromium_driver.h"
 #include "flamegraph/dump_merger.h"
 #include "flamegraph/svg_renderer.h"
 #include "flamegraph/test_folder.h"
 
 namespace xpu_timer::flamegraph {
 namespace {
-
-constexpr char kChromium[] = "/usr/bin/chromium";
 
 struct DomFrame {
   std::string cls;
@@ -67,9 +65,7 @@ bool descends_from(const MergedView& view, uint32_t node, uint32_t ancestor) {
 }
 
 TEST(Browser, ZoomStretchesTheFrameAndSearchHighlightsExactlyTheMatches) {
-  if (::access(kChromium, X_OK) != 0) {
-    GTEST_SKIP() << kChromium << " not installed (Debian package chromium): browser test skipped";
-  }
+  XPU_TIMER_SKIP_WITHOUT_CHROMIUM();
   TestFolder dir;
   SyntheticDumpSpec spec;
   spec.world_size = 8;
@@ -98,16 +94,9 @@ TEST(Browser, ZoomStretchesTheFrameAndSearchHighlightsExactlyTheMatches) {
   }
   ASSERT_EQ(expected_hl.size(), 2u);  // ranks with line 120 and 121 of collectives.cc
 
-  const std::string dom_path = dir.path() + "/dom.xml";
-  const std::string cmd = "timeout 120 " + std::string(kChromium) +
-                          " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
-                          " --disable-background-networking --disable-component-update"
-                          " --disable-sync --user-data-dir=" +
-                          dir.path() + "/profile" + " --dump-dom 'file://" + svg_path +
-                          "#zoom=" + std::to_string(target) + "&search=%5EncclAllReduce%40' > " +
-                          dom_path + " 2> " + dir.path() + "/chromium.log";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << TestFolder::read(dir.path() + "/chromium.log");
-  const std::string dom = TestFolder::read(dom_path);
+  const std::string dom = chromium_dom(dir, "file://" + svg_path + "#zoom=" +
+                                                std::to_string(target) +
+                                                "&search=%5EncclAllReduce%40");
   ASSERT_NE(dom.find("data-zoomed=\"f" + std::to_string(target) + "\""), std::string::npos)
       << dom.substr(0, 2000);
   EXPECT_NE(dom.find("data-matched=\""), std::string::npos);
@@ -118,7 +107,8 @@ TEST(Browser, ZoomStretchesTheFrameAndSearchHighlightsExactlyTheMatches) {
   EXPECT_LT(static_cast<double>(view.nodes[target].total) / view.nodes[kRootNode].total, 0.1);
   EXPECT_NEAR(frames.at(tid).width, full, 0.01);
   EXPECT_NEAR(frames.at(cid).width, full, 0.01);
-  EXPECT_EQ(frames.at(tid).cls, "f");
+  // Rank 5 differs from the others (no verdict): its frame is outlined.
+  EXPECT_EQ(frames.at(tid).cls, "f culprit");
   EXPECT_EQ(frames.at("f0").cls, "f parent");
   std::set<std::string> highlighted;
   for (const auto& [id, f] : frames) {
@@ -126,7 +116,7 @@ TEST(Browser, ZoomStretchesTheFrameAndSearchHighlightsExactlyTheMatches) {
     const bool inside = descends_from(view, n, target);
     const bool ancestor = descends_from(view, target, n) && n != target;
     if (!inside && !ancestor) {
-      EXPECT_EQ(f.cls, "f hide") << id << " " << view.nodes[n].text;
+      EXPECT_TRUE(f.cls == "f hide" || f.cls == "f culprit hide") << id << " " << view.nodes[n].text;
     }
     if (ancestor) {
       EXPECT_EQ(f.cls, "f parent") << id;
@@ -136,35 +126,13 @@ TEST(Browser, ZoomStretchesTheFrameAndSearchHighlightsExactlyTheMatches) {
   EXPECT_EQ(highlighted, expected_hl);
 
   if (const char* shots = std::getenv("XPU_TIMER_SCREENSHOT_DIR")) {
-    const std::string shot =
-        "timeout 120 " + std::string(kChromium) +
-        " --headless --no-sandbox --disable-gpu --user-data-dir=" + dir.path() +
-        "/profile2 --window-size=1200,700 --screenshot=" + shots + "/mixed_stack.png 'file://" +
-        svg_path + "#search=ncclAllReduce' 2>/dev/null";
-    EXPECT_EQ(std::system(shot.c_str()), 0);
+    EXPECT_TRUE(chromium_screenshot(dir, "file://" + svg_path + "#search=ncclAllReduce",
+                                    std::string(shots) + "/mixed_stack.png", 1200, 700));
   }
-}
-
-// Runs chromium on `url` and returns the DOM it dumps after the load event.
-std::string dump_dom(const TestFolder& dir, const std::string& url, const std::string& flags) {
-  const std::string dom_path = dir.path() + "/dom2.xml";
-  const std::string cmd = "timeout 120 " + std::string(kChromium) +
-                          " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
-                          " --disable-background-networking --disable-component-update"
-                          " --disable-sync " +
-                          flags + " --user-data-dir=" + dir.path() + "/profile3 --dump-dom '" +
-                          url + "' > " + dom_path + " 2> " + dir.path() + "/chromium2.log";
-  if (std::system(cmd.c_str()) != 0) {
-    ADD_FAILURE() << TestFolder::read(dir.path() + "/chromium2.log");
-    return "";
-  }
-  return TestFolder::read(dom_path);
 }
 
 TEST(Browser, GraphFollowsTheWindowWidthAndZoomStillFillsIt) {
-  if (::access(kChromium, X_OK) != 0) {
-    GTEST_SKIP() << kChromium << " not installed (Debian package chromium): browser test skipped";
-  }
+  XPU_TIMER_SKIP_WITHOUT_CHROMIUM();
   TestFolder dir;
   SyntheticDumpSpec spec;
   spec.world_size = 4;
@@ -178,8 +146,11 @@ TEST(Browser, GraphFollowsTheWindowWidthAndZoomStillFillsIt) {
   SvgOptions options;
   options.title = "mixed";
   options.world_size = dump.merged.world_size;
-  options.verdict =
-      HangVerdict{"ranks 0,1,3 stuck in AllReduce #6; rank 2 missing", {0, 1, 3}, {2}, "hang.json"};
+  HangVerdict verdict;
+  verdict.summary = "ranks 0,1,3 stuck in AllReduce #6; rank 2 missing";
+  verdict.stuck = {0, 1, 3};
+  verdict.missing = {2};
+  options.verdict = verdict;
   dir.write("g.svg", render_svg(view, dump.merged.labels, options));
   const uint32_t target = find_node(view, "stuck_in_host_code@");
   const std::string tid = "f" + std::to_string(target);
@@ -208,7 +179,7 @@ window.addEventListener("load", function () {
 </script></body></html>)";
   html.replace(html.find("TARGET"), 6, tid);
   const std::string page = dir.write("page.html", html);
-  const std::string dom = dump_dom(dir, "file://" + page, "--allow-file-access-from-files");
+  const std::string dom = chromium_dom(dir, "file://" + page, "--allow-file-access-from-files");
 
   const std::regex line(
       R"re((narrow|wide) svg=([\d.]+) root=([\d.]+) zoomed=([\d.]+) class=([^;]*);)re");
@@ -216,7 +187,7 @@ window.addEventListener("load", function () {
   for (auto it = std::sregex_iterator(dom.begin(), dom.end(), line); it != std::sregex_iterator();
        ++it) {
     measured[(*it)[1]] = {std::stod((*it)[2]), std::stod((*it)[3]), std::stod((*it)[4])};
-    EXPECT_EQ((*it)[5], "f missing") << "the outline must survive the zoom";
+    EXPECT_EQ((*it)[5], "f culprit") << "the outline must survive the zoom";
   }
   ASSERT_EQ(measured.size(), 2u) << dom.substr(0, 3000);
   const double usable = (1200.0 - 2 * kSvgXPad) / 1200.0;  // share of the width frames get

@@ -73,6 +73,7 @@ bool write_flamegraphs(const MergeResult& merged, const std::string& out_dir,
     options.subtitle = subtitle(merged, view);
     options.world_size = merged.world_size;
     options.verdict = verdict;
+    options.no_file = merged.ranks_with_file.complement(merged.world_size);
     if (!write_file(base + ".svg", render_svg(view, merged.labels, options), error)) return false;
     written->push_back(base + ".svg");
   }

@@ -12,7 +12,8 @@
 namespace xpu_timer::flamegraph {
 
 // *written lists the paths written; false with *error naming the file and errno.
-// With a hang verdict the SVGs name it and mark the missing ranks' frames.
+// With a hang verdict the SVGs name it and show its culprits; without one,
+// the ranks whose stacks differ from the majority's (culprits.h).
 bool write_flamegraphs(const MergeResult& merged, const std::string& out_dir,
                        std::vector<std::string>* written, std::string* error,
                        const std::optional<HangVerdict>& verdict = std::nullopt);

@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "flamegraph/own_threads.h"
+
 namespace xpu_timer::flamegraph {
 namespace {
 
@@ -116,6 +118,11 @@ std::string frame_colour(FrameCategory category, std::string_view label) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "rgb(%d,%d,%d)", r, g, bl);
   return buf;
+}
+
+std::string frame_fill(FrameKind kind, std::string_view label) {
+  if (label == kOwnThreadLabel) return kOwnThreadFill;
+  return frame_colour(classify_frame(kind, label), label);
 }
 
 }  // namespace xpu_timer::flamegraph

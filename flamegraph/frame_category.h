@@ -25,4 +25,11 @@ const char* category_name(FrameCategory category);
 // neighbouring frames are told apart, deterministically.
 std::string frame_colour(FrameCategory category, std::string_view label);
 
+// Our own folded background threads are grey.
+constexpr char kOwnThreadFill[] = "rgb(190,190,190)";
+
+// The fill of a frame of the graphs: its category's colour, grey for our own
+// folded background threads (own_threads.h).
+std::string frame_fill(FrameKind kind, std::string_view label);
+
 }  // namespace xpu_timer::flamegraph

@@ -1,7 +1,9 @@
 #include "flamegraph/hang_verdict.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <set>
 
 #include "common/file_reader.h"
 #include "common/hang_document.h"
@@ -21,17 +23,72 @@ std::string parent_of(const std::string& dir) {
   return d + "/..";
 }
 
+// The odd ranks of the document's collective mismatches. Their shape is the
+// supervisor's (collective_check.h, "odd_ranks"); the document keeps them
+// opaque, so anything else than an array of integers is skipped here.
+std::vector<int> mismatched_ranks(const nlohmann::json& mismatches) {
+  std::vector<int> out;
+  if (!mismatches.is_array()) return out;
+  for (const nlohmann::json& m : mismatches) {
+    if (!m.is_object()) continue;
+    const auto odd = m.find("odd_ranks");
+    if (odd == m.end() || !odd->is_array()) continue;
+    for (const nlohmann::json& r : *odd) {
+      if (r.is_number_integer() && r.get<int64_t>() >= 0 && r.get<int64_t>() <= INT32_MAX) {
+        out.push_back(static_cast<int>(r.get<int64_t>()));
+      }
+    }
+  }
+  return out;
+}
+
+void sort_unique(std::vector<int>* v) {
+  std::sort(v->begin(), v->end());
+  v->erase(std::unique(v->begin(), v->end()), v->end());
+}
+
 // The verdict of a document read; nullopt when it describes no hang.
 std::optional<HangVerdict> verdict_of(const hang_document::Document& doc) {
   HangVerdict v;
   v.summary = doc.summary;
-  for (const hang_document::Rank& r : doc.ranks) {
-    if (r.state == "stuck") v.stuck.push_back(r.rank);
-    if (r.state == "missing") v.missing.push_back(r.rank);
+  v.stalled = doc.stalled;
+  // The stuck ranks outside a strictly largest group wait in an operation
+  // the others never reached: they are culprits, the others their victims.
+  // With two groups of one size, who went astray cannot be told.
+  std::set<int> elsewhere;
+  size_t largest = 0;
+  bool tie = false;
+  for (size_t g = 1; g < doc.groups.size(); ++g) {
+    const size_t n = doc.groups[g].ranks.size(), best = doc.groups[largest].ranks.size();
+    if (n > best) largest = g;
+    tie = n == best ? true : (n > best ? false : tie);
   }
-  if (v.stuck.empty()) return std::nullopt;  // no hang: nothing to name
-  std::sort(v.stuck.begin(), v.stuck.end());
-  std::sort(v.missing.begin(), v.missing.end());
+  for (size_t g = 0; g < doc.groups.size() && !tie; ++g) {
+    if (g != largest) elsewhere.insert(doc.groups[g].ranks.begin(), doc.groups[g].ranks.end());
+  }
+  for (const hang_document::Rank& r : doc.ranks) {
+    if (r.state == "stuck") {
+      (elsewhere.count(r.rank) != 0 ? v.stuck_elsewhere : v.stuck).push_back(r.rank);
+    }
+    if (r.state == "missing") v.missing.push_back(r.rank);
+    if (r.state == "unresponsive") v.unresponsive.push_back(r.rank);
+    if (r.state == "exited") v.exited.push_back(r.rank);
+  }
+  // A rank the verdict already names keeps that role.
+  std::set<int> named(v.missing.begin(), v.missing.end());
+  for (const std::vector<int>* list : {&v.stuck, &v.stuck_elsewhere, &v.unresponsive, &v.exited}) {
+    named.insert(list->begin(), list->end());
+  }
+  for (int r : mismatched_ranks(doc.mismatches)) {
+    if (named.count(r) == 0) v.mismatched.push_back(r);
+  }
+  for (std::vector<int>* list : {&v.stuck, &v.missing, &v.stuck_elsewhere, &v.unresponsive,
+                                 &v.exited, &v.mismatched}) {
+    sort_unique(list);
+  }
+  if (v.stuck.empty() && v.stuck_elsewhere.empty() && !v.stalled && v.mismatched.empty()) {
+    return std::nullopt;  // no hang: nothing to name
+  }
   return v;
 }
 

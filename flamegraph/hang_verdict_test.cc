@@ -31,6 +31,45 @@ TEST(HangVerdict, ParsesStuckAndMissingRanksAndTheSummary) {
             "(last completed #5 on that comm)");
 }
 
+TEST(HangVerdict, StuckElsewhereMismatchedUnresponsiveAndExitedAreCulprits) {
+  std::string error;
+  const auto v = parse_hang_verdict(R"js({"hung":true,"summary":"s",
+    "ranks":[{"rank":0,"state":"stuck"},{"rank":1,"state":"stuck"},{"rank":2,"state":"stuck"},
+             {"rank":3,"state":"stuck"},{"rank":4,"state":"unresponsive"},{"rank":5,"state":"exited"},
+             {"rank":6,"state":"ok"},{"rank":7,"state":"ok"}],
+    "groups":[{"operation":"AllReduce","ranks":[0,1,2]},{"operation":"AllGather","ranks":[3]}],
+    "mismatches":[{"odd_ranks":[7,"x",-1,4]},{"odd_ranks":"7"},5,{"odd_ranks":[6]}]})js",
+                                    &error);
+  ASSERT_TRUE(v) << error;
+  EXPECT_EQ(v->stuck, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(v->stuck_elsewhere, std::vector<int>{3});
+  EXPECT_EQ(v->unresponsive, std::vector<int>{4});
+  EXPECT_EQ(v->exited, std::vector<int>{5});
+  // Odd entries skipped; rank 4 keeps the role the verdict gave it.
+  EXPECT_EQ(v->mismatched, (std::vector<int>{6, 7}));
+  EXPECT_FALSE(v->stalled);
+}
+
+TEST(HangVerdict, TwoEqualGroupsNameNobodyElsewhereAndAStallIsAVerdict) {
+  std::string error;
+  auto v = parse_hang_verdict(R"js({"ranks":[{"rank":0,"state":"stuck"},{"rank":1,"state":"stuck"}],
+    "groups":[{"ranks":[0]},{"ranks":[1]}]})js",
+                              &error);
+  ASSERT_TRUE(v) << error;
+  EXPECT_EQ(v->stuck, (std::vector<int>{0, 1}));
+  EXPECT_TRUE(v->stuck_elsewhere.empty());
+  v = parse_hang_verdict(R"js({"stalled":true,"summary":"stalled",
+    "ranks":[{"rank":0,"state":"stalled"},{"rank":1,"state":"stalled"}]})js",
+                         &error);
+  ASSERT_TRUE(v) << error;
+  EXPECT_TRUE(v->stalled);
+  EXPECT_TRUE(v->stuck.empty());
+  // A mismatch alone, with no hang, is something to name too.
+  v = parse_hang_verdict(R"js({"ranks":[],"mismatches":[{"odd_ranks":[3]}]})js", &error);
+  ASSERT_TRUE(v) << error;
+  EXPECT_EQ(v->mismatched, std::vector<int>{3});
+}
+
 TEST(HangVerdict, NoHangAndBadDocuments) {
   std::string error;
   EXPECT_FALSE(parse_hang_verdict(R"({"hung":false,"summary":"no hang","ranks":[]})", &error));

@@ -86,6 +86,7 @@ void StackMerger::add_path(View v, uint32_t rank, uint32_t state) {
     view->nodes[node].ranks.add(rank);
   }
   ++view->nodes[node].self;
+  view->rank_leaves[rank].push_back(node);
 }
 
 bool StackMerger::add(const stack::ProcessStack& stack) {
@@ -94,6 +95,9 @@ bool StackMerger::add(const stack::ProcessStack& stack) {
   if (result_.ranks_with_file.contains(rank)) return false;
   result_.ranks_with_file.add(rank);
   result_.world_size = std::max(result_.world_size, static_cast<uint32_t>(stack.world_size));
+  for (MergedView& view : result_.views) {
+    if (view.rank_leaves.size() < result_.world_size) view.rank_leaves.resize(result_.world_size);
+  }
   const uint32_t state = result_.labels.intern(state_frame_label(stack.process_state));
 
   // Stack files list frames innermost first; the merge walks from the root.

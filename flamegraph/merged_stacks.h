@@ -51,6 +51,10 @@ struct MergedNode {
 struct MergedView {
   View view = View::kCpp;
   std::vector<MergedNode> nodes;  // nodes[kRootNode] is the root; parents precede children
+  // By rank: the node each of its thread stacks ends in, in file order (the
+  // main thread first). What culprits.h needs to tell one rank's stacks from
+  // the others' without going back to the files: 4 bytes per thread.
+  std::vector<std::vector<uint32_t>> rank_leaves;
 };
 
 struct MergeResult {

@@ -9,7 +9,10 @@
 #include <vector>
 
 #include "common/rank_set.h"
+#include "flamegraph/culprit_panel.h"
+#include "flamegraph/culprits.h"
 #include "flamegraph/frame_category.h"
+#include "flamegraph/label_fit.h"
 #include "flamegraph/own_threads.h"
 #include "flamegraph/svg_script.h"
 #include "flamegraph/xml_escape.h"
@@ -19,8 +22,8 @@ namespace {
 
 constexpr int kRowHeight = 18;     // header rows below the title
 constexpr int kFooterHeight = 58;  // three details lines
-constexpr char kOwnThreadFill[] = "rgb(190,190,190)";
-constexpr char kMissingStroke[] = "rgb(200,0,0)";
+constexpr char kCulpritStroke[] = "rgb(200,0,0)";
+constexpr double kTitleCharWidth = 10.3;  // monospace at 17px
 
 std::string fmt(double v) {
   char buf[32];
@@ -59,43 +62,13 @@ text { font-family: monospace; font-size: 12px; fill: rgb(0,0,0); }
 .button { cursor: pointer; fill: rgb(0,0,160); }
 .button:hover { text-decoration: underline; }
 #verdict { fill: rgb(160,0,0); font-weight: bold; }
-.missing rect { stroke: rgb(200,0,0); stroke-width: 1.5; stroke-dasharray: 3,2; }
+.culprit rect { stroke: rgb(200,0,0); stroke-width: 1.5; stroke-dasharray: 3,2; }
+.cph, .cgh { font-weight: bold; fill: rgb(160,0,0); }
+.cf { cursor: pointer; }
+.cf:hover rect { stroke: black; stroke-width: 0.5; }
+.cf text { pointer-events: none; }
+.ctx rect { opacity: 0.55; }
 )CSS";
-
-// What the hang verdict says of each rank, for the roles line of a frame.
-enum class Role : uint8_t { kOther, kStuck, kMissing };
-
-class RoleTable {
- public:
-  RoleTable(const HangVerdict& v, uint32_t world) : role_(world, Role::kOther) {
-    for (int r : v.stuck) set(r, Role::kStuck);
-    for (int r : v.missing) set(r, Role::kMissing);
-  }
-  Role of(int rank) const {
-    return rank >= 0 && static_cast<size_t>(rank) < role_.size() ? role_[rank] : Role::kOther;
-  }
-  // "stuck 0-1/3, missing 2" ("none" for an empty set).
-  std::string describe(const std::vector<int>& ranks) const {
-    std::vector<int> by[3];
-    for (int r : ranks) by[static_cast<int>(of(r))].push_back(r);
-    std::string s;
-    const std::pair<Role, const char*> names[] = {
-        {Role::kStuck, "stuck "}, {Role::kMissing, "missing "}, {Role::kOther, "other "}};
-    for (const auto& [role, name] : names) {
-      const std::vector<int>& rs = by[static_cast<int>(role)];
-      if (rs.empty()) continue;
-      if (!s.empty()) s += ", ";
-      s += name + fold_ranks(rs);
-    }
-    return s.empty() ? "none" : s;
-  }
-
- private:
-  void set(int rank, Role role) {
-    if (rank >= 0 && static_cast<size_t>(rank) < role_.size()) role_[rank] = role;
-  }
-  std::vector<Role> role_;
-};
 
 std::string text_el(const std::string& id, int x, int y, const std::string& text,
                     const std::string& extra = "") {
@@ -104,8 +77,8 @@ std::string text_el(const std::string& id, int x, int y, const std::string& text
 }
 
 // Two legend rows: the frame format, then a swatch per colour family (and
-// the outline of frames a missing rank passes through, with a verdict).
-std::string legend(int format_y, int swatch_y, bool missing_outline) {
+// the outline of frames a culprit passes through, when there are culprits).
+std::string legend(int format_y, int swatch_y, bool culprit_outline) {
   std::string out = "<g id=\"legend\">\n";
   out += text_el("legend-format", kSvgXPad, format_y,
                  "Frame: func@source@stuck_ranks|leak_ranks = the ranks whose stack passes "
@@ -123,14 +96,14 @@ std::string legend(int format_y, int swatch_y, bool missing_outline) {
       {frame_colour(FrameCategory::kState, "legend"), "process state", false},
       {kOwnThreadFill, "xpu-timer background thread (folded)", false},
   };
-  if (missing_outline) {
-    swatches.push_back({"rgb(248,248,240)", "missing rank passes here", true});
+  if (culprit_outline) {
+    swatches.push_back({"rgb(248,248,240)", "a culprit passes here", true});
   }
   double x = kSvgXPad;
   for (const Swatch& s : swatches) {
     out += "<rect x=\"" + fmt(x) + "\" y=\"" + std::to_string(swatch_y - 10) +
            "\" width=\"12\" height=\"12\" fill=\"" + s.fill + "\"" +
-           (s.outline ? " stroke=\"" + std::string(kMissingStroke) +
+           (s.outline ? " stroke=\"" + std::string(kCulpritStroke) +
                             "\" stroke-width=\"1.5\" stroke-dasharray=\"3,2\""
                       : std::string()) +
            "/>";
@@ -147,39 +120,55 @@ std::string legend(int format_y, int swatch_y, bool missing_outline) {
 std::string fit_text(const std::string& text, double width) {
   const long n = static_cast<long>(std::floor((width - 6) / kSvgCharWidth));
   if (n < 3) return "";
-  if (static_cast<long>(text.size()) <= n) return text;
-  // Cut on a UTF-8 boundary so that the clipped text stays valid.
-  size_t cut = static_cast<size_t>(n - 2);
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  return text.substr(0, cut) + "..";
+  if (char_count(text) <= n) return text;
+  // "func@source@ranks|leak": the rank sets go first (the tooltip has them),
+  // then the label is fitted keeping its line number (label_fit.h).
+  const size_t at = text.rfind('@');
+  if (at != std::string::npos && at > 0) return fit_frame_label(std::string_view(text).substr(0, at), n);
+  return clip_text(text, n);
 }
 
 std::string render_svg(const MergedView& view, const StringInterner& labels,
                        const SvgOptions& options) {
   const int width = options.width;
   const HangVerdict* verdict = options.verdict ? &*options.verdict : nullptr;
-  const bool outline_missing = verdict != nullptr && !verdict->missing.empty();
+  const Culprits culprits =
+      find_culprits(view, labels, options.world_size, options.no_file, verdict);
   // Header rows: title 22, subtitle 42, [verdict], legend format, legend
-  // swatches, buttons; frames start right below.
+  // swatches, buttons; then the culprit panel, then the frames.
   const int verdict_y = 42 + kRowHeight;
   const int format_y = (verdict != nullptr ? verdict_y : 42) + kRowHeight;
   const int swatch_y = format_y + kRowHeight;
   const int buttons_y = swatch_y + kRowHeight;
-  const int header = buttons_y + 4;
+  const CulpritPanel panel = render_culprit_panel(culprits, view, labels, width, buttons_y + 8);
+  const int header = buttons_y + 4 + panel.height;
   const uint32_t depth = max_depth(view);
   const int height = header + static_cast<int>(depth + 1) * kSvgFrameHeight + kFooterHeight;
   const uint64_t total = view.nodes[kRootNode].total;
   const double scale = total > 0 ? static_cast<double>(width - 2 * kSvgXPad) / total : 0;
   const std::vector<uint64_t> x = sample_offsets(view);
-  const std::vector<int> in_view = view.nodes[kRootNode].ranks.to_vector();
-  uint32_t world = options.world_size;  // for the ranks on the right of '|'
-  if (!in_view.empty()) world = std::max(world, static_cast<uint32_t>(in_view.back()) + 1);
-  const std::optional<RoleTable> roles =
-      verdict != nullptr ? std::optional<RoleTable>(RoleTable(*verdict, world)) : std::nullopt;
-  const uint32_t view_ranks = view.nodes[kRootNode].ranks.count();
+  const uint32_t world = static_cast<uint32_t>(culprits.roles.size());
+  std::vector<bool> outlined(view.nodes.size(), false);
+  for (const CulpritGroup& g : culprits.groups) {
+    if (g.like_others) continue;  // nothing of theirs to tell apart
+    for (const CulpritThread& t : g.threads) {
+      for (uint32_t n = t.leaf; n != view.nodes[t.diverges].parent; n = view.nodes[n].parent) {
+        outlined[n] = true;
+      }
+    }
+  }
+  // With a headline the title says who and where; the view's name moves to
+  // the subtitle.
+  const std::string headline = culprit_headline(
+      culprits, view, labels,
+      static_cast<long>((width - 2 * kSvgXPad) / kTitleCharWidth));
+  const std::string title = headline.empty() ? options.title : headline;
+  const std::string subtitle =
+      headline.empty() || options.title.empty() ? options.subtitle
+                                                : options.title + "; " + options.subtitle;
 
   std::string out;
-  out.reserve(8192 + view.nodes.size() * (roles ? 400 : 320));
+  out.reserve(8192 + panel.svg.size() + view.nodes.size() * (culprits.empty() ? 320 : 400));
   out += "<?xml version=\"1.0\" standalone=\"no\"?>\n";
   // width 100% with height auto: the browser scales the viewBox to the
   // window's width and keeps the aspect ratio; the script works in viewBox
@@ -190,25 +179,28 @@ std::string render_svg(const MergedView& view, const StringInterner& labels,
       std::to_string(width) + " " + std::to_string(height) +
       "\" onload=\"init(evt)\" data-width=\"" + std::to_string(width) + "\" data-xpad=\"" +
       std::to_string(kSvgXPad) + "\" data-charw=\"" + fmt(kSvgCharWidth) + "\" data-frameh=\"" +
-      std::to_string(kSvgFrameHeight) + "\" data-total=\"" + std::to_string(total) + "\">\n";
+      std::to_string(kSvgFrameHeight) + "\" data-total=\"" + std::to_string(total) +
+      "\" data-world=\"" + std::to_string(world) + "\">\n";
   out += "<style type=\"text/css\">";
   out += kStyle;
   out += "</style>\n<script type=\"text/ecmascript\"><![CDATA[";
   out += kSvgScript;
   out += "]]></script>\n";
   out += "<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"rgb(248,248,240)\"/>\n";
-  out += text_el("title", width / 2, 22, options.title);
-  out += text_el("subtitle", kSvgXPad, 42, options.subtitle);
+  out += text_el("title", width / 2, 22, title);
+  out += text_el("subtitle", kSvgXPad, 42, subtitle);
   if (verdict != nullptr) {
     const std::string sentence = "hang: " + verdict->summary;
     out += "<text id=\"verdict\" x=\"" + std::to_string(kSvgXPad) + "\" y=\"" +
            std::to_string(verdict_y) + "\"><title>" + xml_escape(sentence) + "</title>" +
            xml_escape(fit_text(sentence, width - 2 * kSvgXPad)) + "</text>\n";
   }
-  out += legend(format_y, swatch_y, outline_missing);
+  out += legend(format_y, swatch_y, !culprits.empty());
   out += text_el("unzoom", kSvgXPad, buttons_y, "Reset Zoom", " class=\"button hide\"");
   out += text_el("search", width - kSvgXPad - 110, buttons_y, "Search", " class=\"button\"");
-  out += text_el("matched", width - kSvgXPad - 110, 42, "");
+  // Right-aligned left of the button: "matched 3 frames, 1 of 1024 ranks (2), ...".
+  out += text_el("matched", width - kSvgXPad - 120, buttons_y, "", " text-anchor=\"end\"");
+  out += panel.svg;
   out += "<text id=\"details\" x=\"" + std::to_string(kSvgXPad) + "\" y=\"" +
          std::to_string(height - kFooterHeight + 16) + "\">";
   for (int line = 0; line < 3; ++line) {
@@ -235,32 +227,30 @@ std::string render_svg(const MergedView& view, const StringInterner& labels,
     const double fw = static_cast<double>(n.total) * scale;
     const int fy = bottom - static_cast<int>(n.depth + 1) * kSvgFrameHeight;
     const double pct = 100.0 * static_cast<double>(n.total) / static_cast<double>(total);
-    // With a verdict: the roles of the ranks on each side of the '|', and an
-    // outline where a missing rank passes (unless every rank does).
-    std::string roles_line, missing_attr;
-    if (roles && !root) {
+    // With culprits: the roles of the ranks on each side of the '|', and an
+    // outline on the frames that set a culprit apart (those of the panel).
+    std::string roles_line, culprit_attr;
+    if (!culprits.empty() && !root) {
       const std::vector<int> here = n.ranks.to_vector();
-      roles_line = "\nthrough here: " + roles->describe(here) +
-                   "; elsewhere: " + roles->describe(n.ranks.complement(world));
-      std::vector<int> missing_here;
-      for (int r : here) {
-        if (roles->of(r) == Role::kMissing) missing_here.push_back(r);
-      }
-      if (!missing_here.empty() && n.ranks.count() < view_ranks) {
-        missing_attr = " data-missing=\"" + fold_ranks(missing_here) + "\"";
+      roles_line = "\nthrough here: " + culprits.describe(here) +
+                   "; elsewhere: " + culprits.describe(n.ranks.complement(world));
+      if (outlined[i]) {
+        std::vector<int> culprits_here;
+        for (int r : here) {
+          if (culprits.is_culprit(r)) culprits_here.push_back(r);
+        }
+        culprit_attr = " data-culprit=\"" + fold_ranks(culprits_here) + "\"";
       }
     }
-    out += "<g class=\"f" + std::string(missing_attr.empty() ? "" : " missing") + "\" id=\"f" +
+    out += "<g class=\"f" + std::string(culprit_attr.empty() ? "" : " culprit") + "\" id=\"f" +
            std::to_string(i) + "\" data-x=\"" + std::to_string(x[i]) + "\" data-w=\"" +
            std::to_string(n.total) + "\" data-d=\"" + std::to_string(n.depth) + "\" data-c=\"" +
-           (own_thread ? "own" : category_name(category)) + "\"" + missing_attr + "><title>" +
+           (own_thread ? "own" : category_name(category)) + "\"" + culprit_attr + "><title>" +
            xml_escape(text) + "\n" + std::to_string(n.total) + " thread stacks (" + fmt(pct) +
            "%), " + std::to_string(n.ranks.count()) + " ranks" + xml_escape(roles_line) +
            "</title><rect x=\"" + fmt(fx) + "\" y=\"" + std::to_string(fy) + "\" width=\"" +
            fmt(fw) + "\" height=\"" + std::to_string(kSvgFrameHeight - 1) + "\" fill=\"" +
-           (root         ? std::string("rgb(200,200,200)")
-            : own_thread ? std::string(kOwnThreadFill)
-                         : frame_colour(category, label)) +
+           (root ? std::string("rgb(200,200,200)") : frame_fill(n.kind, label)) +
            "\" rx=\"2\" ry=\"2\"/><text x=\"" + fmt(fx + 3) + "\" y=\"" +
            std::to_string(fy + kSvgFrameHeight - 4) + "\">" + xml_escape(fit_text(text, fw)) +
            "</text></g>\n";

@@ -1,14 +1,18 @@
 // Our own interactive flame-graph SVG (not flamegraph.pl's): one self-contained
 // file, root at the bottom, frames coloured by category, with the embedded
 // script of svg_script.cc for zoom, search and details. Its header holds a
-// legend (the frame format and the colour families) and, given the hang
-// verdict, names it and outlines the frames that a missing rank passes
-// through. Drawn in a viewBox of `width` units and shown at the window's
-// width. Pure function of the merged view; any thread.
+// legend (the frame format and the colour families), the hang verdict when
+// there is one, and the culprits (culprits.h): the title says who they are
+// and where ("rank 2 missing, in f (file.py:88)"), a panel above the graph
+// shows their distinctive frames at a readable width (culprit_panel.h), and
+// the frames they pass through in the graph are outlined. Drawn in a viewBox
+// of `width` units and shown at the window's width. Pure function of the
+// merged view; any thread.
 #pragma once
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "flamegraph/hang_verdict.h"
 #include "flamegraph/merged_stacks.h"
@@ -21,6 +25,7 @@ struct SvgOptions {
   int width = 1200;                    // of the viewBox; the picture itself follows the window
   uint32_t world_size = 0;             // of the dump (ranks without a file too); 0: from the view
   std::optional<HangVerdict> verdict;  // the supervisor's, when the dump has one
+  std::vector<int> no_file;            // ranks of the world without a stack file
 };
 
 // Layout constants shared with the script through attributes of <svg>.
@@ -32,8 +37,10 @@ constexpr double kSvgCharWidth = 7.25;  // monospace at 12px, slightly generous
 std::string render_svg(const MergedView& view, const StringInterner& labels,
                        const SvgOptions& options);
 
-// The text a frame of `width` pixels shows: `text` clipped with ".." (the
-// script applies the same rule when zooming).
+// The text a frame of `width` units shows: `text` whole if it fits, else its
+// `func@source` without the rank sets, shortened by the rule of label_fit.h;
+// text without '@' is clipped with "..". The script applies the same rule
+// when zooming.
 std::string fit_text(const std::string& text, double width);
 
 }  // namespace xpu_timer::flamegraph

@@ -43,13 +43,19 @@ MergeResult merge_files(const std::vector<std::string>& files) {
 
 MergeResult merge_one(const std::string& json) { return merge_files({json}); }
 
-// The <g> element of the frame whose text starts with `prefix` ("" if none).
+// The <g> element of the frame of the main graph (class "f", not the culprit
+// panel's "cf") whose text starts with `prefix` ("" if none).
 std::string frame_element(const std::string& svg, const std::string& prefix) {
-  const size_t title = svg.find("<title>" + prefix);
-  if (title == std::string::npos) return "";
-  const size_t g = svg.rfind("<g class=", title);
-  const size_t end = svg.find("</g>", title);
-  return svg.substr(g, end + 4 - g);
+  for (size_t title = svg.find("<title>" + prefix); title != std::string::npos;
+       title = svg.find("<title>" + prefix, title + 1)) {
+    const size_t g = svg.rfind("<g class=", title);
+    if (svg.compare(g, 11, "<g class=\"f") != 0 || svg.compare(g, 12, "<g class=\"cf") == 0) {
+      continue;
+    }
+    const size_t end = svg.find("</g>", title);
+    return svg.substr(g, end + 4 - g);
+  }
+  return "";
 }
 
 // Rank `rank` of 4: stuck_in_host_code for rank 2, ncclAllReduce for the
@@ -135,16 +141,27 @@ TEST(SvgRenderer, LegendExplainsTheFrameFormatAndTheColourFamilies) {
   EXPECT_NE(svg.find(">xpu-timer background thread (folded)</text>"), std::string::npos);
   // Without a verdict: no verdict line and no outline swatch.
   EXPECT_EQ(svg.find("id=\"verdict\""), std::string::npos);
-  EXPECT_EQ(svg.find("missing rank passes here"), std::string::npos);
-  EXPECT_EQ(svg.find("data-missing"), std::string::npos);
+  EXPECT_EQ(svg.find("a culprit passes here"), std::string::npos);
+  EXPECT_EQ(svg.find("data-culprit"), std::string::npos);
+  EXPECT_EQ(svg.find("id=\"culprits\""), std::string::npos);
 }
 
-TEST(SvgRenderer, HangVerdictIsNamedAndFramesOfMissingRanksAreOutlined) {
+TEST(SvgRenderer, HangVerdictIsNamedAndTheCulpritsFramesAreShownAndOutlined) {
   const MergeResult m = merge_files({hang_file(0), hang_file(1), hang_file(2), hang_file(3)});
   SvgOptions options;
+  options.title = "Native stacks of all ranks";
+  options.subtitle = "world size 5";
   options.world_size = m.world_size;
   options.verdict = example_verdict();
   const std::string svg = render_svg(m.view(View::kCpp), m.labels, options);
+  // The title says who and where; the view's name moves to the subtitle.
+  EXPECT_NE(svg.find("<text id=\"title\" x=\"600\" y=\"22\">rank 2 missing, in "
+                     "stuck_in_host_code (trainer)</text>"),
+            std::string::npos)
+      << svg.substr(0, 5000);
+  EXPECT_NE(svg.find("<text id=\"subtitle\" x=\"10\" y=\"42\">Native stacks of all ranks; world "
+                     "size 5</text>"),
+            std::string::npos);
   EXPECT_NE(svg.find("<text id=\"verdict\" x=\"10\" y=\"60\"><title>hang: ranks 0,1,3 stuck in "
                      "AllReduce #6 on comm 06543c4e36ee6c61 for 5.3 s; rank 2 missing (last "
                      "completed #5 on that comm)</title>hang: ranks 0,1,3 stuck in AllReduce #6 on "
@@ -156,12 +173,32 @@ TEST(SvgRenderer, HangVerdictIsNamedAndFramesOfMissingRanksAreOutlined) {
   EXPECT_NE(svg.find(" stroke=\"rgb(200,0,0)\" stroke-width=\"1.5\" stroke-dasharray=\"3,2\"/>"
                      "<text x=\""),
             std::string::npos);
-  EXPECT_NE(svg.find(">missing rank passes here</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">a culprit passes here</text>"), std::string::npos);
 
-  // Rank 2's frame: the rank set left of '|' is the missing rank, said so.
+  // The panel: one block for rank 2, its frame the whole width, the frame it
+  // shares with the others below it, dimmed.
+  EXPECT_NE(svg.find("<g id=\"culprits\">\n<text x=\"10.00\" y=\"135.00\" class=\"cph\">Culprits "
+                     "named by the hang verdict - click a frame to find it in the graph below</text>\n"
+                     "<g class=\"cg\" id=\"cg0\" data-role=\"missing\" data-ranks=\"2\">\n"
+                     "<text x=\"10.00\" y=\"153.00\" class=\"cgh\">rank 2: missing, 1 stack "
+                     "differs</text>\n"
+                     "<g class=\"cf ctx\" data-node=\"f2\"><title>main@trainer@0-3|4\nthe last "
+                     "frame rank 2 missing shares with the others: 4 ranks pass here</title><rect "
+                     "x=\"10.00\" y=\"174\" width=\"1180.00\" height=\"15\""),
+            std::string::npos)
+      << svg.substr(std::min(svg.size(), svg.find("<g id=\"culprits\">")), 2500);
+  EXPECT_NE(svg.find("<g class=\"cf\" data-node=\"f4\"><title>stuck_in_host_code@trainer@2|0-1/3-4"
+                     "\nrank 2 missing; 1 ranks pass here: missing 2</title><rect x=\"10.00\" "
+                     "y=\"158\" width=\"1180.00\" height=\"15\" fill=\"rgb(226,98,71)\" rx=\"2\" "
+                     "ry=\"2\"/><text x=\"13.00\" y=\"170\">stuck_in_host_code@trainer</text></g>\n"
+                     "</g>\n</g>\n"),
+            std::string::npos);
+
+  // Rank 2's frame in the graph: outlined, the rank set left of '|' said to
+  // be the missing rank.
   const std::string leak = frame_element(svg, "stuck_in_host_code@trainer@2|0-1/3-4");
-  EXPECT_NE(leak.find("<g class=\"f missing\" id=\"f"), std::string::npos) << leak;
-  EXPECT_NE(leak.find("data-missing=\"2\"><title>"), std::string::npos) << leak;
+  EXPECT_NE(leak.find("<g class=\"f culprit\" id=\"f"), std::string::npos) << leak;
+  EXPECT_NE(leak.find("data-culprit=\"2\"><title>"), std::string::npos) << leak;
   EXPECT_NE(leak.find("1 thread stacks (25.00%), 1 ranks\nthrough here: missing 2; elsewhere: "
                       "stuck 0-1/3, other 4</title>"),
             std::string::npos)
@@ -169,7 +206,7 @@ TEST(SvgRenderer, HangVerdictIsNamedAndFramesOfMissingRanksAreOutlined) {
   // The stuck ranks' frame: no outline, the roles the other way round.
   const std::string stuck = frame_element(svg, "ncclAllReduce@libnccl.so.2@0-1/3|2/4");
   EXPECT_NE(stuck.find("<g class=\"f\" id=\"f"), std::string::npos) << stuck;
-  EXPECT_EQ(stuck.find("data-missing"), std::string::npos) << stuck;
+  EXPECT_EQ(stuck.find("data-culprit"), std::string::npos) << stuck;
   EXPECT_NE(stuck.find("through here: stuck 0-1/3; elsewhere: missing 2, other 4</title>"),
             std::string::npos)
       << stuck;

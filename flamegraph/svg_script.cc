@@ -8,7 +8,8 @@ namespace xpu_timer::flamegraph {
 // picture to the window, the script never needs the pixel size.
 const char kSvgScript[] = R"JS(
 "use strict";
-var svg, frames = [], byId = {}, W, xpad, cw, fh, total, details, matchedText, resetBtn;
+var svg, frames = [], byId = {}, panel = [], W, xpad, cw, fh, total, world, details, matchedText,
+    resetBtn;
 var zoomed = null, searching = null;
 
 function attrNum(el, name) { return parseFloat(el.getAttribute(name)); }
@@ -18,6 +19,7 @@ function init(evt) {
   W = attrNum(svg, "data-width"); xpad = attrNum(svg, "data-xpad");
   cw = attrNum(svg, "data-charw"); fh = attrNum(svg, "data-frameh");
   total = attrNum(svg, "data-total");
+  world = attrNum(svg, "data-world") || 0;
   details = document.getElementById("details");
   matchedText = document.getElementById("matched");
   resetBtn = document.getElementById("unzoom");
@@ -36,6 +38,21 @@ function init(evt) {
     g.addEventListener("click", onClick.bind(null, f));
     g.addEventListener("mouseover", showDetails.bind(null, f));
     g.addEventListener("mouseout", function () { setDetails(""); });
+  }
+  // The culprit panel's frames stand for nodes of the graph: a click zooms
+  // the graph to the node, the details line shows the node.
+  var cs = document.getElementsByClassName("cf");
+  for (var j = 0; j < cs.length; j++) {
+    var cg = cs[j];
+    var p = { g: cg, node: byId[cg.getAttribute("data-node")],
+              rect: cg.getElementsByTagName("rect")[0],
+              name: cg.getElementsByTagName("title")[0].textContent.split("\n")[0] };
+    if (!p.node) continue;
+    p.fill = p.rect.getAttribute("fill");
+    panel.push(p);
+    cg.addEventListener("click", zoom.bind(null, p.node));
+    cg.addEventListener("mouseover", showDetails.bind(null, p.node));
+    cg.addEventListener("mouseout", function () { setDetails(""); });
   }
   resetBtn.addEventListener("click", unzoom);
   document.getElementById("search").addEventListener("click", searchPrompt);
@@ -64,10 +81,49 @@ function applyFragment() {
   }
 }
 
+// The rule of label_fit.h: the source shortened first (".../dir/file.py:88",
+// "enqueue.cc:12" for "libnccl.so.2:enqueue.cc:12"), then the function cut
+// with "..", then the source alone, then its tail: the line number is never
+// the part cut away. A source without a line number protects nothing.
+function sourceForms(src) {
+  var forms = [src], last = src.lastIndexOf("/");
+  function add(s) { if (s.length < forms[forms.length - 1].length) forms.push(s); }
+  if (last > 0) {
+    var prev = src.lastIndexOf("/", last - 1);
+    if (prev > 0) add(".../" + src.slice(prev + 1));
+    add(".../" + src.slice(last + 1));
+  }
+  var shortest = forms[forms.length - 1], colon = shortest.indexOf(":");
+  if (colon >= 0 && shortest.indexOf(":", colon + 1) >= 0) add(shortest.slice(colon + 1));
+  return forms;
+}
+
+function clip(text, n) {
+  if (text.length <= n) return text;
+  return n >= 3 ? text.slice(0, n - 2) + ".." : "";
+}
+
+function fitLabel(label, n) {
+  var at = label.lastIndexOf("@");
+  if (at < 0 || !/:[0-9]+$/.test(label.slice(at + 1))) return clip(label, n);
+  var func = label.slice(0, at), forms = sourceForms(label.slice(at + 1));
+  for (var i = 0; i < forms.length; i++) {
+    if (func.length + 1 + forms[i].length <= n) return func + "@" + forms[i];
+  }
+  var s = forms[forms.length - 1], room = n - 1 - s.length;
+  if (func.length > 0 && room >= 3) return func.slice(0, room - 2) + "..@" + s;
+  if (s.length <= n) return s;
+  return n >= 3 ? ".." + s.slice(s.length - (n - 2)) : "";
+}
+
+// A frame's name is "func@source@ranks|leak": whole if it fits, else its
+// label without the rank sets, fitted.
 function fitText(f, width) {
   var n = Math.floor((width - 6) / cw);
   if (n < 3) return "";
-  return f.name.length <= n ? f.name : f.name.slice(0, n - 2) + "..";
+  if (f.name.length <= n) return f.name;
+  var at = f.name.lastIndexOf("@");
+  return at > 0 ? fitLabel(f.name.slice(0, at), n) : clip(f.name, n);
 }
 
 function place(f, x, width) {
@@ -144,23 +200,67 @@ function resetSearch() {
     frames[i].rect.setAttribute("fill", frames[i].fill);
     frames[i].g.removeAttribute("data-hl");
   }
+  for (var j = 0; j < panel.length; j++) {
+    panel[j].rect.setAttribute("fill", panel[j].fill);
+    panel[j].g.removeAttribute("data-hl");
+  }
   searching = null;
   matchedText.textContent = "";
   svg.removeAttribute("data-matched");
+  svg.removeAttribute("data-matched-ranks");
   document.getElementById("search").textContent = "Search";
+}
+
+// The ranks left of '|' in "func@source@0-3/6|4-5" marked in seen; returns
+// how many were new.
+function markRanks(seen, name) {
+  var bar = name.lastIndexOf("|"), at = bar < 0 ? -1 : name.lastIndexOf("@", bar);
+  if (at < 0) return 0;
+  var parts = name.slice(at + 1, bar).split("/"), added = 0;
+  for (var i = 0; i < parts.length; i++) {
+    var dash = parts[i].indexOf("-");
+    var lo = parseInt(dash < 0 ? parts[i] : parts[i].slice(0, dash), 10);
+    var hi = dash < 0 ? lo : parseInt(parts[i].slice(dash + 1), 10);
+    if (!(lo >= 0) || !(hi >= lo)) continue;
+    for (var r = lo; r <= hi; r++) {
+      if (!seen[r]) { seen[r] = true; added++; }
+    }
+  }
+  return added;
+}
+
+// "0-3/6" of the ranks marked in seen.
+function foldRanks(seen) {
+  var out = [], r = 0;
+  while (r < seen.length) {
+    if (!seen[r]) { r++; continue; }
+    var lo = r;
+    while (r + 1 < seen.length && seen[r + 1]) r++;
+    out.push(lo === r ? "" + lo : lo + "-" + r);
+    r++;
+  }
+  return out.join("/");
 }
 
 function search(term) {
   var re;
   try { re = new RegExp(term); } catch (err) { matchedText.textContent = "bad regex"; return; }
   resetSearch();
-  var hits = [];
+  var hits = [], seen = [], ranks = 0, culpritHits = 0;
   for (var i = 0; i < frames.length; i++) {
     var f = frames[i];
     if (f.d > 0 && re.test(f.name)) {
       f.rect.setAttribute("fill", "rgb(230,0,230)");
       f.g.setAttribute("data-hl", "1");
       hits.push([f.x, f.x + f.w]);
+      ranks += markRanks(seen, f.name);
+    }
+  }
+  for (var j = 0; j < panel.length; j++) {
+    if (re.test(panel[j].name)) {
+      panel[j].rect.setAttribute("fill", "rgb(230,0,230)");
+      panel[j].g.setAttribute("data-hl", "1");
+      culpritHits++;
     }
   }
   // Nested matches must not count twice: merge the [x, x+w) intervals.
@@ -172,9 +272,14 @@ function search(term) {
     end = Math.max(end, hi);
   }
   var pct = total > 0 ? (100 * covered / total).toFixed(2) : "0.00";
+  var folded = foldRanks(seen);
   searching = term;
-  matchedText.textContent = "matched " + pct + "%";
+  matchedText.textContent = "matched " + ranks + " of " + world + " ranks" +
+      (ranks > 0 && folded.length <= 24 ? " (" + folded + ")" : "") + ", " + pct +
+      "% of stacks" + (culpritHits > 0 ? ", " + culpritHits + " culprit frame" +
+      (culpritHits > 1 ? "s" : "") : "");
   svg.setAttribute("data-matched", pct);
+  svg.setAttribute("data-matched-ranks", "" + ranks);
   document.getElementById("search").textContent = "Reset Search";
 }
 )JS";

@@ -158,11 +158,20 @@ TEST(ViewerCli, HangJsonOfTheDumpFolderNamesTheHangInTheGraphs) {
   EXPECT_NE(svg.find("<title>hang: ranks 0,1,3 stuck in AllReduce #6 on comm 06543c4e36ee6c61 for "
                      "5.3 s; rank 2 missing (last completed #5 on that comm)</title>"),
             std::string::npos);
-  // The missing rank's frame is outlined and its rank set explained.
-  const size_t leak = svg.find("<title>stuck_in_host_code@/job/sim_trainer.py:88@2|0-1/3\n");
+  // The title names the culprit and where it is.
+  EXPECT_NE(svg.find(">rank 2 missing, in stuck_in_host_code (/job/sim_trainer.py:88)</text>"),
+            std::string::npos)
+      << svg.substr(0, 3000);
+  // The culprit panel shows its frame first, then the graph's frame is
+  // outlined and its rank set explained.
+  const size_t shown = svg.find("<title>stuck_in_host_code@/job/sim_trainer.py:88@2|0-1/3\n");
+  ASSERT_NE(shown, std::string::npos) << svg.substr(0, 3000);
+  EXPECT_EQ(svg.substr(svg.rfind("<g class=", shown), 13), "<g class=\"cf\"");
+  const size_t leak =
+      svg.find("<title>stuck_in_host_code@/job/sim_trainer.py:88@2|0-1/3\n", shown + 1);
   ASSERT_NE(leak, std::string::npos) << svg.substr(0, 3000);
   const size_t g = svg.rfind("<g class=", leak);
-  EXPECT_EQ(svg.substr(g, 21), "<g class=\"f missing\" ");
+  EXPECT_EQ(svg.substr(g, 21), "<g class=\"f culprit\" ");
   EXPECT_NE(svg.find("through here: missing 2; elsewhere: stuck 0-1/3</title>", leak),
             std::string::npos);
   // The folded text is xpu-timer's format, unchanged by the verdict.

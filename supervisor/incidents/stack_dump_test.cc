@@ -227,10 +227,15 @@ TEST(StackDumper, HangsFolderHoldsItsVerdictAndTheGraphsNameIt) {
                      "3.0 s; rank 3 missing (no operation in flight)</title>"),
             std::string::npos)
       << svg.substr(0, 3000);
-  // Rank 3, alone in host code, is the missing rank: its frame is outlined.
-  const size_t leak = svg.find("<title>stuck_in_host_code@/x/train.py:75@3|0-2\n");
+  // Rank 3, alone in host code, is the missing rank: the title names it, the
+  // culprit panel shows its frame first, and the graph's frame is outlined.
+  EXPECT_NE(svg.find(">rank 3 missing, in "), std::string::npos) << svg.substr(0, 3000);
+  const size_t shown = svg.find("<title>stuck_in_host_code@/x/train.py:75@3|0-2\n");
+  ASSERT_NE(shown, std::string::npos);
+  EXPECT_EQ(svg.substr(svg.rfind("<g class=", shown), 13), "<g class=\"cf\"");
+  const size_t leak = svg.find("<title>stuck_in_host_code@/x/train.py:75@3|0-2\n", shown + 1);
   ASSERT_NE(leak, std::string::npos);
-  EXPECT_EQ(svg.substr(svg.rfind("<g class=", leak), 21), "<g class=\"f missing\" ");
+  EXPECT_EQ(svg.substr(svg.rfind("<g class=", leak), 21), "<g class=\"f culprit\" ");
 }
 
 TEST(StackDumper, CollectsRanksInParallelOnBoundedWorkers) {

@@ -152,7 +152,12 @@ TEST(StackE2E, HangCollectsEveryRankMergesAndLeavesThemRunning) {
   const std::string svg = read_file(dir + "/py_stack.svg");
   EXPECT_NE(svg.find("<text id=\"verdict\""), std::string::npos) << dir;
   EXPECT_TRUE(contains_match(
-      svg, R"(<g class="f missing" [^>]*data-missing="2"><title>stuck_in_host_code@)"))
+      svg, R"(<g class="f culprit" [^>]*data-culprit="2"><title>stuck_in_host_code@)"))
+      << dir;
+  // The title names the culprit and where it is; the panel above the graph
+  // shows its frame.
+  EXPECT_TRUE(contains_match(svg, R"(>rank 2 missing, in stuck_in_host_code \()")) << dir;
+  EXPECT_TRUE(contains_match(svg, R"(<g class="cf" data-node="f\d+"><title>stuck_in_host_code@)"))
       << dir;
 
   // hang.json was rewritten with the same finished section.
