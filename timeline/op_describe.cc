@@ -1,10 +1,28 @@
 #include "timeline/op_describe.h"
 
 #include <cstdio>
+#include <cstring>
 
 namespace xpu_timer::timeline {
 
 using recorder::RecordData;
+
+namespace {
+
+// " 4096x4096x1024" (" x8" appended for a batch), "" when the shape is unknown.
+std::string gemm_shape(const RecordData& r) {
+  if ((r.m | r.n | r.k) == 0) return "";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), " %ux%ux%u", r.m, r.n, r.k);
+  std::string s = buf;
+  if (r.batch > 1) {
+    std::snprintf(buf, sizeof(buf), " x%u", r.batch);
+    s += buf;
+  }
+  return s;
+}
+
+}  // namespace
 
 const char* op_name(const RecordData& r) {
   return proto::op_name_str(static_cast<proto::OpName>(r.name));
@@ -42,18 +60,22 @@ std::string op_label(const RecordData& r) {
   if (is_nccl(r)) {
     std::snprintf(buf, sizeof(buf), " #%llu", static_cast<unsigned long long>(r.seq));
     s += buf;
-  } else if (is_gemm(r) && (r.m | r.n | r.k) != 0) {
-    std::snprintf(buf, sizeof(buf), " %ux%ux%u", r.m, r.n, r.k);
-    s += buf;
-    if (r.batch > 1) {
-      std::snprintf(buf, sizeof(buf), " x%u", r.batch);
-      s += buf;
-    }
+  } else if (is_gemm(r)) {
+    s += gemm_shape(r);
   } else if (proto::op_kind_of(static_cast<proto::OpName>(r.name)) == proto::OpKind::kMemcpy) {
     // "MemcpyH2D 64 MiB": a copy's size is what tells copies apart.
     s += " " + size_label(r.bytes);
   }
   return s;
+}
+
+std::string slice_label(const RecordData& r) {
+  std::string s = op_name(r);
+  const std::string shape = is_gemm(r) ? gemm_shape(r) : "";
+  if (shape.empty()) return s;
+  const char* dtype = dtype_name(r);
+  if (std::strcmp(dtype, "unknown") != 0) s += std::string(" ") + dtype;
+  return s + shape;
 }
 
 std::string size_label(uint64_t bytes) {

@@ -23,9 +23,16 @@ std::string comm_hex(uint64_t comm_hash);
 // "0x7f00a0001000"
 std::string stream_hex(uint64_t stream);
 
-// "AllReduce #6" (NCCL), "GemmEx 4096x4096x1024" (GEMM, " x8" for a batch),
-// "MemcpyH2D" (others).
+// One operation as messages name it: "AllReduce #6" (NCCL), "GemmEx
+// 4096x4096x1024" (GEMM, " x8" for a batch), "MemcpyH2D 64 MiB" (copies).
 std::string op_label(const recorder::RecordData& r);
+// What a trace slice is named: the same for every call of one kind, so that
+// a viewer's per-name statistics (Perfetto's slice aggregation, a sandwich
+// view) add up the calls that cost the same. "AllReduce", "MemcpyH2D" (the
+// sequence number and size go into the slice's args); a GEMM keeps its dtype
+// and shape, "GemmEx bf16 4096x4096x1024", because its time depends on them
+// and "which GEMM is slow" is asked per shape (as --diff keys it).
+std::string slice_label(const recorder::RecordData& r);
 // "64 MiB", "1.5 GiB", "512 B".
 std::string size_label(uint64_t bytes);
 

@@ -57,7 +57,8 @@ recorder::RingSnapshot rank_snapshot(const JobSpec& spec, int rank) {
   const uint64_t base = spec.mono_base + static_cast<uint64_t>(rank) * kUs;
   auto push = [&](RecordData d) {
     d.op_id = s.records.size();
-    d.device = rank;
+    // As the hooks publish it: a sampled-out GEMM without its device.
+    d.device = d.state == static_cast<uint8_t>(OpState::kUntimed) ? -1 : rank;
     s.records.push_back(d);
   };
   for (uint64_t step = 1; step <= spec.hang_seq; ++step) {

@@ -6,10 +6,11 @@
 // stream (AllReduce on one communicator). Step s = 1, 2, ... starts at
 // s ms after the rank's base time (+ rank us of skew) and holds a timed GEMM
 // (launch +0, GPU +10 us .. +10 us + gemm_ns), a sampled-out GEMM (launch
-// +5 us) and an AllReduce #s (launch +20 us, ready +110 us, GPU +120 us ..
-// +120 us + allreduce_ns). At step `hang_seq` every rank but `missing_rank`
-// launches AllReduce #hang_seq, which never completes (state running);
-// `missing_rank` stops before it.
+// +5 us, without its device, as the hooks publish it) and an AllReduce #s
+// (launch +20 us, ready +110 us, GPU +120 us .. +120 us + allreduce_ns).
+// At step `hang_seq` every rank but `missing_rank` launches AllReduce
+// #hang_seq, which never completes (state running); `missing_rank` stops
+// before it.
 #pragma once
 
 #include <cstdint>

@@ -25,12 +25,15 @@ constexpr FlagHelp kFlags[] = {
     {"--output", "FILE", "the trace file (with --diff: the diff as JSON)",
      "DIR/timeline.json of the first --path; none with --diff", nullptr},
     {"--groups", "SPEC", "label ranks with their tp4-cp2-dp4-pp2 coordinates", "none", nullptr},
+    {"--sampled-out-slices", "",
+     "a zero-length slice per sampled-out launch instead of a launch counter per stream", "off",
+     nullptr},
     {"--diff", "A B", "compare two timelines (dump folders or DIR:RANK)", "off", nullptr},
 };
 
 constexpr char kUsage[] =
     "usage: xpu_timer_gen_trace_timeline --path DIR [--path DIR2 ...] [--output FILE]\n"
-    "                                    [--groups tp4-cp2-dp4-pp2]\n"
+    "                                    [--groups tp4-cp2-dp4-pp2] [--sampled-out-slices]\n"
     "       xpu_timer_gen_trace_timeline --diff A B [--output FILE]\n";
 
 void usage(FILE* to) {
@@ -38,10 +41,13 @@ void usage(FILE* to) {
       std::string(kUsage) +
       "Converts the flight-recorder dumps (RRRRR-WWWWW.timeline) of a dump folder into a Chrome\n"
       "Trace Event JSON file for Perfetto UI (ui.perfetto.dev), chrome://tracing or speedscope:\n"
-      "one process per rank, one track per GPU stream, each collective joined across its ranks\n"
-      "by flow arrows, the operations pending at the dump drawn to the end (STUCK), the hang\n"
-      "verdict of the folder's hang.json and each missing rank's last completed operation\n"
-      "marked. Ranks of several folders (nodes) are aligned on wall-clock time.\n"
+      "one process per rank, named with its part in a hang and sorted culprits first, one track\n"
+      "per GPU stream, slices named by operation (a GEMM with its dtype and shape) with each\n"
+      "call's details in its args, each collective joined across its ranks by flow arrows, the\n"
+      "operations pending at the dump drawn to the end (STUCK), the hang verdict of the folder's\n"
+      "hang.json and each missing rank's last completed operation marked. Sampled-out\n"
+      "operations (launched, not timed) are counted per stream. Ranks of several folders\n"
+      "(nodes) are aligned on wall-clock time.\n"
       "--groups: the first dimension varies fastest, as in Megatron's order tp-cp-ep-dp-pp;\n"
       "ignored, with a warning, when its product is not the job's world size.\n"
       "--diff: per operation kind and shape (op, dtype, bytes or m/n/k/batch), calls per rank\n"
@@ -80,7 +86,7 @@ std::string json_text(const nlohmann::json& j) {
 struct Args {
   std::vector<std::string> paths;
   std::string output, groups, diff_a, diff_b;
-  bool diff = false, groups_set = false, help = false;
+  bool diff = false, groups_set = false, sampled_out_slices = false, help = false;
 };
 
 // False with the usage error already printed into *status.
@@ -119,6 +125,8 @@ bool parse_args(int argc, const char* const* argv, Args* a, int* status) {
       if (a->groups_set) return (*status = usage_error("--groups given twice")), false;
       if (!value("--groups", &a->groups)) return false;
       a->groups_set = true;
+    } else if (arg == "--sampled-out-slices") {
+      a->sampled_out_slices = true;
     } else if (arg == "--diff") {
       if (a->diff) return (*status = usage_error("--diff given twice")), false;
       if (i + 2 >= args.size() || args[i + 1].rfind("--", 0) == 0 ||
@@ -139,8 +147,9 @@ bool parse_args(int argc, const char* const* argv, Args* a, int* status) {
     *status = usage_error("--diff compares its own two timelines; drop --path");
     return false;
   }
-  if (a->diff && a->groups_set) {
-    *status = usage_error("--groups applies to a trace, not to --diff");
+  if (a->diff && (a->groups_set || a->sampled_out_slices)) {
+    *status = usage_error(std::string(a->groups_set ? "--groups" : "--sampled-out-slices") +
+                          " applies to a trace, not to --diff");
     return false;
   }
   if (!a->diff && a->paths.empty()) {
@@ -152,6 +161,7 @@ bool parse_args(int argc, const char* const* argv, Args* a, int* status) {
 
 int run_trace(const Args& a) {
   TraceOptions options;
+  options.sampled_out_slices = a.sampled_out_slices;
   if (a.groups_set) {
     ParallelLayout layout;
     std::string error;

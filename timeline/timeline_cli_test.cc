@@ -41,9 +41,10 @@ TEST(TimelineCli, HelpListsEveryFlagWithItsDefault) {
   const CliRun r = run_cli("--help");
   EXPECT_EQ(r.status, 0);
   for (const char* flag :
-       {"--path DIR", "--output FILE", "--groups SPEC", "--diff A B", "--help",
-        "required; no environment variable", "default DIR/timeline.json of the first --path",
-        "default none; no environment variable", "default off; no environment variable"}) {
+       {"--path DIR", "--output FILE", "--groups SPEC", "--sampled-out-slices", "--diff A B",
+        "--help", "required; no environment variable",
+        "default DIR/timeline.json of the first --path", "default none; no environment variable",
+        "default off; no environment variable"}) {
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
   }
 }
@@ -63,6 +64,8 @@ TEST(TimelineCli, UsageMistakesAreOneLineAndExitTwo) {
       {"--diff " + dir.path() + ":x " + dir.path(),
        "--diff A: '" + dir.path() + ":x': expected DIR or DIR:RANK with RANK a number"},
       {"--output a --output b --path " + dir.path(), "--output given twice"},
+      {"--diff " + dir.path() + " " + dir.path() + " --sampled-out-slices",
+       "--sampled-out-slices applies to a trace, not to --diff"},
   };
   for (const auto& [args, why] : cases) {
     const CliRun r = run_cli(args);
@@ -82,6 +85,18 @@ TEST(TimelineCli, WritesTheTraceIntoTheDumpFolder) {
   ASSERT_FALSE(j.is_discarded());
   EXPECT_GT(j["traceEvents"].size(), 70u);
   EXPECT_EQ(lines(r.err), 1u) << r.err;  // the summary line only
+  auto sampled_out_slices = [](const nlohmann::json& trace) {
+    int n = 0;
+    for (const auto& e : trace["traceEvents"]) {
+      n += e["ph"] == "X" && e["name"] == "sampled out: GemmEx bf16 4096x4096x1024";
+    }
+    return n;
+  };
+  EXPECT_EQ(sampled_out_slices(j), 0);
+  const CliRun flagged =
+      run_cli("--path " + dir.path() + " --sampled-out-slices --output " + dir.path() + "/s.json");
+  ASSERT_EQ(flagged.status, 0) << flagged.err;
+  EXPECT_EQ(sampled_out_slices(nlohmann::json::parse(TempDir::read(dir.path() + "/s.json"))), 24);
 }
 
 TEST(TimelineCli, BadFilesAreSkippedAndOnlyNothingUsableFails) {

@@ -32,8 +32,37 @@ bool is_launch_sample(const RecordData& r) {
   return is_range(r) && is_named(r, proto::OpName::kKernelLaunches);
 }
 
-std::pair<int32_t, uint64_t> track_key(const RecordData& r) {
-  if (!is_range(r)) return {r.device, r.stream};
+// The device of each stream a rank's records name one for. A sampled-out
+// GEMM is published without its device (asking would cost a CUDA call on the
+// training thread, inject/timed_call.cc), and on a (-1, stream) track of its
+// own it would sit apart from the GPU work of the very stream it ran on. A
+// stream handle is unique in a process, so the stream tells the device;
+// only the default streams (0, per-thread) are one per device, and for those
+// a rank that used a single device is unambiguous too. Otherwise it stays -1.
+class StreamDevices {
+ public:
+  explicit StreamDevices(const std::vector<RecordData>& records) {
+    for (const RecordData& r : records) {
+      if (is_range(r) || r.device < 0) continue;
+      by_stream_[r.stream].insert(r.device);
+      devices_.insert(r.device);
+    }
+  }
+  int32_t device_of(const RecordData& r) const {
+    if (r.device >= 0) return r.device;
+    const auto it = by_stream_.find(r.stream);
+    if (it != by_stream_.end() && it->second.size() == 1) return *it->second.begin();
+    if (it == by_stream_.end() && devices_.size() == 1) return *devices_.begin();
+    return -1;
+  }
+
+ private:
+  std::map<uint64_t, std::set<int32_t>> by_stream_;
+  std::set<int32_t> devices_;
+};
+
+std::pair<int32_t, uint64_t> track_key(const RecordData& r, const StreamDevices& devices) {
+  if (!is_range(r)) return {devices.device_of(r), r.stream};
   switch (static_cast<proto::OpName>(r.name)) {
     case proto::OpName::kStep:
       return {kStepTrack, 0};
@@ -72,21 +101,22 @@ std::string range_label(const TraceContext& ctx, size_t ri, const RecordData& r)
   return "range #" + std::to_string(r.seq);
 }
 
-// Where and when one record is drawn; false when it has no usable time.
-bool place(const TraceContext& ctx, size_t ri, const RecordData& r, Slice* s) {
+// Where and when one record is drawn on its track `tid`; false when it has
+// no usable time.
+bool place(const TraceContext& ctx, size_t ri, const RecordData& r, int tid, Slice* s) {
   const TraceClock& c = ctx.clock;
   s->rank_index = ri;
   s->record = &r;
   if (is_range(r)) {  // host start and end, on its own track
     const auto rs = c.at(ri, r.gpu_start_ns), re = c.at(ri, r.gpu_end_ns);
     if (!rs || !re || *rs > *re) return false;
-    *s = Slice{ri, ctx.tracks[ri].at(track_key(r)), Place::kRange, *rs, *re, &r};
+    *s = Slice{ri, tid, Place::kRange, *rs, *re, &r};
     return true;
   }
   const auto launch = c.at(ri, r.launch_ns), ready = c.at(ri, r.ready_ns);
   const auto gs = c.at(ri, r.gpu_start_ns), ge = c.at(ri, r.gpu_end_ns);
   const auto could_start = ready ? ready : launch;
-  const int stream_tid = ctx.tracks[ri].at(track_key(r));
+  const int stream_tid = tid;
   if (is_pending(r)) {
     if (!could_start) return false;
     *s = Slice{ri, stream_tid, Place::kPending, *could_start, *could_start, &r};
@@ -105,18 +135,29 @@ bool place(const TraceContext& ctx, size_t ri, const RecordData& r, Slice* s) {
     *s = Slice{ri, stream_tid, Place::kEndOnly, start, *ge, &r};
     return true;
   }
+  // No GPU time: at its launch, on the track of the stream it was launched on.
   const auto at = launch ? launch : (ge ? ge : gs);
   if (!at) return false;
-  *s = Slice{ri, kHostTid, Place::kHost, *at, *at, &r};
+  *s = Slice{ri, stream_tid, Place::kHost, *at, *at, &r};
   return true;
 }
 
-std::string slice_name(const TraceContext& ctx, const Slice& s, bool stuck_word) {
+bool is_sampled_out(const RecordData& r) {
+  return r.state == static_cast<uint8_t>(OpState::kUntimed);
+}
+
+// Named by what the operation is, never by its instance (trace_builder.h);
+// what was not a GPU execution says so first.
+std::string slice_name(const TraceContext& ctx, const Slice& s) {
   const RecordData& r = *s.record;
   if (s.place == Place::kRange) return range_label(ctx, s.rank_index, r);
-  if (s.place == Place::kPending) return (stuck_word ? "STUCK " : "PENDING ") + op_label(r);
-  if (r.state == static_cast<uint8_t>(OpState::kFailed)) return "FAILED " + op_label(r);
-  return op_label(r);
+  if (s.place == Place::kPending)
+    return (ctx.no_hang_said ? "PENDING " : "STUCK ") + slice_label(r);
+  if (r.state == static_cast<uint8_t>(OpState::kFailed)) return "FAILED " + slice_label(r);
+  if (s.place == Place::kHost) {
+    return (is_sampled_out(r) ? "sampled out: " : "no GPU time: ") + slice_label(r);
+  }
+  return slice_label(r);
 }
 
 const char* category(const RecordData& r) {
@@ -174,6 +215,7 @@ json slice_args(const TraceContext& ctx, const Slice& s) {
     a["flops"] = r.flops;
   } else {
     a["bytes"] = r.bytes;
+    a["size"] = size_label(r.bytes);
   }
   a["device"] = r.device;
   a["stream"] = stream_hex(r.stream);
@@ -188,14 +230,16 @@ json slice_args(const TraceContext& ctx, const Slice& s) {
       a["busbw_GBps"] = algbw * bus_factor(r);
     }
   } else if (s.place == Place::kEndOnly) {
-    a["timing"] = r.gpu_start_ns != 0 ? "not timed: drawn from its arrival (start marker) to its end"
-                                      : "not timed: drawn from when it could start to its end";
+    a["timing"] = r.gpu_start_ns != 0
+                      ? "not timed: drawn from its arrival (start marker) to its end"
+                      : "not timed: drawn from when it could start to its end";
   } else if (s.place == Place::kPending) {
     a["timing"] = "not completed at dump time: drawn to the end of the trace";
     const int rank = ctx.dumps.ranks[s.rank_index].rank;
     if (ctx.marks.stuck.count({rank, r.comm_hash, r.seq}) != 0) a["hang_verdict"] = "stuck";
-  } else if (r.state == static_cast<uint8_t>(OpState::kUntimed)) {
-    a["timing"] = "sampled out: launch only";
+  } else if (s.place == Place::kHost) {
+    a["timing"] = is_sampled_out(r) ? "sampled out: drawn at its host launch, no GPU time"
+                                    : "no GPU time: drawn at its host launch";
   }
   return a;
 }
@@ -224,12 +268,6 @@ void untangle(std::vector<Slice*>& track) {
   });
 }
 
-json meta(const char* name, int pid, int tid, json args) {
-  json e = {{"name", name}, {"ph", "M"}, {"pid", pid}, {"args", std::move(args)}};
-  if (tid != 0) e["tid"] = tid;
-  return e;
-}
-
 std::string track_name(int32_t device, uint64_t stream) {
   if (device == kStepTrack) return "training steps";
   if (device == kPythonTrack)
@@ -237,8 +275,8 @@ std::string track_name(int32_t device, uint64_t stream) {
   if (device == kMemoryTrack) return "cudaMalloc/cudaFree thread " + std::to_string(stream);
   if (device == kNvtxAsyncTrack) return "NVTX start/end ranges";
   if (device == kNvtxThreadTrack) return "NVTX thread " + std::to_string(stream);
-  return (device >= 0 ? "GPU" + std::to_string(device) : std::string("GPU?")) + " stream " +
-         stream_hex(stream);
+  if (device < 0) return "stream " + stream_hex(stream) + " (device unknown)";
+  return "GPU" + std::to_string(device) + " stream " + stream_hex(stream);
 }
 
 // Kernels launched over an interval (the rank's samples, inject/poller.h).
@@ -287,18 +325,25 @@ std::vector<std::string> group_labels(const LoadedDumps& d, const TraceOptions& 
   return out;
 }
 
-void append_process(int rank, const std::string& label, const std::vector<std::string>& tags,
-                    TraceSink* sink) {
-  const int pid = trace_pid(rank);
-  sink->add(
-      meta("process_name", pid, 0,
-           {{"name", "rank " + std::to_string(rank) + (label.empty() ? "" : " (" + label + ")")}}));
-  sink->add(meta("process_sort_index", pid, 0, {{"sort_index", rank}}));
-  std::string labels = label;
-  for (const std::string& t : tags) labels += (labels.empty() ? "" : ", ") + t;
-  if (!labels.empty()) sink->add(meta("process_labels", pid, 0, {{"labels", labels}}));
-  sink->add(meta("thread_name", pid, kHostTid, {{"name", "host (launches)"}}));
-  sink->add(meta("thread_sort_index", pid, kHostTid, {{"sort_index", kHostTid}}));
+// Per stream, the launches of its sampled-out operations as one counter
+// instead of a zero-length slice each (thousands of slivers that hide the
+// timed work and that a viewer's statistics count as calls of no time): the
+// number launched so far, stepping up at each launch, so the rise over any
+// interval (Perfetto shows it for a selection) is how many were launched in
+// it. A counter belongs to a process in the JSON format, so it is named after
+// its stream's track; Perfetto calls it "<name> <arg>", here
+// "GPU0 stream 0x7f00a0001000 launches (sampled out)".
+void append_sampled_out_counter(const TraceContext& ctx, size_t ri, const std::string& track,
+                                std::vector<int64_t>* launches, TraceSink* sink) {
+  std::sort(launches->begin(), launches->end());
+  for (size_t i = 0; i < launches->size(); ++i) {
+    if (i + 1 < launches->size() && (*launches)[i + 1] == (*launches)[i]) continue;
+    sink->add(json{{"name", track},
+                   {"ph", "C"},
+                   {"pid", ctx.pid(ri)},
+                   {"ts", ctx.us((*launches)[i])},
+                   {"args", {{"launches (sampled out)", i + 1}}}});
+  }
 }
 
 }  // namespace
@@ -307,13 +352,17 @@ TraceSummary write_trace(const LoadedDumps& dumps, const TraceOptions& options, 
                          std::vector<std::string>* warnings) {
   const TraceClock clock(dumps, warnings);
   const HangMarks marks = find_hang_marks(dumps);
-  TraceContext ctx{dumps, clock, marks, {}, {}, 0, 0};
+  TraceContext ctx{dumps, clock, marks, {}, {}, 0, 0, false};
+  // A hang.json saying "no hang" makes pending work merely in flight.
+  for (const DumpFolder& f : dumps.folders) ctx.no_hang_said |= f.verdict && !f.verdict->hung;
 
   // Tracks: every (device, stream) a rank's records name.
   ctx.tracks.resize(dumps.ranks.size());
+  std::vector<StreamDevices> devices;
   for (size_t ri = 0; ri < dumps.ranks.size(); ++ri) {
+    devices.emplace_back(dumps.ranks[ri].ring.records);
     for (const RecordData& r : dumps.ranks[ri].ring.records) {
-      if (!is_launch_sample(r)) ctx.tracks[ri][track_key(r)];
+      if (!is_launch_sample(r)) ctx.tracks[ri][track_key(r, devices[ri])];
     }
     int tid = kHostTid + 1;
     for (auto& [key, t] : ctx.tracks[ri]) t = tid++;
@@ -321,6 +370,7 @@ TraceSummary write_trace(const LoadedDumps& dumps, const TraceOptions& options, 
 
   int64_t first = std::numeric_limits<int64_t>::max(), last = std::numeric_limits<int64_t>::min();
   std::vector<std::vector<LaunchSample>> launches(dumps.ranks.size());
+  std::map<std::pair<size_t, int>, std::vector<int64_t>> sampled_out;  // (rank index, tid)
   for (size_t ri = 0; ri < dumps.ranks.size(); ++ri) {
     size_t unplaced = 0;
     for (const RecordData& r : dumps.ranks[ri].ring.records) {
@@ -336,7 +386,7 @@ TraceSummary write_trace(const LoadedDumps& dumps, const TraceOptions& options, 
         continue;
       }
       Slice s;
-      if (!place(ctx, ri, r, &s)) {
+      if (!place(ctx, ri, r, ctx.tracks[ri].at(track_key(r, devices[ri])), &s)) {
         ++unplaced;
         continue;
       }
@@ -347,7 +397,11 @@ TraceSummary write_trace(const LoadedDumps& dumps, const TraceOptions& options, 
       }
       first = std::min(first, s.start);
       last = std::max(last, s.end);
-      ctx.slices.push_back(s);
+      if (s.place == Place::kHost && is_sampled_out(r) && !options.sampled_out_slices) {
+        sampled_out[{ri, s.tid}].push_back(s.start);
+      } else {
+        ctx.slices.push_back(s);
+      }
     }
     if (unplaced > 0) {
       warnings->push_back("rank " + std::to_string(dumps.ranks[ri].rank) + ": " +
@@ -373,31 +427,25 @@ TraceSummary write_trace(const LoadedDumps& dumps, const TraceOptions& options, 
   for (Slice& s : ctx.slices) by_track[{s.rank_index, s.tid}].push_back(&s);
   for (auto& [key, track] : by_track) untangle(track);
 
-  const std::vector<std::string> labels = group_labels(dumps, options, warnings);
-  std::set<int> missing_ranks, stuck_ranks;
-  for (const MissingMark& m : marks.missing) missing_ranks.insert(m.rank);
-  for (const Slice& s : ctx.slices) {
-    if (s.place == Place::kPending) stuck_ranks.insert(dumps.ranks[s.rank_index].rank);
-  }
-  // A hang.json saying "no hang" makes pending work merely in flight.
-  bool no_hang_said = false;
-  for (const DumpFolder& f : dumps.folders) no_hang_said |= f.verdict && !f.verdict->hung;
   sink->begin();
+  append_processes(ctx, group_labels(dumps, options, warnings), sink);
   for (size_t ri = 0; ri < dumps.ranks.size(); ++ri) {
-    const int rank = dumps.ranks[ri].rank;
-    std::vector<std::string> tags;
-    if (missing_ranks.count(rank) != 0) tags.push_back("MISSING");
-    if (stuck_ranks.count(rank) != 0) tags.push_back(no_hang_said ? "in flight at dump" : "STUCK");
-    append_process(rank, labels.empty() ? "" : labels[ri], tags, sink);
     for (const auto& [key, tid] : ctx.tracks[ri]) {
-      sink->add(
-          meta("thread_name", ctx.pid(ri), tid, {{"name", track_name(key.first, key.second)}}));
-      sink->add(meta("thread_sort_index", ctx.pid(ri), tid, {{"sort_index", tid}}));
+      const std::string name = track_name(key.first, key.second);
+      const auto counted = sampled_out.find({ri, tid});
+      if (counted != sampled_out.end()) {
+        append_sampled_out_counter(ctx, ri, name, &counted->second, sink);
+      }
+      // Only tracks with slices are named: a named empty thread is an empty
+      // track in the viewer.
+      if (by_track.count({ri, tid}) == 0) continue;
+      sink->add(metadata_event("thread_name", ctx.pid(ri), tid, {{"name", name}}));
+      sink->add(metadata_event("thread_sort_index", ctx.pid(ri), tid, {{"sort_index", tid}}));
     }
   }
   for (const auto& [key, track] : by_track) {
     for (const Slice* s : track) {
-      json e = {{"name", slice_name(ctx, *s, !no_hang_said)},
+      json e = {{"name", slice_name(ctx, *s)},
                 {"cat", category(*s->record)},
                 {"ph", "X"},
                 {"pid", ctx.pid(s->rank_index)},
@@ -405,8 +453,6 @@ TraceSummary write_trace(const LoadedDumps& dumps, const TraceOptions& options, 
                 {"ts", ctx.us(s->start)},
                 {"dur", static_cast<double>(s->span()) / 1000.0},
                 {"args", slice_args(ctx, *s)}};
-      if (s->place == Place::kPending) e["cname"] = no_hang_said ? "bad" : "terrible";
-      if (s->record->state == static_cast<uint8_t>(OpState::kFailed)) e["cname"] = "bad";
       if (e["args"].contains("gpu_idle_ratio")) {
         // A counter track per rank: the step's GPU idle percentage.
         sink->add(json{{"name", "GPU idle % per step"},
@@ -421,9 +467,7 @@ TraceSummary write_trace(const LoadedDumps& dumps, const TraceOptions& options, 
   for (size_t ri = 0; ri < launches.size(); ++ri)
     append_launch_counter(ctx, ri, &launches[ri], sink);
   const size_t flows = append_flows(ctx, sink);
-  std::vector<int> extra_ranks;
-  append_hang_overlays(ctx, sink, &extra_ranks);
-  for (int rank : extra_ranks) append_process(rank, "", {"MISSING", "no dump"}, sink);
+  append_hang_overlays(ctx, sink);
 
   json other = {{"generator", "xpu_timer_gen_trace_timeline"},
                 {"clock", clock.wall_clock() ? "wall clock (ranks from several dump folders)"

@@ -96,7 +96,7 @@ size_t append_flows(const TraceContext& ctx, TraceSink* sink) {
   return id;
 }
 
-void append_hang_overlays(const TraceContext& ctx, TraceSink* sink, std::vector<int>* extra_ranks) {
+void append_hang_overlays(const TraceContext& ctx, TraceSink* sink) {
   const int first_pid = ctx.dumps.ranks.empty() ? 1 : ctx.pid(0);
   int64_t verdict_at = ctx.end;
   for (size_t f = 0; f < ctx.dumps.folders.size(); ++f) {
@@ -117,7 +117,6 @@ void append_hang_overlays(const TraceContext& ctx, TraceSink* sink, std::vector<
                {"pid", first_pid},
                {"tid", kHostTid},
                {"ts", ctx.us(at)},
-               {"cname", "terrible"},
                {"args", std::move(args)}});
   }
   // The slices of the records the marks point at, found in one pass.
@@ -135,8 +134,12 @@ void append_hang_overlays(const TraceContext& ctx, TraceSink* sink, std::vector<
     if (it != marked.end() && it->second != nullptr) {
       tid = it->second->tid;
       at = it->second->end;
+    } else {
+      // Named here, where it is known to be used: an empty track named
+      // beside the streams would only be noise.
+      sink->add(metadata_event("thread_name", pid, kHostTid, {{"name", "hang marks"}}));
+      sink->add(metadata_event("thread_sort_index", pid, kHostTid, {{"sort_index", kHostTid}}));
     }
-    if (m.timeline == nullptr) extra_ranks->push_back(m.rank);
     json args = {{"reason", m.reason}};
     if (m.comm) args["comm"] = comm_hex(*m.comm);
     if (m.seq) args["missing_seq"] = *m.seq;
@@ -151,7 +154,6 @@ void append_hang_overlays(const TraceContext& ctx, TraceSink* sink, std::vector<
                {"pid", pid},
                {"tid", tid},
                {"ts", ctx.us(at)},
-               {"cname", "terrible"},
                {"args", std::move(args)}});
   }
 }
