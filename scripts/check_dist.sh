@@ -10,7 +10,7 @@ required=(
   bin/xpu_timer_gen_trace_timeline
   lib/libxpu_timer_inject.so
   share/xpu_timer/plugin_host.py share/xpu_timer/describe_hang.py
-  docs/architecture.md docs/usage.md docs/metrics.md
+  docs/quickstart.md docs/architecture.md docs/usage.md docs/metrics.md
   deploy/prometheus/prometheus.yml deploy/prometheus/scrape-kubernetes.yml
   deploy/prometheus/xpu_timer_alerts.yml deploy/grafana/xpu_timer_dashboard.json
   deploy/kubernetes/xpu-timer-pytorch-job.yaml deploy/kubernetes/README.md
