@@ -14,6 +14,10 @@ enum class OnHang { kKeep, kKill };
 
 struct Options {
   int port = 18888;  // 0: let the kernel pick a free port
+  // The port came from --port or XPU_TIMER_BASEPORT: the supervisor refuses
+  // to start when it is busy. The default port falls back to a free one
+  // instead (docs/usage.md "When the supervisor refuses to start").
+  bool port_given = false;
   std::string host = "127.0.0.1";
   double hang_timeout_s = 300.0;
   // The job is stalled when every rank lives with nothing in flight and
