@@ -3,15 +3,26 @@
 // before the process starts threads that setenv (none of ours do).
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "common/rank_identity.h"
 
 namespace xpu_timer {
 
-// torchrun's RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK.
-// A process started without them is rank 0 of a world of 1.
-RankIdentity rank_identity_from_env();
+// Reads an environment variable; nullptr when unset. Injected so that tests
+// need not touch the process environment.
+using EnvLookup = std::function<const char*(const char*)>;
+
+// Who this process is, from its launcher's variables: torchrun's RANK,
+// LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK; else Open MPI's
+// OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK,LOCAL_SIZE}; else Slurm's
+// SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID and SLURM_NTASKS_PER_NODE (or
+// the first count of SLURM_TASKS_PER_NODE). For the last two the node is
+// (rank - local rank) / local world size: nodes hold consecutive ranks.
+// A process started without any of them is rank 0 of a world of 1.
+RankIdentity rank_identity_from(const EnvLookup& env);
+RankIdentity rank_identity_from_env();  // from this process's environment
 
 // Integer value of `name`, or `fallback` when unset or not a whole number.
 long env_long(const char* name, long fallback);

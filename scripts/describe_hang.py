@@ -5,7 +5,7 @@ Reads the hang document from http://host:port/hang (or a saved hang.json),
 prints one line per group of stuck ranks and the supervisor's own summary, and
 optionally saves the text it read. Exit status: 0 hung, 1 no hang (a stall,
 nothing in flight and nothing completing, is printed then), 2 not a hang
-document this script reads.
+document this script reads, or nothing could be read (one line saying why).
 
 The document's keys are docs/architecture.md "Hang document"; its owner is
 common/hang_document.h (the C++ reader). This script reads only the keys it
@@ -17,13 +17,16 @@ import sys
 import urllib.request
 
 VERSION = 1  # common/hang_document.h kVersion; a document without the key is read the same
+# --help's description; not taken from __doc__, which python -OO strips.
+SUMMARY = "Says in words what the supervisor's GET /hang answers."
 
 
 def load(src):
+    """The document's text; OSError (URLError is one) when it cannot be read."""
     if src.startswith("http://") or src.startswith("https://"):
         with urllib.request.urlopen(src, timeout=5) as r:
-            return r.read().decode()
-    with open(src) as f:
+            return r.read().decode("utf-8", "replace")
+    with open(src, encoding="utf-8", errors="replace") as f:
         return f.read()
 
 
@@ -60,16 +63,21 @@ def describe(doc):
 
 def main(argv):
     parser = argparse.ArgumentParser(
-        prog="describe_hang.py", description=__doc__.strip().split("\n\n")[0],
+        prog="describe_hang.py", description=SUMMARY,
         epilog="example: describe_hang.py http://127.0.0.1:9091/hang --save hang_live.json")
     parser.add_argument("source", metavar="URL_OR_FILE",
                         help="http://host:port/hang, or a saved hang.json")
     parser.add_argument("--save", metavar="PATH", help="also write the text read to PATH")
     args = parser.parse_args(argv[1:])
-    text = load(args.source)
-    if args.save:
-        with open(args.save, "w") as f:
-            f.write(text)
+    try:
+        text = load(args.source)
+        if args.save:
+            with open(args.save, "w") as f:
+                f.write(text)
+    except (OSError, ValueError) as e:  # unreachable, missing, unreadable; a bad URL
+        print("%s: cannot read: %s" % (args.source, getattr(e, "reason", None) or e),
+              file=sys.stderr)
+        return 2
     try:
         doc = json.loads(text)
     except ValueError as e:

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Builds the release tarball dist/xpu-timer-<version>-linux-x86_64.tar.gz:
-# bin/ (supervisor and tools), lib/ (libxpu_timer_inject.so), share/ (scripts).
-# Only glibc stays dynamic, so it runs unpacked on a stock CUDA machine.
+# bin/ (supervisor and tools), lib/ (libxpu_timer_inject.so), share/ (scripts),
+# docs/ and deploy/ (Prometheus, Grafana, Kubernetes) and README.md, so the
+# tarball alone is enough to read how to run it. Only glibc stays dynamic, so
+# it runs unpacked on a stock CUDA machine. check_dist.sh refuses a tarball
+# that lacks any of that.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIST:-$root/build-dist}
@@ -20,6 +23,7 @@ done
 cp "$build"/lib/libxpu_timer_inject.so "$stage/lib/"
 [ -d "$build/share/xpu_timer" ] && cp -r "$build/share/xpu_timer/." "$stage/share/xpu_timer/"
 cp "$root/scripts/describe_hang.py" "$stage/share/xpu_timer/"
+cp -r "$root/docs" "$root/deploy" "$root/README.md" "$stage/"
 echo "$version" > "$stage/VERSION"
 # Refuse a tarball that needs more than glibc, libstdc++-free executables and the loader.
 for f in "$stage"/bin/* "$stage"/lib/*.so; do
@@ -29,4 +33,5 @@ for f in "$stage"/bin/* "$stage"/lib/*.so; do
   if [ -n "$extra" ]; then echo "make_dist: $f needs $extra" >&2; exit 1; fi
 done
 tar -C "$root/dist" -czf "$root/dist/$name.tar.gz" "$name"
+"$root/scripts/check_dist.sh" "$root/dist/$name.tar.gz"
 echo "$root/dist/$name.tar.gz"

@@ -31,6 +31,11 @@ int main(int argc, char** argv) {
   JobExit exit;
   {
     Supervisor supervisor(std::move(parsed.options));
+    std::string error;
+    if (!supervisor.prepare(&error)) {
+      SUP_LOG_ERROR("%s; the job was not started", error.c_str());
+      return 2;
+    }
     exit = supervisor.run();
   }  // joins the HTTP threads and removes the run directory
   SUP_LOG_INFO("exiting with the job's %s", describe(exit).c_str());

@@ -156,6 +156,7 @@ ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup&
                    "'");
     }
     o.port = static_cast<int>(port);
+    o.port_given = true;
   }
   if (const char* v = env("XPU_TIMER_HANG_TIMEOUT"); v != nullptr && *v != '\0') {
     if (!parse_seconds(v, 1e-3, &o.hang_timeout_s)) {
@@ -247,6 +248,7 @@ ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup&
         return error("--port must be a port number 0-65535, got '" + value + "'");
       }
       o.port = static_cast<int>(port);
+      o.port_given = true;
     } else if (name == "--host") {
       if (value.empty()) return error("--host must not be empty");
       o.host = value;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/env_config.h"
 #include "supervisor/coordination/coordination_store.h"
 
 namespace xpu_timer::supervisor {
@@ -14,6 +15,10 @@ enum class OnHang { kKeep, kKill };
 
 struct Options {
   int port = 18888;  // 0: let the kernel pick a free port
+  // The port came from --port or XPU_TIMER_BASEPORT: the supervisor refuses
+  // to start when it is busy. The default port falls back to a free one
+  // instead (docs/usage.md "Running a job").
+  bool port_given = false;
   std::string host = "127.0.0.1";
   double hang_timeout_s = 300.0;
   // The job is stalled when every rank lives with nothing in flight and
@@ -58,9 +63,8 @@ struct ParseResult {
   std::string error;  // one line, for kError
 };
 
-// Reads an environment variable; nullptr when unset. Injected so tests do not
-// touch the process environment.
-using EnvLookup = std::function<const char*(const char*)>;
+// Reads an environment variable (common/env_config.h).
+using EnvLookup = xpu_timer::EnvLookup;
 
 // Defaults come from XPU_TIMER_BASEPORT, XPU_TIMER_HANG_TIMEOUT,
 // XPU_TIMER_STALL_FACTOR, XPU_TIMER_HANG_KILL and XPU_TIMER_METRICS_LINGER_S, then the command line

@@ -18,6 +18,7 @@ TEST(Options, Defaults) {
   const ParseResult r = parse({"--", "python", "train.py"});
   ASSERT_EQ(r.status, ParseResult::Status::kOk);
   EXPECT_EQ(r.options.port, 18888);
+  EXPECT_FALSE(r.options.port_given);  // busy: a free port instead, said loudly
   EXPECT_EQ(r.options.host, "127.0.0.1");
   EXPECT_DOUBLE_EQ(r.options.hang_timeout_s, 300.0);
   EXPECT_EQ(r.options.dump_dir, "./xpu_timer_dump");
@@ -33,6 +34,7 @@ TEST(Options, EnvironmentThenCommandLine) {
                                                                   {"XPU_TIMER_HANG_KILL", "1"}});
   ASSERT_EQ(r.status, ParseResult::Status::kOk);
   EXPECT_EQ(r.options.port, 19000);
+  EXPECT_TRUE(r.options.port_given);
   EXPECT_DOUBLE_EQ(r.options.hang_timeout_s, 2.5);
   EXPECT_EQ(r.options.on_hang, OnHang::kKill);
 }
@@ -43,6 +45,7 @@ TEST(Options, AllOptionsBothForms) {
              "--poll-ms=20", "--kill-grace", "0.5", "torchrun", "--nproc", "2", "--", "t.py"});
   ASSERT_EQ(r.status, ParseResult::Status::kOk) << r.error;
   EXPECT_EQ(r.options.port, 0);
+  EXPECT_TRUE(r.options.port_given);
   EXPECT_EQ(r.options.host, "0.0.0.0");
   EXPECT_EQ(r.options.dump_dir, "/tmp/d");
   EXPECT_EQ(r.options.on_hang, OnHang::kKill);

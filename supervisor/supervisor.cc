@@ -63,8 +63,6 @@ JobExit Supervisor::run() {
   // Writes to a closed HTTP client must fail with EPIPE, not kill us.
   const struct sigaction inherited_pipe = ignore_signal(SIGPIPE);
 
-  dump_dir_ = open_dump_dir(options_.dump_dir);
-  SUP_LOG_INFO("%s", options_summary(options_).c_str());
   PluginSettings plugin_settings = plugin_settings_from_env();
   log_plugin_settings(plugin_settings);
   start_coordinator();
@@ -130,7 +128,7 @@ JobExit Supervisor::run() {
   job_->start();
   pthread_sigmask(SIG_SETMASK, &previous_mask, nullptr);
 
-  start_http();  // after the fork, so that no listening socket can leak into the job
+  serve_http();  // accepts only after the fork: no connection can leak into the job
   schedule_poll();
   io_.run();
 
@@ -198,7 +196,10 @@ void Supervisor::start_watching(RunDir* run_dir, WatchSettings* watch) {
   watch->run_dir = run_dir->path();
 }
 
-void Supervisor::start_http() {
+bool Supervisor::prepare(std::string* error) {
+  dump_dir_ = open_dump_dir(options_.dump_dir, error);
+  if (dump_dir_.empty()) return false;
+  SUP_LOG_INFO("%s", options_summary(options_).c_str());
   HttpHandlers handlers{
       [this] { return hang_json(); }, [this] { return ranks_json_text(); },
       [this] { return metrics_text(); },
@@ -215,16 +216,18 @@ void Supervisor::start_http() {
       }};
   handlers.slow_json = [this] { return json_text(slow_report_json(*slow_->published()), 2); };
   http_ = std::make_unique<HttpServer>(handlers);
-  std::string error;
-  if (!http_->start(options_.host, options_.port, &error)) {
-    SUP_LOG_ERROR("HTTP disabled: %s; the job and hang detection go on", error.c_str());
-    return;
-  }
+  if (http_->listen(options_.host, options_.port, error)) return true;
+  if (options_.port_given || !http_->address_in_use() || !http_->listen(options_.host, 0, error))
+    return false;
+  SUP_LOG_WARN("default port %d in use: listening on port %d instead (%s/supervisor.port); give "
+               "--port to choose one", options_.port, http_->port(), dump_dir_.c_str());
+  return true;
+}
+
+void Supervisor::serve_http() {
+  http_->serve();
   SUP_LOG_INFO("listening on http://%s:%d", options_.host.c_str(), http_->port());
-  if (!dump_dir_.empty() && !write_file_atomically(dump_dir_ + "/supervisor.port",
-                                                   std::to_string(http_->port()) + "\n", &error)) {
-    SUP_LOG_WARN("%s", error.c_str());
-  }
+  write_file_or_warn(dump_dir_ + "/supervisor.port", std::to_string(http_->port()) + "\n");
 }
 
 bool Supervisor::on_register(uint64_t connection_id, const RankRegistration& reg) {
@@ -293,12 +296,8 @@ void Supervisor::on_mismatch(Mismatch m) {
   nlohmann::json entry = mismatch_json(m);
   entry.update(dumps_->timelines_and_stacks("mismatch"));
   const nlohmann::json all = collectives_->remember(m, std::move(entry));
-  if (dump_dir_.empty()) return;
-  std::string error;
-  if (!write_file_atomically(dump_dir_ + "/mismatch.json",
-                             json_text(nlohmann::json{{"mismatches", all}}, 2) + "\n", &error)) {
-    SUP_LOG_WARN("%s", error.c_str());
-  }
+  write_file_or_warn(dump_dir_ + "/mismatch.json",
+                     json_text(nlohmann::json{{"mismatches", all}}, 2) + "\n");
 }
 
 void Supervisor::on_remote_dump_request(const std::string& reason, int from_node) {

@@ -51,6 +51,12 @@ class Supervisor {
   explicit Supervisor(Options options);
   ~Supervisor();
 
+  // Before run(): opens --dump-dir and binds the HTTP port. False with one
+  // line in `error` when either is unusable; the job must then not start (a
+  // hang would leave nothing to read, or no /hang to ask). A port the user
+  // gave (--port, XPU_TIMER_BASEPORT) is refused when busy; the default one
+  // falls back to a free port with a warning, and supervisor.port says which.
+  bool prepare(std::string* error);
   // Launches the job and serves until it has ended and its leftovers are
   // gone. Returns the job's end (exec failure: exit code 126/127).
   JobExit run();
@@ -61,7 +67,7 @@ class Supervisor {
   // The run dir and the rank socket; *watch stays empty when they cannot
   // be had (the job then runs unwatched).
   void start_watching(RunDir* run_dir, WatchSettings* watch);
-  void start_http();
+  void serve_http();
 
   bool on_register(uint64_t connection_id, const RankRegistration& reg);
   void schedule_poll();

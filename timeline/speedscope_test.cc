@@ -6,10 +6,11 @@
 // summed for it, and name our slices in its sandwich view: the file parsed,
 // every track was understood, and durations came through in microseconds.
 // Skipped, saying why, where chromium or speedscope is missing
-// (.ci/run installs both).
+// (scripts/install_deps.sh, run by `make test`, installs both).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <regex>
 #include <string>
@@ -25,10 +26,20 @@ using testing::TempDir;
 constexpr char kChromium[] = "/usr/bin/chromium";
 
 // speedscope's static build: $XPU_TIMER_SPEEDSCOPE_DIR, else where
-// `npm install -g speedscope` puts it (prefix /usr or /usr/local).
+// `npm install -g speedscope` put it (`npm root -g`, where install_deps.sh
+// installs it, or the usual prefixes /usr and /usr/local).
 std::string find_speedscope() {
   std::vector<std::string> dirs;
   if (const char* env = std::getenv("XPU_TIMER_SPEEDSCOPE_DIR")) dirs.push_back(env);
+  if (FILE* npm = ::popen("npm root -g 2>/dev/null", "r")) {
+    char line[4096] = {};
+    if (std::fgets(line, sizeof(line), npm) != nullptr) {
+      std::string root(line);
+      while (!root.empty() && (root.back() == '\n' || root.back() == '\r')) root.pop_back();
+      if (!root.empty()) dirs.push_back(root + "/speedscope");
+    }
+    ::pclose(npm);
+  }
   dirs.push_back("/usr/lib/node_modules/speedscope");
   dirs.push_back("/usr/local/lib/node_modules/speedscope");
   for (const std::string& d : dirs) {

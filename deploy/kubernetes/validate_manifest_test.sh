@@ -3,7 +3,7 @@
 # validate_manifest.js, and copies of it with one mistake each do not, each
 # with the line that names the mistake (so the validator cannot pass by
 # checking nothing). Exit 77 (ctest: skipped) when node, ajv or js-yaml is
-# missing: npm install -g ajv@8.17.1 js-yaml@4.1.0
+# missing: scripts/install_deps.sh (run by `make test`) installs them.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -11,7 +11,7 @@ manifest="$here/xpu-timer-pytorch-job.yaml"
 prometheus="$root/deploy/prometheus/scrape-kubernetes.yml"
 
 if ! command -v node >/dev/null 2>&1; then
-  echo "SKIP: node is not installed (apt-get install npm; npm install -g ajv@8.17.1 js-yaml@4.1.0)"
+  echo "SKIP: node is not installed (scripts/install_deps.sh installs it with ajv and js-yaml)"
   exit 77
 fi
 # Global npm packages: where this machine's npm puts them, and the usual places.

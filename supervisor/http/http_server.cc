@@ -281,6 +281,12 @@ HttpServer::HttpServer(HttpHandlers handlers)
 HttpServer::~HttpServer() { stop(); }
 
 bool HttpServer::start(const std::string& host, int port, std::string* error) {
+  if (!listen(host, port, error)) return false;
+  serve();
+  return true;
+}
+
+bool HttpServer::listen(const std::string& host, int port, std::string* error) {
   beast::error_code ec;
   const auto address = asio::ip::make_address(host, ec);
   if (ec) {
@@ -295,6 +301,7 @@ bool HttpServer::start(const std::string& host, int port, std::string* error) {
   if (!ec) acceptor.bind(endpoint, ec);
   if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
+    address_in_use_ = ec == asio::error::address_in_use;
     *error = "cannot listen on " + host + ":" + std::to_string(port) + ": " + ec.message();
     beast::error_code ignored;
     acceptor.close(ignored);
@@ -307,6 +314,10 @@ bool HttpServer::start(const std::string& host, int port, std::string* error) {
     impl_->per_peer_cap = std::max<size_t>(2, impl_->cap * 3 / 4);
   }
   impl_->guard.emplace(host);
+  return true;
+}
+
+void HttpServer::serve() {
   impl_->accept_next();
   // The server's thread must not take the process's signals: the asio
   // signal_set of the main io_context handles them.
@@ -321,7 +332,6 @@ bool HttpServer::start(const std::string& host, int port, std::string* error) {
     }
   });
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  return true;
 }
 
 size_t HttpServer::open_connections() const { return impl_->connections->open.load(); }

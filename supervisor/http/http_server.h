@@ -31,9 +31,17 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Binds host:port (port 0: any free port) and serves on a new thread.
-  // False with a one-line `error`.
+  // listen() + serve(). False with a one-line `error`.
   bool start(const std::string& host, int port, std::string* error);
+  // Binds host:port (port 0: any free port) without serving, so that the
+  // supervisor can refuse to start before the job exists. The socket is
+  // close-on-exec; nothing is accepted before serve(), so a job forked in
+  // between inherits no connection. False with a one-line `error`;
+  // address_in_use() then says whether another process holds the port.
+  bool listen(const std::string& host, int port, std::string* error);
+  bool address_in_use() const { return address_in_use_; }
+  // Accepts and serves on a new thread; once, after a successful listen().
+  void serve();
   int port() const { return port_; }
   void stop();
   // Connections open now, and the most there may be (see http_server.cc's
@@ -46,6 +54,7 @@ class HttpServer {
   std::unique_ptr<Impl> impl_;
   std::thread thread_;
   int port_ = -1;
+  bool address_in_use_ = false;
 };
 
 }  // namespace xpu_timer::supervisor

@@ -11,17 +11,20 @@
 
 namespace xpu_timer::supervisor {
 
-std::string open_dump_dir(const std::string& dir) {
-  std::string error;
-  if (!make_directories(dir, &error)) {
-    SUP_LOG_WARN("dump directory unusable, no dump files will be written: %s", error.c_str());
+std::string open_dump_dir(const std::string& dir, std::string* error) {
+  if (!make_directories(dir, error)) {
+    *error = "--dump-dir " + dir + " is unusable: " + *error;
+    return "";
+  }
+  // The log copy is the first file written there: creating it proves that
+  // the folder takes files (a read-only mount, a folder of another user).
+  if (!open_log_copy(dir + "/supervisor.log")) {
+    *error = "--dump-dir " + dir + " is unusable: cannot write " + dir +
+             "/supervisor.log: " + strerror(errno);
     return "";
   }
   ::unlink((dir + "/hang.json").c_str());  // they describe an earlier run
   ::unlink((dir + "/supervisor.port").c_str());
-  if (!open_log_copy(dir + "/supervisor.log")) {
-    SUP_LOG_WARN("cannot write %s/supervisor.log: %s", dir.c_str(), strerror(errno));
-  }
   return dir;
 }
 
@@ -72,6 +75,11 @@ bool write_file_atomically(const std::string& path, const std::string& content,
     return false;
   }
   return true;
+}
+
+void write_file_or_warn(const std::string& path, const std::string& content) {
+  std::string error;
+  if (!write_file_atomically(path, content, &error)) SUP_LOG_WARN("%s", error.c_str());
 }
 
 }  // namespace xpu_timer::supervisor
