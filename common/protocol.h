@@ -27,7 +27,7 @@
 
 namespace xpu_timer::proto {
 
-constexpr uint32_t kProtocolVersion = 7;
+constexpr uint32_t kProtocolVersion = 8;
 constexpr uint64_t kStatusPageMagic = 0x52454d4954555058ull;  // "XPUTIMER" little endian
 constexpr uint32_t kMessageMagic = 0x54555058u;               // "XPUT"
 
@@ -36,6 +36,10 @@ constexpr uint32_t kMessageMagic = 0x54555058u;               // "XPUT"
 constexpr const char* kEnvSocket = "XPU_TIMER_SOCKET";    // unix socket path
 constexpr const char* kEnvRunDir = "XPU_TIMER_RUN_DIR";   // where status pages are created
 constexpr const char* kEnvDisable = "XPU_TIMER_DISABLE";  // "1": hooks pass through
+// How long a crashing rank waits, at most, for the supervisor to read its
+// Python stacks before it dies (milliseconds; default 5000, 0: no wait).
+constexpr const char* kEnvCrashWaitMs = "XPU_TIMER_CRASH_WAIT_MS";
+constexpr int kDefaultCrashWaitMs = 5000;
 // Where a rank with no supervisor writes xpu_timer_crash-rank<R>-<pid>.txt
 // (default: its working directory).
 constexpr const char* kEnvCrashDir = "XPU_TIMER_CRASH_DIR";
@@ -473,6 +477,11 @@ static_assert(sizeof(CrashModule) == 168 && offsetof(CrashModule, path) == 8);
 constexpr uint32_t kCrashFlagFramesTruncated = 1;   // more than kCrashMaxFrames frames
 constexpr uint32_t kCrashFlagModulesTruncated = 2;  // frames in more than kCrashMaxModules modules
 constexpr uint32_t kCrashFlagNoFaultFrame = 4;      // the faulting pc was not found while unwinding
+// The message carries one descriptor (SCM_RIGHTS): an end of a socket pair
+// whose other end the rank's handler polls before it lets the process die.
+// The supervisor reads the rank's Python stacks while it waits, then closes
+// the descriptor to release it (docs/architecture.md "Crash report").
+constexpr uint32_t kCrashFlagAwaitsRelease = 8;
 
 struct CrashReportMsg {
   MsgHeader header;  // type kCrashReport, bytes = sizeof(CrashReportMsg)

@@ -1,5 +1,6 @@
 #include "inject/crash_handlers.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -35,6 +36,7 @@ std::atomic<bool> g_report_done{false};
 struct sigaction g_previous[kMaxSignal];
 bool g_ours[kMaxSignal];
 int g_rank = 0;
+int g_wait_ms = 0;
 pid_t g_pid = 0;
 char g_exe_path[proto::kCrashModuleBytes];
 char g_text_path[512];
@@ -58,6 +60,59 @@ bool worth_reporting(int sig) {
   return true;
 }
 
+// A crash worth its Python stacks; a termination request is not waited on.
+bool waits_for_stacks(int sig) { return synchronous_fault(sig) || sig == SIGABRT; }
+
+// Sends the report. With `with_release`, one end of a fresh socket pair rides
+// along (SCM_RIGHTS) and the other is returned in *release (-1: none). All of
+// it async-signal-safe: socketpair, sendmsg and close are.
+bool send_report(int fd, proto::CrashReportMsg* m, bool with_release, int* release) {
+  *release = -1;
+  int pair[2] = {-1, -1};
+  if (with_release && ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) == 0) {
+    m->flags |= proto::kCrashFlagAwaitsRelease;
+  }
+  iovec iov{m, sizeof(*m)};
+  msghdr h{};
+  h.msg_iov = &iov;
+  h.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  if (pair[1] >= 0) {
+    std::memset(control, 0, sizeof(control));
+    h.msg_control = control;
+    h.msg_controllen = sizeof(control);
+    cmsghdr* c = CMSG_FIRSTHDR(&h);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &pair[1], sizeof(int));
+  }
+  const ssize_t n = ::sendmsg(fd, &h, MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (pair[1] >= 0) ::close(pair[1]);  // in flight now: the supervisor's copy is its own
+  if (n != static_cast<ssize_t>(sizeof(*m))) {
+    if (pair[0] >= 0) ::close(pair[0]);
+    m->flags &= ~proto::kCrashFlagAwaitsRelease;
+    return false;
+  }
+  *release = pair[0];
+  return true;
+}
+
+// Waits until the supervisor closes its end (it read the stacks, gave up, or
+// died: the kernel closes it then) or g_wait_ms passed, whichever is first.
+// A ptrace stop interrupts poll(); the deadline is on CLOCK_MONOTONIC.
+void await_release(int fd) {
+  const uint64_t deadline = monotonic_ns() + static_cast<uint64_t>(g_wait_ms) * 1000000ull;
+  for (;;) {
+    const uint64_t now = monotonic_ns();
+    if (now >= deadline) break;
+    pollfd p{fd, POLLIN, 0};
+    const int r = ::poll(&p, 1, static_cast<int>((deadline - now + 999999) / 1000000));
+    if (r >= 0 || errno != EINTR) break;  // released, timed out, or poll failed
+  }
+  ::close(fd);
+}
+
 void build_and_send(int sig, const siginfo_t* info, void* ucontext) {
   proto::CrashReportMsg& m = g_msg;
   m.header = proto::make_header(proto::MsgType::kCrashReport, sizeof(proto::CrashReportMsg));
@@ -78,9 +133,10 @@ void build_and_send(int sig, const siginfo_t* info, void* ucontext) {
   capture_crash_stack(ucontext, g_exe_path, &m);
 
   const int fd = g_link_fd.load(std::memory_order_acquire);
-  if (fd >= 0) {
-    const ssize_t n = ::send(fd, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n == static_cast<ssize_t>(sizeof(m))) return;
+  int release = -1;
+  if (fd >= 0 && send_report(fd, &m, g_wait_ms > 0 && waits_for_stacks(sig), &release)) {
+    if (release >= 0) await_release(release);
+    return;
   }
   // No supervisor took it. A termination request (the launcher's SIGTERM
   // after the supervisor is gone, a closed pipe) is how jobs normally end:
@@ -99,7 +155,8 @@ void maybe_report(int sig, const siginfo_t* info, void* ucontext) {
     // Another thread is reporting: let it finish (bounded) before this
     // signal's default action ends the process under it.
     const timespec pause{0, 10 * 1000 * 1000};
-    for (int i = 0; i < 200 && !g_report_done.load(std::memory_order_acquire); ++i) {
+    const int rounds = 200 + g_wait_ms / 10;  // 2 s beyond the reporter's own wait
+    for (int i = 0; i < rounds && !g_report_done.load(std::memory_order_acquire); ++i) {
       nanosleep(&pause, nullptr);
     }
     return;
@@ -196,6 +253,7 @@ void prepare_paths(const CrashConfig& config) {
 bool install_crash_handlers(const CrashConfig& config) {
   if (g_installed.exchange(true)) return true;
   g_rank = config.rank;
+  g_wait_ms = config.wait_ms;
   g_pid = getpid();
   g_link_fd.store(config.link_fd, std::memory_order_release);
   prepare_paths(config);

@@ -16,6 +16,14 @@
 // previous sa_sigaction/sa_handler; for SIG_DFL restore the default and
 // re-raise, so the process dies exactly as it would have.
 //
+// Before chaining, a crash (not a termination request) waits at most
+// `wait_ms` for the supervisor to read the process's Python stacks from
+// outside (ptrace; reading CPython's structures from a signal handler is not
+// safe, the interpreter may be what broke). The report carries one end of a
+// socket pair (SCM_RIGHTS); the supervisor closes it when done, and so does
+// the kernel when the supervisor dies, so the wait ends at once in both
+// cases and never outlasts the bound.
+//
 // Threads: install/set_link_fd/forget from the runtime's threads; the
 // handler on whichever thread the signal hits. One report per process; a
 // signal arriving while a report is being made (a second crashing thread, or
@@ -28,6 +36,7 @@ struct CrashConfig {
   int rank = 0;
   int link_fd = -1;             // supervisor socket (SOCK_SEQPACKET), -1: none
   const char* crash_dir = "";  // where to write the text report with no supervisor ("": cwd)
+  int wait_ms = 0;             // bound on waiting for the supervisor's stack read (0: none)
 };
 
 // Idempotent. False when no handler could be installed.

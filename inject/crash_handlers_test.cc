@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -181,6 +182,112 @@ TEST(CrashHandlers, WithoutASupervisorATerminationRequestWritesNoFile) {
   }
   EXPECT_TRUE(files.empty()) << files.front();
   std::filesystem::remove_all(tmpl);
+}
+
+// A child whose handler waits up to `wait_ms` for the release; the test
+// plays the supervisor on the other end of the link.
+struct WaitingChild {
+  pid_t pid = -1;
+  int link = -1;  // our end
+};
+
+WaitingChild start_waiting_child(void (*crash)(), int wait_ms) {
+  int sv[2];
+  EXPECT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(sv[0]);
+    CrashConfig config;
+    config.rank = 3;
+    config.link_fd = sv[1];
+    config.wait_ms = wait_ms;
+    if (!install_crash_handlers(config)) _exit(99);
+    crash();
+    _exit(98);
+  }
+  close(sv[1]);
+  return WaitingChild{pid, sv[0]};
+}
+
+// Receives the report (blocking) and the descriptor it carries (-1: none).
+proto::CrashReportMsg receive_report(int link, int* passed) {
+  std::vector<char> packet(proto::kMaxMessageBytes);
+  iovec iov{packet.data(), packet.size()};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  msghdr h{};
+  h.msg_iov = &iov;
+  h.msg_iovlen = 1;
+  h.msg_control = control;
+  h.msg_controllen = sizeof(control);
+  const ssize_t n = recvmsg(link, &h, MSG_CMSG_CLOEXEC);
+  *passed = -1;
+  for (cmsghdr* c = n > 0 ? CMSG_FIRSTHDR(&h) : nullptr; c; c = CMSG_NXTHDR(&h, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+      std::memcpy(passed, CMSG_DATA(c), sizeof(int));
+    }
+  }
+  proto::CrashReportMsg m{};
+  std::string error;
+  EXPECT_TRUE(n > 0 &&
+              proto::decode_crash_report(packet.data(), static_cast<size_t>(n), &m, &error))
+      << error;
+  return m;
+}
+
+double seconds_since(const timespec& t0) {
+  timespec t1;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  return static_cast<double>(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+}
+
+TEST(CrashHandlers, ACrashWaitsInItsHandlerUntilTheSupervisorReleasesIt) {
+  // A bound far beyond the test: the child must die because we released it.
+  const WaitingChild c = start_waiting_child(&xpu_test_crash_segv, 60000);
+  int release = -1;
+  const proto::CrashReportMsg m = receive_report(c.link, &release);
+  EXPECT_EQ(m.signal, SIGSEGV);
+  EXPECT_NE(m.flags & proto::kCrashFlagAwaitsRelease, 0u);
+  ASSERT_GE(release, 0);
+  int status = 0;
+  EXPECT_EQ(waitpid(c.pid, &status, WNOHANG), 0) << "died before it was released";
+  close(release);
+  ASSERT_EQ(waitpid(c.pid, &status, 0), c.pid);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "wait status " << status;
+  EXPECT_EQ(WTERMSIG(status), SIGSEGV);  // as it would have died without us
+  close(c.link);
+}
+
+TEST(CrashHandlers, ACrashNobodyReleasesDiesAtItsBound) {
+  timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  const WaitingChild c = start_waiting_child(&xpu_test_crash_abort, 300);
+  int release = -1;
+  const proto::CrashReportMsg m = receive_report(c.link, &release);
+  EXPECT_EQ(m.signal, SIGABRT);
+  ASSERT_GE(release, 0);  // held open: a supervisor stuck in its read
+  int status = 0;
+  ASSERT_EQ(waitpid(c.pid, &status, 0), c.pid);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "wait status " << status;
+  EXPECT_EQ(WTERMSIG(status), SIGABRT);
+  // The handler's deadline is 300 ms on CLOCK_MONOTONIC after the report,
+  // which came after the fork.
+  EXPECT_GE(seconds_since(t0), 0.3);
+  close(release);
+  close(c.link);
+}
+
+TEST(CrashHandlers, ATerminationRequestNeverWaits) {
+  const WaitingChild c = start_waiting_child(&terminate_self, 60000);
+  int release = -1;
+  const proto::CrashReportMsg m = receive_report(c.link, &release);
+  EXPECT_EQ(m.signal, SIGTERM);
+  EXPECT_EQ(m.flags & proto::kCrashFlagAwaitsRelease, 0u);
+  EXPECT_EQ(release, -1);
+  int status = 0;
+  ASSERT_EQ(waitpid(c.pid, &status, 0), c.pid);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "wait status " << status;
+  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  close(c.link);
 }
 
 }  // namespace

@@ -4,11 +4,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "common/env_config.h"
 #include "common/log.h"
 #include "common/protocol.h"
 #include "inject/crash_handlers.h"
@@ -102,6 +104,8 @@ Mode initialize() {
   crash.rank = id.rank;
   const char* crash_dir = std::getenv(proto::kEnvCrashDir);
   crash.crash_dir = crash_dir != nullptr ? crash_dir : "";
+  crash.wait_ms = static_cast<int>(std::min(
+      60000.0, std::max(0.0, env_double(proto::kEnvCrashWaitMs, proto::kDefaultCrashWaitMs))));
   install_crash_handlers(crash);
   start_python_excepthook_install();
 

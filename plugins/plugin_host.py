@@ -5,10 +5,18 @@ per plugin and report, never inside the crashed process, with the report on
 stdin as JSON:
 
   {"hook": "cpp", "stack_infos": {signal, rank, ip, pod_name, job_name, time,
-                                  frame_infos: [{address, offset, function_name}]}}
+                                  frame_infos: [{address, offset, function_name,
+                                                 module, module_offset, build_id}],
+                                  python_stacks: [{thread_id, thread_name, crashed,
+                                                   holds_gil, frames: [{func, file, line}]}],
+                                  death_cause}}
   {"hook": "python", "infos": {time, rank, ip, pod_name, job_name},
    "exception": {module, qualname, mro, message, args, traceback: [{file, func, line}]}}
 
+(xpu-timer's keys, then ours: `function_name` of a frame no symbol table names
+is "MODULE+0xOFFSET"; `python_stacks` are the Python threads read while the
+rank waited in its handler, the crashed thread first, frames innermost first,
+empty when not read; `death_cause` names a death no handler saw, else null),
 where ip, pod_name and job_name are the supervisor's POD_IP, POD_NAME and
 ENV_ARGO_WORKFLOW_NAME (else XPU_TIMER_JOB_NAME), "NOT_SET" when unset, as in
 xpu-timer; and calls xpu_timer's functions with xpu_timer's argument shapes:

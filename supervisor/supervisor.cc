@@ -70,7 +70,7 @@ JobExit Supervisor::run() {
       job_view_.get(), [this](Mismatch m) { on_mismatch(std::move(m)); });
   slow_ = std::make_unique<SlowRankMonitor>(StragglerOptions{options_.slow_window_s}, job_view_.get());
   plugins_ = std::make_unique<CrashPluginRunner>(io_, std::move(plugin_settings));
-  crashes_ = std::make_unique<CrashTracker>(dump_dir_, plugins_.get());
+  crashes_ = std::make_unique<CrashTracker>(dump_dir_, plugins_.get(), &io_);
   dumps_ = std::make_unique<IncidentDumps>(dump_dir_, [this] { return registry_.snapshot(); });
   HangIncidentHooks hooks;
   hooks.post = [this](std::function<void()> fn) { boost::asio::post(io_, std::move(fn)); };
@@ -180,9 +180,11 @@ void Supervisor::start_watching(RunDir* run_dir, WatchSettings* watch) {
   }
   link_server_ = std::make_unique<RankLinkServer>(
       io_, [this](uint64_t id, const RankRegistration& reg) { return on_register(id, reg); },
-      [this](uint64_t id) { registry_.on_disconnect(id); });
+      [this](uint64_t id) { crashes_->on_link_closed(registry_.on_disconnect(id)); });
   link_server_->set_crash_callbacks(
-      [this](SignalReport r) { crashes_->on_signal_report(std::move(r), registry_.snapshot()); },
+      [this](SignalReport r, UniqueFd release) {
+        crashes_->on_signal_report(std::move(r), registry_.snapshot(), std::move(release));
+      },
       [this](PythonExceptionReport r) {
         crashes_->on_python_exception(std::move(r), registry_.snapshot());
       });
@@ -313,6 +315,7 @@ void Supervisor::finish_after_job(const JobExit& exit, JobExit* result) {
   job_running_ = false;
   try {
     if (link_server_) link_server_->drain();
+    crashes_->finish_pending();  // a crash whose Python stacks were being read
     crashes_->check_deaths(registry_.snapshot());
     crashes_->flush_terminated(/*force=*/true);
     hang_->after_crashes(crashes_->incidents());

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "supervisor/analysis/op_json.h"
+#include "supervisor/incidents/crash_symbolizer.h"
 #include "supervisor/job/exit_status.h"
 
 namespace xpu_timer::supervisor {
@@ -41,6 +42,66 @@ std::string where(const SignalReport& s) {
     }
     return f.function;
   }
+  return "";
+}
+
+std::string short_file(const std::string& file) {
+  const size_t slash = file.rfind('/');
+  return slash == std::string::npos ? file : file.substr(slash + 1);
+}
+
+json python_frames_json(const std::vector<stack::PythonFrame>& frames) {
+  json out = json::array();
+  for (const stack::PythonFrame& f : frames) {
+    out.push_back({{"func", f.func}, {"file", f.file}, {"line", f.line}});
+  }
+  return out;
+}
+
+// The `python` object: the threads read while the rank waited, or null.
+json python_json(const CrashRecord& r) {
+  if (!r.python) return nullptr;
+  const CrashPythonStacks& p = *r.python;
+  json threads = json::array();
+  for (const CrashPythonThread& t : p.threads) {
+    threads.push_back({{"tid", t.tid},
+                       {"name", t.name},
+                       {"crashed", t.crashed},
+                       {"holds_gil", t.holds_gil ? json(*t.holds_gil) : json(nullptr)},
+                       {"frames", python_frames_json(t.frames)}});
+  }
+  return {{"version", p.python_version ? json(*p.python_version) : json(nullptr)},
+          {"read", p.read_ok},
+          {"python_process", p.python_process},
+          {"threads", std::move(threads)},
+          {"errors", p.errors},
+          {"stopped_ms", p.stopped_ms}};
+}
+
+// ", from train_step (train.py:48)": where Python was when the rank died.
+std::string python_where(const CrashRecord& r) {
+  if (!r.python || !r.python->python_process) return "";
+  if (!r.python->read_ok) {
+    return r.python->errors.empty() ? "" : "; Python stacks not read: " + r.python->errors[0];
+  }
+  for (const CrashPythonThread& t : r.python->threads) {
+    if (!t.crashed) continue;
+    if (t.frames.empty()) return ", in thread \"" + t.name + "\", which ran no Python";
+    const stack::PythonFrame& f = t.frames.front();  // innermost first
+    return ", from " + f.func + " (" + short_file(f.file) + ":" + std::to_string(f.line) + ")";
+  }
+  return "";
+}
+
+// Why a rank that sent nothing died, as far as the supervisor can know.
+std::string death_cause(const CrashRecord& r) {
+  const bool sigkill = r.exit_known && r.exit_by_signal && r.exit_value == SIGKILL;
+  const bool may_be_oom = sigkill || !r.exit_known;
+  if (may_be_oom && !r.oom_evidence.empty()) {
+    return std::string(sigkill ? "killed by SIGKILL" : "killed") +
+           " (the OOM killer: " + r.oom_evidence + ")";
+  }
+  if (sigkill) return "killed by SIGKILL from outside";
   return "";
 }
 
@@ -107,11 +168,14 @@ json crash_json(const CrashRecord& r) {
     j["thread_name"] = s.thread_name;
     json frames = json::array();
     for (const NativeFrame& f : s.frames) {
-      frames.push_back({{"pc", hex(f.pc)},
-                        {"function", f.function.empty() ? "??" : f.function},
-                        {"function_offset", f.func_offset},
-                        {"module", f.module.empty() ? json(nullptr) : json(f.module)},
-                        {"module_offset", hex(f.module_offset)}});
+      frames.push_back(
+          {{"pc", hex(f.pc)},
+           {"function", frame_label(f)},
+           {"function_offset", f.func_offset},
+           {"module", f.module.empty() ? json(nullptr) : json(f.module)},
+           {"module_offset", hex(f.module_offset)},
+           {"build_id", f.build_id.empty() ? json(nullptr) : json(f.build_id)},
+           {"named_from", f.name_source.empty() ? json(nullptr) : json(f.name_source)}});
     }
     j["frames"] = std::move(frames);
     j["frames_truncated"] = s.frames_truncated;
@@ -132,8 +196,12 @@ json crash_json(const CrashRecord& r) {
   } else {
     j["exception"] = nullptr;
   }
+  j["python"] = python_json(r);
   j["exit_status"] = exit_json(r);
   j["kernel"] = r.kernel.empty() ? json(nullptr) : json(r.kernel);
+  const std::string died = death_cause(r);
+  j["death_cause"] = died.empty() ? json(nullptr) : json(died);
+  j["oom_evidence"] = r.oom_evidence.empty() ? json(nullptr) : json(r.oom_evidence);
   j["last_inflight"] = r.page_ok && r.inflight_count > 0 ? op_json(r.oldest_inflight) : json(nullptr);
   j["last_completed"] =
       r.page_ok && r.completed_total > 0 ? op_json(r.last_completed) : json(nullptr);
@@ -170,13 +238,29 @@ json plugin_input_json(const CrashRecord& r, const PluginIdentity& id) {
   if (r.signal) {
     sig = r.signal->signal;
     for (const NativeFrame& f : r.signal->frames) {
+      // xpu-timer's three keys, then ours (a plugin written for xpu-timer
+      // reads only the first three).
       frames.push_back({{"address", f.pc},
                         {"offset", f.func_offset},
-                        {"function_name", f.function.empty() ? "??" : f.function}});
+                        {"function_name", frame_label(f)},
+                        {"module", f.module},
+                        {"module_offset", f.module_offset},
+                        {"build_id", f.build_id}});
     }
   } else if (r.exit_known && r.exit_by_signal) {
     sig = r.exit_value;
   }
+  json python_stacks = json::array();
+  if (r.python) {
+    for (const CrashPythonThread& t : r.python->threads) {
+      python_stacks.push_back({{"thread_id", t.tid},
+                               {"thread_name", t.name},
+                               {"crashed", t.crashed},
+                               {"holds_gil", t.holds_gil ? json(*t.holds_gil) : json(nullptr)},
+                               {"frames", python_frames_json(t.frames)}});
+    }
+  }
+  const std::string died = death_cause(r);
   return {{"hook", "cpp"},
           {"stack_infos",
            {{"signal", sig},
@@ -185,7 +269,9 @@ json plugin_input_json(const CrashRecord& r, const PluginIdentity& id) {
             {"pod_name", id.pod_name},
             {"job_name", id.job_name},
             {"time", when},
-            {"frame_infos", std::move(frames)}}}};
+            {"frame_infos", std::move(frames)},
+            {"python_stacks", std::move(python_stacks)},
+            {"death_cause", died.empty() ? json(nullptr) : json(died)}}}};
 }
 
 std::string crash_summary(const CrashRecord& r) {
@@ -200,7 +286,7 @@ std::string crash_summary(const CrashRecord& r) {
     if (!r.sender.empty()) s += " sent by " + r.sender;
     const std::string in = where(sig);
     if (!in.empty()) s += " in " + in;
-    return s;
+    return s + python_where(r);
   }
   if (r.kind == CrashKind::kPythonException && r.exception) {
     const PythonExceptionReport& e = *r.exception;
@@ -216,7 +302,9 @@ std::string crash_summary(const CrashRecord& r) {
     return s;
   }
   s += " died without a report";
-  if (r.exit_known) {
+  if (const std::string died = death_cause(r); !died.empty()) {
+    s += ": " + died;
+  } else if (r.exit_known) {
     s += r.exit_by_signal ? " (killed by " + signal_name(r.exit_value) + ")"
                           : " (exit code " + std::to_string(r.exit_value) + ")";
   } else {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/protocol.h"
+#include "supervisor/incidents/crash_python_stacks.h"
 #include "supervisor/ranks/crash_message.h"
 
 namespace xpu_timer::supervisor {
@@ -24,6 +25,9 @@ struct CrashRecord {
   std::string host;
   double time_unix_s = 0;
   std::optional<SignalReport> signal;                // kSignal
+  // kSignal of a crash: the Python threads read while the rank waited in its
+  // handler (nullopt: not read, e.g. the rank did not wait).
+  std::optional<CrashPythonStacks> python;
   std::string sender;                                // kSignal sent by a process: "pid 12 (comm)"
   std::optional<PythonExceptionReport> exception;    // kPythonException
   // kNoReport: how it ended, when known (we reaped it, or saw its zombie).
@@ -31,6 +35,9 @@ struct CrashRecord {
   bool exit_by_signal = false;
   int exit_value = 0;
   std::string kernel;  // a kernel log line about the pid (OOM killer), "" if none readable
+  // kNoReport: an OOM kill counter that grew since the rank was last seen
+  // ("memory.events oom_kill went 0->1"), "" when none did or none is readable.
+  std::string oom_evidence;
   // Last state of its status page (kept after the process died).
   bool page_ok = false;
   uint32_t inflight_count = 0;

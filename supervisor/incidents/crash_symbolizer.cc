@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -49,6 +50,10 @@ class CrashSymbolizer::ElfSymbols {
     return out;
   }
 
+  const std::string& build_id() const { return build_id_; }
+  // Which table named the symbols: "symtab", "dynsym" or "" (none).
+  const char* table() const { return table_; }
+
   // Containing symbol of `addr`, or null.
   const Sym* find(uint64_t addr) const {
     auto it = std::upper_bound(syms_.begin(), syms_.end(), addr,
@@ -69,6 +74,9 @@ class CrashSymbolizer::ElfSymbols {
     }
     std::vector<Elf64_Shdr> sections(eh.e_shnum);
     memcpy(sections.data(), base + eh.e_shoff, eh.e_shnum * sizeof(Elf64_Shdr));
+    for (const Elf64_Shdr& sh : sections) {
+      if (sh.sh_type == SHT_NOTE && build_id_.empty()) read_build_id(base, size, sh);
+    }
     // .symtab when present (it has the static functions), else .dynsym.
     for (uint32_t want : {static_cast<uint32_t>(SHT_SYMTAB), static_cast<uint32_t>(SHT_DYNSYM)}) {
       for (const Elf64_Shdr& sh : sections) {
@@ -93,13 +101,45 @@ class CrashSymbolizer::ElfSymbols {
           syms_.push_back({s.st_value, s.st_size, std::string(name, strnlen(name, max))});
         }
       }
-      if (!syms_.empty()) break;
+      if (!syms_.empty()) {
+        table_ = want == SHT_SYMTAB ? "symtab" : "dynsym";
+        break;
+      }
     }
     std::sort(syms_.begin(), syms_.end(),
               [](const Sym& a, const Sym& b) { return a.start < b.start; });
   }
 
+  // NT_GNU_BUILD_ID of a note section, as lower-case hex: what debuginfod
+  // and /usr/lib/debug/.build-id/ index the file's debug info by.
+  void read_build_id(const unsigned char* base, size_t size, const Elf64_Shdr& sh) {
+    if (sh.sh_offset > size || sh.sh_size > size - sh.sh_offset) return;
+    size_t at = sh.sh_offset;
+    const size_t end = sh.sh_offset + sh.sh_size;
+    while (end - at >= sizeof(Elf64_Nhdr)) {
+      Elf64_Nhdr nh;
+      memcpy(&nh, base + at, sizeof(nh));
+      at += sizeof(nh);
+      const size_t name = (static_cast<size_t>(nh.n_namesz) + 3) & ~size_t{3};
+      const size_t desc = (static_cast<size_t>(nh.n_descsz) + 3) & ~size_t{3};
+      if (name > end - at || desc > end - at - name) return;
+      if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && memcmp(base + at, "GNU", 4) == 0 &&
+          nh.n_descsz > 0 && nh.n_descsz <= 64) {
+        static const char kHex[] = "0123456789abcdef";
+        for (size_t i = 0; i < nh.n_descsz; ++i) {
+          const unsigned char b = base[at + name + i];
+          build_id_ += kHex[b >> 4];
+          build_id_ += kHex[b & 15];
+        }
+        return;
+      }
+      at += name + desc;
+    }
+  }
+
   std::vector<Sym> syms_;
+  std::string build_id_;
+  const char* table_ = "";
 };
 
 CrashSymbolizer::CrashSymbolizer() = default;
@@ -116,16 +156,29 @@ const CrashSymbolizer::ElfSymbols* CrashSymbolizer::load(const std::string& path
 
 void CrashSymbolizer::symbolize(std::vector<NativeFrame>* frames) {
   for (NativeFrame& f : *frames) {
-    if (f.function.empty() && !f.module.empty() && f.module[0] == '/') {
-      if (const ElfSymbols* syms = load(f.module)) {
-        if (const auto* s = syms->find(f.module_offset)) {
-          f.function = s->name;
-          f.func_offset = f.module_offset - s->start;
-        }
+    const ElfSymbols* syms = !f.module.empty() && f.module[0] == '/' ? load(f.module) : nullptr;
+    if (syms != nullptr) f.build_id = syms->build_id();
+    if (!f.function.empty()) {
+      f.name_source = "dynsym";  // the handler's: the in-memory .dynsym
+    } else if (syms != nullptr) {
+      if (const auto* s = syms->find(f.module_offset)) {
+        f.function = s->name;
+        f.func_offset = f.module_offset - s->start;
+        f.name_source = syms->table();
       }
     }
     f.function = demangle(f.function);
   }
+}
+
+std::string frame_label(const NativeFrame& f) {
+  if (!f.function.empty()) return f.function;
+  if (f.module.empty()) return "??";  // a pc in no mapped file (JIT code, a wild jump)
+  const size_t slash = f.module.rfind('/');
+  char offset[24];
+  std::snprintf(offset, sizeof(offset), "+0x%llx",
+                static_cast<unsigned long long>(f.module_offset));
+  return (slash == std::string::npos ? f.module : f.module.substr(slash + 1)) + offset;
 }
 
 }  // namespace xpu_timer::supervisor

@@ -5,8 +5,10 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <boost/asio/post.hpp>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -117,8 +119,37 @@ std::string kernel_line_about(pid_t pid) {
   return found;
 }
 
-CrashTracker::CrashTracker(std::string dump_dir, CrashPluginRunner* plugins)
-    : dump_dir_(std::move(dump_dir)), plugins_(plugins), identity_(plugin_identity_from_env()) {}
+CrashTracker::CrashTracker(std::string dump_dir, CrashPluginRunner* plugins,
+                           boost::asio::io_context* io, CrashStackReader::CollectFn collect)
+    : dump_dir_(std::move(dump_dir)), plugins_(plugins), identity_(plugin_identity_from_env()) {
+  if (io != nullptr) {
+    reader_ = std::make_unique<CrashStackReader>(
+        [this, io] { boost::asio::post(*io, [this] { conclude_reads(); }); }, std::move(collect));
+  }
+}
+
+// The reads hold `this` in their callbacks: they end before the tracker does.
+CrashTracker::~CrashTracker() {
+  if (reader_) reader_->wait_all();
+}
+
+void CrashTracker::conclude_reads() {
+  if (!reader_) return;
+  for (auto& [key, stacks] : reader_->take_finished()) {
+    auto it = reading_.find(key);
+    if (it == reading_.end()) continue;
+    CrashRecord r = std::move(it->second);
+    reading_.erase(it);
+    r.python = std::move(stacks);
+    add(std::move(r));
+  }
+}
+
+void CrashTracker::finish_pending() {
+  if (!reader_) return;
+  reader_->wait_all();
+  conclude_reads();
+}
 
 void CrashTracker::fill_page_state(const RankRecord* rec, CrashRecord* out) {
   if (rec == nullptr) return;
@@ -134,8 +165,9 @@ void CrashTracker::fill_page_state(const RankRecord* rec, CrashRecord* out) {
   out->last_completed = page.last_completed;
 }
 
-void CrashTracker::on_signal_report(SignalReport report, const std::vector<RankRecord>& records) {
-  if (concluded_.count(report.pid) != 0) return;  // one report per process
+void CrashTracker::on_signal_report(SignalReport report, const std::vector<RankRecord>& records,
+                                    UniqueFd release) {
+  if (concluded_.count(report.pid) != 0) return;  // one report per process (`release` closes)
   CrashRecord r;
   r.kind = CrashKind::kSignal;
   r.rank = report.rank;
@@ -153,6 +185,21 @@ void CrashTracker::on_signal_report(SignalReport report, const std::vector<RankR
   r.terminated = !r.terminated_cause.empty();
   // Symbolizing costs; a termination's frames say nothing about a failure.
   if (!r.terminated) symbolizer_.symbolize(&r.signal->frames);
+  if (!r.terminated && release.valid() && reader_) {
+    const uint64_t key = next_read_++;
+    const pid_t pid = r.pid;
+    const pid_t tid = r.signal->tid;
+    concluded_.insert(pid);  // its death, seen while reading, is this crash
+    reading_.emplace(key, std::move(r));
+    if (reader_->start(key, pid, tid, std::move(release))) return;
+    CrashRecord busy = std::move(reading_[key]);
+    reading_.erase(key);
+    busy.python = CrashPythonStacks{};
+    busy.python->errors.push_back("not read: " + std::to_string(CrashStackReader::kMaxReads) +
+                                  " crashes were being read already");
+    add(std::move(busy));
+    return;
+  }
   add(std::move(r));
 }
 
@@ -171,6 +218,28 @@ void CrashTracker::on_python_exception(PythonExceptionReport report,
   add(std::move(r));
 }
 
+void CrashTracker::on_link_closed(const std::optional<RankRecord>& closed) {
+  if (!closed) return;
+  const pid_t pid = closed->reg.pid;
+  struct stat st {};
+  if (concluded_.count(pid) != 0 || reaped_.count(pid) != 0 ||
+      ::stat(closed->reg.status_path.c_str(), &st) != 0) {
+    return;
+  }
+  // The socket closes in the kernel's exit path a moment before the process
+  // becomes a zombie: a short, bounded wait for that.
+  const timespec pause{0, 1000 * 1000};
+  for (int i = 0; i < kExitReadMs; ++i) {
+    int status = 0;
+    if (zombie_exit_status(pid, &status)) {
+      on_reaped(pid, status);
+      return;
+    }
+    if (!process_alive(pid, closed->start_time)) return;  // reaped already
+    nanosleep(&pause, nullptr);
+  }
+}
+
 void CrashTracker::on_reaped(pid_t pid, int wait_status) {
   if (reaped_.size() > 100000) reaped_.clear();  // bounded; only recent pids matter
   reaped_[pid] = wait_status;
@@ -179,10 +248,15 @@ void CrashTracker::on_reaped(pid_t pid, int wait_status) {
 void CrashTracker::check_deaths(const std::vector<RankRecord>& records) {
   for (const RankRecord& rec : records) {
     const pid_t pid = rec.reg.pid;
-    if (concluded_.count(pid) != 0 || process_alive(pid, rec.start_time)) continue;
+    if (concluded_.count(pid) != 0) continue;
+    if (process_alive(pid, rec.start_time)) {
+      oom_.note_rank(pid);  // the baseline of its OOM kill counter
+      continue;
+    }
     struct stat st {};
     if (::stat(rec.reg.status_path.c_str(), &st) != 0) {
       concluded_.insert(pid);  // its exit handler removed the page: a normal exit
+      oom_.forget(pid);
       continue;
     }
     CrashRecord r;
@@ -204,6 +278,7 @@ void CrashTracker::check_deaths(const std::vector<RankRecord>& records) {
       r.exit_value = r.exit_by_signal ? WTERMSIG(status) : WEXITSTATUS(status);
     }
     r.kernel = kernel_line_about(pid);
+    r.oom_evidence = oom_.growth_since_noted(pid);
     r.terminated_cause = termination_cause(r, false);
     r.terminated = !r.terminated_cause.empty();
     add(std::move(r));

@@ -11,34 +11,61 @@
 // crash. Those get no file and no plugin run, only one "terminated:" line per
 // cause naming the root cause (docs/usage.md, "Crashes").
 //
+// A crash whose rank waits in its handler (SignalReport::awaits_release) is
+// concluded once its Python stacks were read (crash_python_stacks.h) or the
+// read failed; a death without a report is told apart as the OOM killer's by
+// the OOM kill counters (oom_evidence.h).
+//
 // Threads: everything on the asio thread, except crash_json_by_rank()
 // (HTTP threads), which takes the mutex.
 #pragma once
 
 #include <sys/types.h>
 
+#include <boost/asio/io_context.hpp>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "supervisor/incidents/crash_json.h"
 #include "supervisor/incidents/crash_plugin_runner.h"
+#include "supervisor/incidents/crash_python_stacks.h"
 #include "supervisor/incidents/crash_record.h"
 #include "supervisor/incidents/crash_symbolizer.h"
+#include "supervisor/incidents/oom_evidence.h"
 #include "supervisor/ranks/rank_registry.h"
 
 namespace xpu_timer::supervisor {
 
 class CrashTracker {
  public:
-  // `dump_dir` "" writes no files; `plugins` may be null.
-  CrashTracker(std::string dump_dir, CrashPluginRunner* plugins);
+  // `dump_dir` "" writes no files; `plugins` may be null; without `io` no
+  // Python stacks are read (a waiting rank is released at once).
+  CrashTracker(std::string dump_dir, CrashPluginRunner* plugins,
+               boost::asio::io_context* io = nullptr,
+               CrashStackReader::CollectFn collect = stack::collect_stacks_in_child);
+  ~CrashTracker();
 
-  void on_signal_report(SignalReport report, const std::vector<RankRecord>& records);
+  // `release`: the descriptor a waiting rank sent; closed once its Python
+  // stacks were read (or at once when they are not read).
+  void on_signal_report(SignalReport report, const std::vector<RankRecord>& records,
+                        UniqueFd release = UniqueFd());
+  // Waits for the Python stack reads still running and concludes their
+  // crashes (the job ended; bounded by CrashStackReader::kReadTimeout).
+  void finish_pending();
   void on_python_exception(PythonExceptionReport report, const std::vector<RankRecord>& records);
+  // A rank's link closed (`closed`: its record; nullopt: no rank's). A rank
+  // that dies without a report is a zombie only until its launcher reaps it,
+  // often long before the next poll: its exit status is read now, waiting
+  // at most kExitReadMs for the zombie (never for a rank whose exit handler
+  // removed its page: a normal exit).
+  void on_link_closed(const std::optional<RankRecord>& closed);
+  static constexpr int kExitReadMs = 20;
   // A child of the supervisor ended (a rank is one when the launcher died
   // first, or when the job is the rank itself).
   void on_reaped(pid_t pid, int wait_status);
@@ -65,6 +92,7 @@ class CrashTracker {
 
  private:
   void add(CrashRecord record);
+  void conclude_reads();  // asio thread: the reads that finished
   static void fill_page_state(const RankRecord* rec, CrashRecord* out);
   // Why `r` is a termination, "" when it is a crash. `launcher_sender`: the
   // signal came from a job process that is no rank.
@@ -75,6 +103,10 @@ class CrashTracker {
   CrashPluginRunner* plugins_;
   PluginIdentity identity_;
   CrashSymbolizer symbolizer_;
+  OomEvidence oom_;
+  std::unique_ptr<CrashStackReader> reader_;  // null without an io_context
+  std::map<uint64_t, CrashRecord> reading_;   // crashes whose Python stacks are being read
+  uint64_t next_read_ = 1;
   std::set<pid_t> concluded_;     // reported, or seen ending normally
   uint64_t incidents_ = 0;
   std::map<pid_t, int> reaped_;   // wait statuses of children we reaped

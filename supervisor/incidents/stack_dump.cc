@@ -12,6 +12,7 @@
 #include "flamegraph/flamegraph_files.h"
 #include "stack/stack_file.h"
 #include "supervisor/incidents/dump_files.h"
+#include "supervisor/incidents/signal_free_thread.h"
 #include "supervisor/log_tee.h"
 
 namespace xpu_timer::supervisor {
@@ -22,24 +23,6 @@ constexpr size_t kMaxErrorsLoggedPerRank = 3;
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
-// Threads of the dumper must not take the process's signals (the asio
-// signal_set owns them); a thread inherits the mask of its creator, and so
-// does the collector child forked from it.
-template <typename F>
-std::thread spawn_without_signals(F&& body) {
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, &old);
-  try {
-    std::thread t(std::forward<F>(body));
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    return t;
-  } catch (...) {
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    throw;
-  }
 }
 
 bool is_permission_error(const std::string& line) {

@@ -58,6 +58,7 @@ std::optional<SignalReport> parse_crash_report(const void* data, size_t len, std
   r.time_unix_s = static_cast<double>(msg->realtime_ns) / 1e9;
   r.thread_name = bounded(msg->thread_name, sizeof(msg->thread_name));
   r.frames_truncated = (msg->flags & proto::kCrashFlagFramesTruncated) != 0;
+  r.awaits_release = (msg->flags & proto::kCrashFlagAwaitsRelease) != 0;
   for (uint32_t i = 0; i < msg->nframes; ++i) {
     const proto::CrashFrame& f = msg->frames[i];
     NativeFrame out;

@@ -21,6 +21,8 @@ struct NativeFrame {
   uint64_t module_offset = 0;  // address inside the module's ELF vaddr space
   std::string function;        // as sent (mangled), "" when unknown
   uint64_t func_offset = 0;
+  std::string build_id;     // hex GNU build-id of the module file, "" when unknown
+  std::string name_source;  // the table that named it: "symtab", "dynsym", "" unnamed
 };
 
 struct SignalReport {
@@ -35,6 +37,7 @@ struct SignalReport {
   double time_unix_s = 0;
   std::string thread_name;
   bool frames_truncated = false;
+  bool awaits_release = false;      // the rank waits in its handler for a descriptor's close
   std::vector<NativeFrame> frames;  // innermost first
 };
 

@@ -6,6 +6,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cstring>
 
 #include "common/protocol.h"
 #include "common/unique_fd.h"
@@ -50,8 +51,31 @@ class RankLinkServer::Connection : public std::enable_shared_from_this<Connectio
     std::vector<unsigned char>& buffer = server_->buffer_;
     // MSG_TRUNC makes recv report the packet's real length, so an oversize
     // packet is seen as such instead of silently cut.
+    // A crash report may carry a descriptor (proto::kCrashFlagAwaitsRelease);
+    // any descriptor a message carries is ours to close, whatever it is.
+    iovec iov{buffer.data(), buffer.size()};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
+    msghdr h{};
+    h.msg_iov = &iov;
+    h.msg_iovlen = 1;
+    h.msg_control = control;
+    h.msg_controllen = sizeof(control);
     const ssize_t n =
-        recv(socket_.native_handle(), buffer.data(), buffer.size(), MSG_DONTWAIT | MSG_TRUNC);
+        recvmsg(socket_.native_handle(), &h, MSG_DONTWAIT | MSG_TRUNC | MSG_CMSG_CLOEXEC);
+    UniqueFd passed;  // the first descriptor received; the others are closed at once
+    for (cmsghdr* c = n > 0 ? CMSG_FIRSTHDR(&h) : nullptr; c != nullptr; c = CMSG_NXTHDR(&h, c)) {
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+      const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (size_t i = 0; i < count; ++i) {
+        int fd = -1;
+        std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+        if (!passed.valid()) {
+          passed.reset(fd);
+        } else {
+          ::close(fd);
+        }
+      }
+    }
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
       return ReadResult::kWouldBlock;
     }
@@ -79,7 +103,8 @@ class RankLinkServer::Connection : public std::enable_shared_from_this<Connectio
       case proto::MsgType::kCrashReport: {
         auto report = parse_crash_report(buffer.data(), static_cast<size_t>(n), &error);
         if (!report) return drop(error);
-        if (server_->on_crash_) server_->on_crash_(std::move(*report));
+        if (!report->awaits_release) passed.reset();
+        if (server_->on_crash_) server_->on_crash_(std::move(*report), std::move(passed));
         return ReadResult::kMore;
       }
       case proto::MsgType::kPythonException: {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/unique_fd.h"
 #include "supervisor/ranks/crash_message.h"
 #include "supervisor/ranks/register_message.h"
 
@@ -32,7 +33,9 @@ class RankLinkServer {
                  DisconnectCallback on_disconnect);
   ~RankLinkServer();
 
-  using CrashCallback = std::function<void(SignalReport)>;
+  // `release`: the descriptor a report that awaits release carried (else
+  // invalid); closing it lets the waiting rank die (proto::kCrashFlagAwaitsRelease).
+  using CrashCallback = std::function<void(SignalReport, UniqueFd release)>;
   using PythonExceptionCallback = std::function<void(PythonExceptionReport)>;
   void set_crash_callbacks(CrashCallback on_crash, PythonExceptionCallback on_exception) {
     on_crash_ = std::move(on_crash);

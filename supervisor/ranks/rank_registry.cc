@@ -14,11 +14,15 @@ pid_t RankRegistry::add(RankRecord record) {
   return replaced;
 }
 
-void RankRegistry::on_disconnect(uint64_t connection_id) {
+std::optional<RankRecord> RankRegistry::on_disconnect(uint64_t connection_id) {
   std::lock_guard<std::mutex> lock(mutex_);
+  std::optional<RankRecord> closed;
   for (auto& [rank, rec] : ranks_) {
-    if (rec.connection_id == connection_id) rec.connected = false;
+    if (rec.connection_id != connection_id) continue;
+    rec.connected = false;
+    closed = rec;
   }
+  return closed;
 }
 
 std::vector<RankRecord> RankRegistry::snapshot() const {

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "common/recorder_ring.h"
@@ -34,7 +35,8 @@ class RankRegistry {
   // replaced (0 when the rank is new).
   pid_t add(RankRecord record);
   // The connection that registered a rank closed; the rank may live on.
-  void on_disconnect(uint64_t connection_id);
+  // Returns that rank's record (nullopt: the connection registered none).
+  std::optional<RankRecord> on_disconnect(uint64_t connection_id);
 
   std::vector<RankRecord> snapshot() const;
   size_t size() const;

@@ -10,10 +10,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
 #include "tests/integration/supervisor_fixture.h"
+#include "tests/simgpu/sim_segments.h"
 
 namespace xpu_timer::testing {
 namespace {
@@ -343,6 +345,174 @@ TEST(CrashE2E, SigkillIsADeathWithoutAReportWithItsLastOperation) {
   EXPECT_NE(s.job->log().find("died without a report"), std::string::npos) << s.job->log();
   EXPECT_TRUE(plugin_line(read_jsonl(s.jsonl), "cpp", 1).is_object()) << read_file(s.jsonl);
 }
+
+// ---- Crash forensics in depth (issue 27) ----
+
+// The line of sim_trainer.py that holds `code`, 0 when none does.
+int trainer_line_of(const std::string& code) {
+  std::istringstream in(read_file(sim_trainer_py()));
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.find(code) != std::string::npos) return n;
+  }
+  return 0;
+}
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// No native frame is a bare "??": one in a module carries module and offset.
+void expect_every_frame_resolvable(const json& crash) {
+  for (const json& f : crash["frames"]) {
+    if (f["module"].is_null()) continue;
+    EXPECT_NE(f["function"], "??") << f.dump();
+    EXPECT_TRUE(f["module_offset"].is_string()) << f.dump();
+  }
+}
+
+// The timeline dump folders of a crash hold the dead rank's ring.
+bool ring_dumped(const std::string& dump_dir, int rank, int world) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "/%05d-%05d.timeline", rank, world);
+  DIR* d = ::opendir(dump_dir.c_str());
+  bool found = false;
+  while (dirent* e = d != nullptr ? ::readdir(d) : nullptr) {
+    const std::string dir = e->d_name;
+    if (dir.rfind("timeline-", 0) == 0 && ends_with(dir, "-crash") &&
+        ::access((dump_dir + "/" + dir + name).c_str(), R_OK) == 0) {
+      found = true;
+    }
+  }
+  if (d != nullptr) ::closedir(d);
+  return found;
+}
+
+TEST(CrashE2E, SegvOfAPythonRankCarriesThePythonStackOfItsThreads) {
+  const auto job = sim_job(
+      2, true, {"--steps", "50", "--crash-rank", "1", "--crash-step", "3", "--crash-kind", "segv"});
+  Supervised s = start("crash-segv-py", job, {jsonl_plugin()});
+  finish(&s);
+  EXPECT_EQ(describe(s.status), describe(run_bare("bare-segv-py", job)));
+  const std::string log = s.job->log();
+  const json crash = crash_file(s.job->dump_dir(), 1);
+  ASSERT_TRUE(crash.is_object()) << log;
+  ASSERT_TRUE(crash["python"].is_object()) << crash.dump(2);
+  ASSERT_EQ(crash["python"]["read"], true) << crash.dump(2);
+  const json& crashed = crash["python"]["threads"][0];
+  EXPECT_EQ(crashed["crashed"], true);
+  EXPECT_EQ(crashed["tid"], crash["tid"]);
+  const int line = trainer_line_of("lib.sim_crash_segv()");
+  ASSERT_GT(line, 0);
+  ASSERT_GE(crashed["frames"].size(), 3u) << crashed.dump(2);
+  EXPECT_EQ(crashed["frames"][0]["func"], "crash");
+  EXPECT_EQ(crashed["frames"][0]["line"], line);
+  EXPECT_TRUE(ends_with(crashed["frames"][0]["file"], "/sim_trainer.py")) << crashed.dump(2);
+  EXPECT_EQ(crashed["frames"][1]["func"], "train_step");
+  EXPECT_EQ(crashed["frames"].back()["func"], "<module>");
+  const std::string expected =
+      "died of SIGSEGV at address 0x0 in sim_crash_segv, from crash "
+      "(sim_trainer.py:" +
+      std::to_string(line) + ")";
+  EXPECT_NE(log.find(expected), std::string::npos) << expected << "\n" << log;
+  expect_every_frame_resolvable(crash);
+  EXPECT_TRUE(ring_dumped(s.job->dump_dir(), 1, 2)) << log;
+
+  const json cpp = plugin_line(read_jsonl(s.jsonl), "cpp", 1);
+  ASSERT_TRUE(cpp.is_object()) << read_file(s.jsonl);
+  const json& stacks = cpp["stack_infos"]["python_stacks"];
+  ASSERT_FALSE(stacks.empty()) << cpp.dump(2);
+  EXPECT_EQ(stacks[0]["crashed"], true);
+  EXPECT_EQ(stacks[0]["frames"][0]["func"], "crash");
+  EXPECT_EQ(stacks[0]["frames"][0]["line"], line);
+}
+
+// std::terminate in a thread that runs no Python (a NCCL watchdog's way to die).
+void abort_in_thread_case(bool python) {
+  const auto job = sim_job(2, python,
+                           {"--steps", "50", "--crash-rank", "0", "--crash-step", "2",
+                            "--crash-kind", "abort-in-thread"});
+  const std::string name = python ? "crash-thread-py" : "crash-thread-cpp";
+  Supervised s = start(name, job, {jsonl_plugin()});
+  finish(&s);
+  EXPECT_EQ(describe(s.status), describe(run_bare("bare-" + name, job)));
+  const std::string log = s.job->log();
+  const json crash = crash_file(s.job->dump_dir(), 0);
+  ASSERT_TRUE(crash.is_object()) << log;
+  EXPECT_EQ(crash["signal"], SIGABRT);
+  EXPECT_EQ(crash["thread_name"], "sim-watchdog");
+  EXPECT_TRUE(has_function(crash["frames"], "abort")) << crash.dump(2);
+  expect_every_frame_resolvable(crash);
+  EXPECT_TRUE(ring_dumped(s.job->dump_dir(), 0, 2)) << log;
+  ASSERT_TRUE(crash["python"].is_object()) << crash.dump(2);
+  if (!python) {
+    EXPECT_EQ(crash["python"]["python_process"], false) << crash.dump(2);
+    EXPECT_TRUE(crash["python"]["threads"].empty());
+    EXPECT_EQ(crash["summary"].get<std::string>().find("Python"), std::string::npos);
+    return;
+  }
+  ASSERT_EQ(crash["python"]["read"], true) << crash.dump(2);
+  const json& threads = crash["python"]["threads"];
+  ASSERT_GE(threads.size(), 2u) << crash.dump(2);
+  EXPECT_EQ(threads[0]["crashed"], true);
+  EXPECT_EQ(threads[0]["name"], "sim-watchdog");
+  EXPECT_TRUE(threads[0]["frames"].empty());
+  // The main thread waits for the watchdog inside crash(), through ctypes.
+  EXPECT_EQ(threads[1]["frames"][0]["func"], "crash") << crash.dump(2);
+  EXPECT_EQ(threads[1]["frames"][0]["line"], trainer_line_of("lib.sim_crash_abort_in_thread()"));
+  EXPECT_NE(log.find("died of SIGABRT"), std::string::npos) << log;
+  EXPECT_NE(log.find(", in thread \"sim-watchdog\", which ran no Python"), std::string::npos)
+      << log;
+}
+
+TEST(CrashE2E, AbortInANativeThreadOfAPythonRankComesWithThePythonThreads) {
+  abort_in_thread_case(true);
+}
+TEST(CrashE2E, AbortInANativeThreadOfACppRankIsReported) { abort_in_thread_case(false); }
+
+// The rank is the job itself, so the supervisor reaps it and knows its exit:
+// under a launcher that reaps it first, the exit status is unknown.
+void sigkill_self_case(bool python) {
+  const std::string id = simgpu::testing::unique_job_id();
+  std::vector<std::string> job = {"env",
+                                  "RANK=0",
+                                  "WORLD_SIZE=1",
+                                  "LOCAL_RANK=0",
+                                  "LOCAL_WORLD_SIZE=1",
+                                  "GROUP_RANK=0",
+                                  "XPU_TIMER_SIM_JOB_ID=" + id};
+  const auto trainer = sim_job(1, python,
+                               {"--steps", "50", "--step-ms", "10", "--crash-rank", "0",
+                                "--crash-step", "3", "--crash-kind", "sigkill-self"});
+  job.insert(job.end(), trainer.begin() + 4, trainer.end());  // without the launcher
+  const std::string name = python ? "crash-sigkill-py" : "crash-sigkill-cpp";
+  Supervised s = start(name, job, {jsonl_plugin()});
+  finish(&s);
+  simgpu::testing::remove_segments(id);
+  const ExitStatus bare = run_bare("bare-" + name, job);
+  simgpu::testing::remove_segments(id);
+  EXPECT_EQ(describe(s.status), describe(bare));
+  const std::string log = s.job->log();
+  const json crash = crash_file(s.job->dump_dir(), 0);
+  ASSERT_TRUE(crash.is_object()) << log;
+  EXPECT_EQ(crash["kind"], "died_without_report");
+  EXPECT_EQ(crash["exit_status"]["signal"], SIGKILL) << crash.dump(2);
+  if (!crash["oom_evidence"].is_null()) {
+    GTEST_SKIP() << "the machine's OOM killer killed something during the test: "
+                 << crash["oom_evidence"];
+  }
+  EXPECT_EQ(crash["death_cause"], "killed by SIGKILL from outside");
+  EXPECT_NE(log.find("died without a report: killed by SIGKILL from outside"), std::string::npos)
+      << log;
+  EXPECT_TRUE(ring_dumped(s.job->dump_dir(), 0, 1)) << log;
+  const json cpp = plugin_line(read_jsonl(s.jsonl), "cpp", 0);
+  ASSERT_TRUE(cpp.is_object()) << read_file(s.jsonl);
+  EXPECT_EQ(cpp["stack_infos"]["signal"], SIGKILL);
+  EXPECT_EQ(cpp["stack_infos"]["death_cause"], "killed by SIGKILL from outside");
+}
+
+TEST(CrashE2E, SigkillOfAPythonRankIsNamedWithItsCause) { sigkill_self_case(true); }
+TEST(CrashE2E, SigkillOfACppRankIsNamedWithItsCause) { sigkill_self_case(false); }
 
 }  // namespace
 }  // namespace xpu_timer::testing

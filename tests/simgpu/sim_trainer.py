@@ -9,6 +9,7 @@ import argparse
 import ctypes
 import os
 import random
+import signal
 import sys
 import time
 
@@ -61,7 +62,8 @@ def parse_args(argv):
                    help="this rank crashes at --crash-step (-1: none)")
     p.add_argument("--crash-step", type=int, default=-1,
                    help="step at which --crash-rank crashes")
-    p.add_argument("--crash-kind", default="segv", choices=["segv", "abort", "exception"],
+    p.add_argument("--crash-kind", default="segv", choices=["segv", "abort", "abort-in-thread",
+                                                    "sigkill-self", "exception"],
                    help="how --crash-rank crashes")
     p.add_argument("--mismatch-rank", type=int, default=-1,
                    help="this rank's collective disagrees with the others' at --mismatch-step")
@@ -199,6 +201,10 @@ def crash(lib, kind, step):
         ctypes.string_at(0)  # not reached
     elif kind == "abort":
         lib.sim_crash_abort()
+    elif kind == "abort-in-thread":
+        lib.sim_crash_abort_in_thread()
+    elif kind == "sigkill-self":
+        os.kill(os.getpid(), signal.SIGKILL)
     raise RuntimeError("simulated training failure at step %d" % step)
 
 

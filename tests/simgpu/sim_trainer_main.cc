@@ -4,6 +4,7 @@
 // that resolves them with dlsym(RTLD_NEXT) gets NULL, as on a GPU machine).
 // Each step: a few GEMMs, the collective, a sync. Flags: trainer_options.h.
 #include <dlfcn.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -51,6 +52,7 @@ struct WorkloadApi {
   int (*finalize)();
   void (*crash_segv)();
   void (*crash_abort)();
+  void (*crash_abort_in_thread)();
   int (*gemm_api_from_name)(const char*);
   int (*collective_from_name)(const char*);
   const char* (*last_error)();
@@ -83,6 +85,7 @@ WorkloadApi load(const std::string& dir) {
   bind(lib, "sim_finalize", &api.finalize);
   bind(lib, "sim_crash_segv", &api.crash_segv);
   bind(lib, "sim_crash_abort", &api.crash_abort);
+  bind(lib, "sim_crash_abort_in_thread", &api.crash_abort_in_thread);
   bind(lib, "sim_gemm_api_from_name", &api.gemm_api_from_name);
   bind(lib, "sim_collective_from_name", &api.collective_from_name);
   bind(lib, "sim_last_error", &api.last_error);
@@ -158,6 +161,8 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
       fflush(stdout);
       if (opt.crash_kind == "segv") api.crash_segv();
       if (opt.crash_kind == "abort") api.crash_abort();
+      if (opt.crash_kind == "abort-in-thread") api.crash_abort_in_thread();
+      if (opt.crash_kind == "sigkill-self") kill(getpid(), SIGKILL);
       throw std::runtime_error("simulated training failure at step " + std::to_string(step));
     }
     for (int g = 0; g < opt.gemms_per_step; ++g) {

@@ -83,6 +83,9 @@ int sim_finalize(void);
 /* Crashes the process from native code: a real invalid write, or abort(). */
 void sim_crash_segv(void);
 void sim_crash_abort(void);
+/* std::terminate in a native thread named "sim-watchdog" (an uncaught C++
+   exception); the calling thread waits for it. */
+void sim_crash_abort_in_thread(void);
 /* The user's own CUDA runtime calls, usable without sim_init (on the legacy
  * default stream then, else on the compute stream): what xpu-timer counts
  * without timing (kernel launches, device allocations) and the copies it

@@ -56,7 +56,9 @@ TEST(ToolUsage, TrainerUsageErrorsSayWhatWasWrong) {
   const std::pair<const char*, const char*> cases[] = {
       {"--steps abc", "sim_trainer: --steps: 'abc' is not a whole number >= 0\n"},
       {"--gemm 1,2", "sim_trainer: --gemm: '1,2' is not M,N,K with three whole numbers > 0\n"},
-      {"--crash-kind boom", "sim_trainer: --crash-kind: 'boom' is not segv, abort or exception\n"},
+      {"--crash-kind boom",
+       "sim_trainer: --crash-kind: 'boom' is not segv, abort, abort-in-thread, sigkill-self or "
+       "exception\n"},
       {"--exit-code 300", "sim_trainer: --exit-code: '300' is not a whole number 0-255\n"},
       {"--slow-ms -1", "sim_trainer: --slow-ms: '-1' is not a number of milliseconds >= 0\n"},
       {"--steps", "sim_trainer: --steps needs a value (N)\n"},

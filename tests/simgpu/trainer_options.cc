@@ -77,7 +77,7 @@ constexpr FlagHelp kFlags[] = {
     {"--step-ms", "T", "host milliseconds per step besides the GPU work", "0", nullptr},
     {"--crash-rank", "R", "this rank crashes at --crash-step", "-1 (none)", nullptr},
     {"--crash-step", "S", "step at which --crash-rank crashes", "-1 (none)", nullptr},
-    {"--crash-kind", "KIND", "segv|abort|exception", "segv", nullptr},
+    {"--crash-kind", "KIND", "segv|abort|abort-in-thread|sigkill-self|exception", "segv", nullptr},
     {"--mismatch-rank", "R", "this rank's collective disagrees with the others' at --mismatch-step",
      "-1 (none)", nullptr},
     {"--mismatch-step", "S", "step of the disagreeing collective", "-1 (none)", nullptr},
@@ -106,7 +106,7 @@ const char* trainer_usage() {
          "allreduce|allgather|reducescatter|broadcast|reduce|mixed]\n"
          "  [--bytes B] [--hang-rank R --hang-step S] [--slow-rank R --slow-ms T] [--jitter-ms J]\n"
          "  [--slow-gpu-rank R --slow-gpu-factor F] [--slow-link-rank R --slow-link-factor F]\n"
-         "  [--step-ms T] [--crash-rank R --crash-step S --crash-kind segv|abort|exception]\n"
+         "  [--step-ms T] [--crash-rank R --crash-step S --crash-kind KIND]\n"
          "  [--mismatch-rank R --mismatch-step S --mismatch-kind op|count|dtype|root]\n"
          "  [--second-comm-bytes B] [--comm-name NAME] [--exit-code C] [--verbose]\n"
          "  [--stall-step S] [--lib-dir DIR]\n";
@@ -215,8 +215,9 @@ bool parse_trainer_options(int argc, char** argv, TrainerOptions* o, std::string
       if (!to_double(v, field)) expected = "a number of milliseconds >= 0";
     } else if (flag == "--crash-kind") {
       o->crash_kind = v;
-      if (o->crash_kind != "segv" && o->crash_kind != "abort" && o->crash_kind != "exception") {
-        expected = "segv, abort or exception";
+      if (o->crash_kind != "segv" && o->crash_kind != "abort" && o->crash_kind != "exception" &&
+          o->crash_kind != "abort-in-thread" && o->crash_kind != "sigkill-self") {
+        expected = "segv, abort, abort-in-thread, sigkill-self or exception";
       }
     } else if (flag == "--mismatch-kind") {
       o->mismatch_kind = v;

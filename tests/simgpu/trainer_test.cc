@@ -104,6 +104,23 @@ TEST_P(TrainerTest, AbortingRankFailsTheJob) {
   ASSERT_EQ(p->wait_exit_code(30s), 128 + SIGABRT) << p->output();
 }
 
+TEST_P(TrainerTest, TerminateInANativeThreadFailsTheJob) {
+  auto p = launch_trainer(python(), 2,
+                          {"--steps", "10", "--crash-rank", "0", "--crash-step", "2",
+                           "--crash-kind", "abort-in-thread"});
+  ASSERT_TRUE(p);
+  ASSERT_EQ(p->wait_exit_code(30s), 128 + SIGABRT) << p->output();
+  EXPECT_NE(p->output().find("simulated watchdog timeout"), std::string::npos) << p->output();
+}
+
+TEST_P(TrainerTest, ARankThatKillsItselfFailsTheJob) {
+  auto p = launch_trainer(python(), 2,
+                          {"--steps", "10", "--crash-rank", "1", "--crash-step", "1",
+                           "--crash-kind", "sigkill-self"});
+  ASSERT_TRUE(p);
+  ASSERT_EQ(p->wait_exit_code(30s), 128 + SIGKILL) << p->output();
+}
+
 TEST_P(TrainerTest, UncaughtExceptionFailsTheJob) {
   auto p = launch_trainer(
       python(), 2,

@@ -6,13 +6,16 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/simgpu/sim_workload.h"
@@ -449,6 +452,16 @@ void sim_crash_segv(void) {
 }
 
 void sim_crash_abort(void) { abort(); }
+
+void sim_crash_abort_in_thread(void) {
+  // Like a NCCL watchdog that gives up: a C++ exception escapes a thread that
+  // runs no Python, std::terminate aborts the process. The caller waits.
+  std::thread watchdog([] {
+    pthread_setname_np(pthread_self(), "sim-watchdog");
+    throw std::runtime_error("simulated watchdog timeout");
+  });
+  watchdog.join();
+}
 
 }  // extern "C"
 

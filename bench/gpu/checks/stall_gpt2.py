@@ -12,8 +12,8 @@ import sys
 import time
 
 import torch
-from torch.nn.parallel import DistributedDataParallel as DDP
-from transformers import GPT2Config, GPT2LMHeadModel
+
+from gpt2_model import ddp_gpt2_step
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "workloads"))
 import common  # noqa: E402
@@ -38,18 +38,7 @@ def main():
     p.add_argument("--seq", type=int, default=1024)
     a = p.parse_args()
     rank, dev = common.setup()
-    cfg = GPT2Config(n_layer=12, n_embd=1024, n_head=16, n_positions=a.seq, vocab_size=50257,
-                     attn_implementation="sdpa")
-    model = DDP(GPT2LMHeadModel(cfg).to(dev, dtype=torch.bfloat16), device_ids=[dev.index])
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-    idx = torch.randint(0, cfg.vocab_size, (a.batch, a.seq), device=dev)
-
-    def step():
-        out = model(input_ids=idx, labels=idx)
-        out.loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        return out.loss
+    step = ddp_gpt2_step(dev, a.batch, a.seq)
 
     for _ in range(a.before):
         loss = step()

@@ -1,0 +1,163 @@
+#include "supervisor/incidents/crash_tracker.h"
+
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+
+namespace xpu_timer::supervisor {
+namespace {
+
+SignalReport waiting_segv(pid_t pid) {
+  SignalReport r;
+  r.pid = pid;
+  r.tid = pid;
+  r.rank = 0;
+  r.signal = SIGSEGV;
+  r.si_code = 1;
+  r.awaits_release = true;
+  return r;
+}
+
+// Runs the io_context until the tracker concluded rank 0's crash.
+nlohmann::json run_until_reported(boost::asio::io_context& io, const CrashTracker& t) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (t.crash_json_by_rank().count(0) == 0 && std::chrono::steady_clock::now() < deadline) {
+    io.restart();
+    io.run_one_for(std::chrono::milliseconds(100));
+  }
+  auto all = t.crash_json_by_rank();
+  return all.count(0) != 0 ? all[0] : nlohmann::json();
+}
+
+// The rank's end of the release pair: closed by the supervisor (POLLHUP).
+bool released(int rank_end) {
+  pollfd p{rank_end, POLLIN, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & POLLHUP) != 0;
+}
+
+TEST(CrashTracker, ACrashIsReportedAndReleasedWhenThePythonReadFails) {
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair), 0);
+  UniqueFd rank_end(pair[0]);
+  boost::asio::io_context io;
+  std::atomic<int> reads{0};
+  // What the forked collector returns when it crashed on a corrupted interpreter.
+  CrashTracker t("", nullptr, &io, [&](pid_t pid, const stack::CollectOptions& opt) {
+    ++reads;
+    EXPECT_FALSE(opt.native);
+    EXPECT_TRUE(opt.python);
+    EXPECT_LE(opt.child_timeout.count(), CrashStackReader::kReadTimeout.count());
+    stack::CollectResult r;
+    r.stack.pid = pid;
+    r.stack.errors.push_back("stack collector crashed (signal 11); the target was released");
+    stack::ThreadStack th;
+    th.tid = pid;
+    th.name = "python3";
+    r.stack.threads.push_back(th);
+    return r;
+  });
+  t.on_signal_report(waiting_segv(4242), {}, UniqueFd(pair[1]));
+  const nlohmann::json j = run_until_reported(io, t);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(reads.load(), 1);
+  EXPECT_TRUE(released(rank_end.get()));
+  EXPECT_EQ(j["summary"],
+            "rank 0 (pid 4242) died of SIGSEGV at address 0x0; Python stacks not read: stack "
+            "collector crashed (signal 11); the target was released");
+  EXPECT_EQ(j["python"]["read"], false);
+  EXPECT_TRUE(j["python"]["threads"].empty());
+  EXPECT_EQ(t.incidents(), 1u);
+}
+
+TEST(CrashTracker, PythonFramesOfTheOtherThreadsComeWithANativeThreadsCrash) {
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair), 0);
+  UniqueFd rank_end(pair[0]);
+  boost::asio::io_context io;
+  CrashTracker t("", nullptr, &io, [](pid_t pid, const stack::CollectOptions&) {
+    stack::CollectResult r;
+    r.attached = true;
+    r.stack.pid = pid;
+    r.stack.python_version = "3.11.2";
+    stack::ThreadStack main_thread;
+    main_thread.tid = pid;
+    main_thread.name = "python3";
+    main_thread.holds_gil = false;
+    main_thread.python = {{"crash", "/x/sim_trainer.py", 203, true},
+                          {"<module>", "/x/sim_trainer.py", 300, true}};
+    stack::ThreadStack watchdog;
+    watchdog.tid = pid + 1;
+    watchdog.name = "sim-watchdog";
+    watchdog.holds_gil = false;
+    r.stack.threads = {main_thread, watchdog};
+    return r;
+  });
+  SignalReport abort_report = waiting_segv(5000);
+  abort_report.tid = 5001;
+  abort_report.signal = SIGABRT;
+  abort_report.si_code = -6;  // SI_TKILL: abort() raised it (no sender: /proc is not the test's)
+  t.on_signal_report(abort_report, {}, UniqueFd(pair[1]));
+  const nlohmann::json j = run_until_reported(io, t);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_TRUE(released(rank_end.get()));
+  EXPECT_EQ(j["summary"],
+            "rank 0 (pid 5000) died of SIGABRT, in thread \"sim-watchdog\", "
+            "which ran no Python");
+  ASSERT_EQ(j["python"]["threads"].size(), 2u);
+  EXPECT_EQ(j["python"]["threads"][0]["tid"], 5001);
+  EXPECT_EQ(j["python"]["threads"][0]["crashed"], true);
+  EXPECT_EQ(j["python"]["threads"][1]["frames"][0]["func"], "crash");
+}
+
+TEST(CrashTracker, WithoutAReaderTheRankIsReleasedAtOnce) {
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair), 0);
+  UniqueFd rank_end(pair[0]);
+  CrashTracker t("", nullptr);
+  t.on_signal_report(waiting_segv(4243), {}, UniqueFd(pair[1]));
+  EXPECT_TRUE(released(rank_end.get()));
+  EXPECT_TRUE(t.crash_json_by_rank().at(0)["python"].is_null());
+}
+
+// A rank killed by SIGKILL under a launcher that reaps it at once (torchrun,
+// xpu_timer_sim_launch): its exit is read when its link closes, while it is
+// a zombie, and still known when the death is concluded after the reaping.
+TEST(CrashTracker, TheExitOfARankItsLauncherReapsIsReadWhenItsLinkCloses) {
+  char page[] = "/tmp/crash_tracker_test-XXXXXX";  // left behind: no exit handler ran
+  const int page_fd = ::mkstemp(page);
+  ASSERT_GE(page_fd, 0);
+  ::close(page_fd);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::kill(::getpid(), SIGKILL);
+    _exit(1);
+  }
+  ASSERT_GT(child, 0);
+  siginfo_t info{};
+  // Until it is a zombie, without reaping it (the launcher's part).
+  ASSERT_EQ(::waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOWAIT), 0);
+  RankRecord rec;
+  rec.reg.pid = child;
+  rec.reg.rank = 0;
+  rec.reg.status_path = page;
+  CrashTracker t("", nullptr);
+  t.on_link_closed(rec);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);  // the launcher reaps it
+  t.check_deaths({rec});
+  ::unlink(page);
+  const nlohmann::json j = t.crash_json_by_rank().at(0);
+  EXPECT_EQ(j["kind"], "died_without_report");
+  EXPECT_EQ(j["exit_status"]["signal"], SIGKILL) << j.dump(2);
+  // Never seen alive by a poll: no OOM counter baseline, so no OOM evidence.
+  EXPECT_EQ(j["death_cause"], "killed by SIGKILL from outside");
+}
+
+}  // namespace
+}  // namespace xpu_timer::supervisor
