@@ -104,8 +104,7 @@ constexpr FlagHelp kFlags[] = {
 
 const char* trainer_usage() {
   return "usage: sim_trainer [--steps N] [--gemm M,N,K] [--gemm2 M,N,K] [--gemm-api NAME|all]\n"
-         "  [--gemm-batch B]"
-         "  [--gemms-per-step G] [--collective "
+         "  [--gemm-batch B] [--gemms-per-step G] [--collective "
          "allreduce|allgather|reducescatter|broadcast|reduce|mixed]\n"
          "  [--bytes B] [--hang-rank R --hang-step S] [--slow-rank R --slow-ms T] [--jitter-ms J]\n"
          "  [--slow-gpu-rank R --slow-gpu-factor F] [--slow-link-rank R --slow-link-factor F]\n"
