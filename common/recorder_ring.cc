@@ -56,7 +56,7 @@ HeaderCopy copy_header(const RingHeader* h) {
 std::string check_header(const HeaderCopy& c, size_t bytes) {
   char buf[160];
   if (c.magic != kRingMagic) return "not a flight-recorder ring (bad magic)";
-  if (c.version != 1 && c.version != kRingVersion) {
+  if (c.version < 1 || c.version > kRingVersion) {
     std::snprintf(buf, sizeof(buf), "ring format version %u, this build reads 1 to %u", c.version,
                   kRingVersion);
     return buf;
@@ -119,6 +119,7 @@ void collect(const HeaderCopy& h, const Record* ring, RingSnapshot* out, uint64_
       continue;
     }
     d.op_id = pos;  // the version vouches for it; the field may be stale
+    if (h.version < 3) d.gemm_ops = 0;  // padding before version 3: any byte
     out->records.push_back(d);
   }
 }

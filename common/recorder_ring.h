@@ -40,7 +40,9 @@ namespace xpu_timer::recorder {
 constexpr uint64_t kRingMagic = 0x474e495254555058ull;  // "XPUTRING" little endian
 // 2: the names region after the records (NVTX range names); version 1 rings
 // and dumps (no names) are still read.
-constexpr uint32_t kRingVersion = 2;
+// 3: RecordData::gemm_ops (a GEMM's transposes) in what was padding; a
+// version 1 or 2 record reads with gemm_ops 0 (unknown).
+constexpr uint32_t kRingVersion = 3;
 // The names region: kRingNames entries of kRingNameBytes (printable ASCII,
 // NUL-terminated), indexed by a range record's `seq` (its name id), so that
 // a dump names its ranges without the rank. Written once per name, before
@@ -65,12 +67,12 @@ enum class OpState : uint8_t {
 const char* op_state_str(uint8_t state);
 
 // Record::flags
-constexpr uint8_t kRecTimed = 1;    // gpu_start_ns and gpu_end_ns are GPU times
+constexpr uint8_t kRecTimed = 1;  // gpu_start_ns and gpu_end_ns are GPU times
 // Not timed: a collective's two markers only. gpu_end_ns is its end and
 // gpu_start_ns (when known) its start marker's GPU time, the rank's arrival
 // at the collective; their difference is no duration of the rank's own work.
 constexpr uint8_t kRecEndOnly = 2;
-constexpr uint8_t kRecGroup = 4;    // an ncclGroupStart/End block of group_size operations
+constexpr uint8_t kRecGroup = 4;  // an ncclGroupStart/End block of group_size operations
 // A host-side region (kind proto::OpKind::kRange): gpu_start_ns..gpu_end_ns
 // are its host start and end, `seq` its name id (the names region), `peer`
 // its nesting depth (-1: a start/end range), `stream` the thread id.
@@ -89,6 +91,10 @@ struct RecordData {
   uint8_t state = 0;   // OpState
   uint8_t flags = 0;   // kRec*
   uint8_t red_op = 0;  // NCCL: ncclRedOp_t + 1 (0 = none or unknown)
+  // GEMM (version 3): op(A) and op(B), each cublasOperation_t + 1 (0 =
+  // unknown), A's in the low nibble: what a replay needs to run the same
+  // kernel (gemm_op_a/gemm_op_b below).
+  uint8_t gemm_ops = 0;
   int32_t device = -1;
   int32_t peer = -1;        // NCCL: root (Broadcast/Reduce) or peer (Send/Recv); -1 otherwise
   uint32_t nranks = 0;      // NCCL: communicator size
@@ -109,6 +115,22 @@ struct RecordData {
 static_assert(std::is_standard_layout_v<RecordData> && std::is_trivially_copyable_v<RecordData>);
 static_assert(sizeof(RecordData) == 128, "the record layout is part of the ring and dump formats");
 static_assert(offsetof(RecordData, launch_ns) == 88);
+static_assert(offsetof(RecordData, gemm_ops) == 7 && offsetof(RecordData, device) == 8);
+
+// RecordData::gemm_ops from two cublasOperation_t values (N = 0, T = 1,
+// C = 2; anything else is unknown), and back: -1 = unknown.
+inline uint8_t gemm_ops_of(int op_a, int op_b) {
+  auto nibble = [](int op) {
+    return op >= 0 && op <= 2 ? static_cast<uint8_t>(op + 1) : uint8_t{0};
+  };
+  return static_cast<uint8_t>(nibble(op_a) | (nibble(op_b) << 4));
+}
+inline int gemm_op_a(uint8_t ops) {
+  return (ops & 15) >= 1 && (ops & 15) <= 3 ? (ops & 15) - 1 : -1;
+}
+inline int gemm_op_b(uint8_t ops) {
+  return (ops >> 4) >= 1 && (ops >> 4) <= 3 ? (ops >> 4) - 1 : -1;
+}
 
 // A record as it lies in the ring: the seqlock word above, then the fields.
 struct Record {

@@ -246,6 +246,38 @@ TEST(RecorderRingNames, LiveRingDumpAndVersionOneImage) {
   EXPECT_FALSE(RingReader::read_image(v1.data(), v1.size(), &old, &error));
 }
 
+// Version 3 keeps a GEMM's transposes in what was padding; a version 2 image
+// may hold any byte there and reads as unknown (0).
+TEST(RecorderRing, GemmTransposesAreReadFromVersion3Only) {
+  EXPECT_EQ(gemm_ops_of(1, 0), 0x12);
+  EXPECT_EQ(gemm_op_a(0x12), 1);
+  EXPECT_EQ(gemm_op_b(0x12), 0);
+  EXPECT_EQ(gemm_ops_of(7, -1), 0);
+  EXPECT_EQ(gemm_op_a(0), -1);
+  EXPECT_EQ(gemm_op_b(0x40), -1);
+  RingSnapshot s;
+  s.rank = 0;
+  s.world_size = 1;
+  RecordData d;
+  d.name = static_cast<uint16_t>(proto::OpName::kGemmEx);
+  d.gemm_ops = gemm_ops_of(1, 0);
+  s.records.push_back(d);
+  const RingImage img = ring_image(s);
+  RingSnapshot back;
+  std::string error;
+  ASSERT_TRUE(RingReader::read_image(img.data(), img.bytes, &back, &error)) << error;
+  ASSERT_EQ(back.records.size(), 1u);
+  EXPECT_EQ(back.records[0].gemm_ops, 0x12);
+  std::string v2(img.data(), img.bytes);
+  put<uint32_t>(&v2, offsetof(RingHeader, version), 2u);
+  ASSERT_TRUE(RingReader::read_image(v2.data(), v2.size(), &back, &error)) << error;
+  ASSERT_EQ(back.records.size(), 1u);
+  EXPECT_EQ(back.records[0].gemm_ops, 0);
+  put<uint32_t>(&v2, offsetof(RingHeader, version), 4u);
+  EXPECT_FALSE(RingReader::read_image(v2.data(), v2.size(), &back, &error));
+  EXPECT_EQ(error, "ring format version 4, this build reads 1 to 3");
+}
+
 TEST(RecorderRingFuzz, MutatedImagesNeverCrashAndOnlyWindowRecordsAreAccepted) {
   TempDir dir;
   ASSERT_FALSE(dir.path().empty());

@@ -3,6 +3,7 @@
 // forwards to the real one found in the loaded libcublas.
 #include <cublas_v2.h>
 
+#include "common/recorder_ring.h"
 #include "inject/cublas_hook_template.h"
 #include "inject/dtype_mapping.h"
 
@@ -35,8 +36,10 @@ RealFunction<decltype(&::cublasSgemmStridedBatched)> real_sgemm_sb(RealLib::kCub
 RealFunction<decltype(&::cublasHgemmStridedBatched)> real_hgemm_sb(RealLib::kCublas,
                                                                    "cublasHgemmStridedBatched");
 
-OpDesc gemm_desc(OpName name, DType dtype, int m, int n, int k, int batch) {
+OpDesc gemm_desc(OpName name, DType dtype, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                 int k, int batch) {
   OpDesc d;
+  d.gemm_ops = recorder::gemm_ops_of(ta, tb);  // a replay runs the same kernel
   d.name = name;
   d.dtype = dtype;
   d.flops = gemm_flops(m, n, k, batch);
@@ -74,7 +77,10 @@ XPU_TIMER_HOOK cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperatio
                                            cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
   return timed_blas_call(
       real_gemm_ex, handle_stream(handle),
-      [&] { return gemm_desc(OpName::kGemmEx, dtype_from_cuda(Atype, computeType), m, n, k, 1); },
+      [&] {
+        return gemm_desc(OpName::kGemmEx, dtype_from_cuda(Atype, computeType), transa, transb, m, n,
+                         k, 1);
+      },
       handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc,
       computeType, algo);
 }
@@ -88,8 +94,8 @@ XPU_TIMER_HOOK cublasStatus_t cublasGemmStridedBatchedEx(
   return timed_blas_call(
       real_gemm_sb_ex, handle_stream(handle),
       [&] {
-        return gemm_desc(OpName::kGemmStridedBatchedEx, dtype_from_cuda(Atype, computeType), m, n,
-                         k, batchCount);
+        return gemm_desc(OpName::kGemmStridedBatchedEx, dtype_from_cuda(Atype, computeType), transa,
+                         transb, m, n, k, batchCount);
       },
       handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB, beta,
       C, Ctype, ldc, strideC, batchCount, computeType, algo);
@@ -102,8 +108,8 @@ XPU_TIMER_HOOK cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperat
                                              int ldc) {
   return timed_blas_call(
       real_sgemm, handle_stream(handle),
-      [&] { return gemm_desc(OpName::kSgemm, DType::kF32, m, n, k, 1); }, handle, transa, transb, m,
-      n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+      [&] { return gemm_desc(OpName::kSgemm, DType::kF32, transa, transb, m, n, k, 1); }, handle,
+      transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 XPU_TIMER_HOOK cublasStatus_t cublasHgemm(cublasHandle_t handle, cublasOperation_t transa,
@@ -113,8 +119,8 @@ XPU_TIMER_HOOK cublasStatus_t cublasHgemm(cublasHandle_t handle, cublasOperation
                                           int ldc) {
   return timed_blas_call(
       real_hgemm, handle_stream(handle),
-      [&] { return gemm_desc(OpName::kHgemm, DType::kF16, m, n, k, 1); }, handle, transa, transb, m,
-      n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+      [&] { return gemm_desc(OpName::kHgemm, DType::kF16, transa, transb, m, n, k, 1); }, handle,
+      transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 XPU_TIMER_HOOK cublasStatus_t cublasSgemmStridedBatched(
@@ -124,7 +130,10 @@ XPU_TIMER_HOOK cublasStatus_t cublasSgemmStridedBatched(
     int batchCount) {
   return timed_blas_call(
       real_sgemm_sb, handle_stream(handle),
-      [&] { return gemm_desc(OpName::kSgemmStridedBatched, DType::kF32, m, n, k, batchCount); },
+      [&] {
+        return gemm_desc(OpName::kSgemmStridedBatched, DType::kF32, transa, transb, m, n, k,
+                         batchCount);
+      },
       handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc,
       strideC, batchCount);
 }
@@ -136,7 +145,10 @@ XPU_TIMER_HOOK cublasStatus_t cublasHgemmStridedBatched(
     int batchCount) {
   return timed_blas_call(
       real_hgemm_sb, handle_stream(handle),
-      [&] { return gemm_desc(OpName::kHgemmStridedBatched, DType::kF16, m, n, k, batchCount); },
+      [&] {
+        return gemm_desc(OpName::kHgemmStridedBatched, DType::kF16, transa, transb, m, n, k,
+                         batchCount);
+      },
       handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc,
       strideC, batchCount);
 }

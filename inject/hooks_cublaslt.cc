@@ -4,6 +4,7 @@
 // real libcublasLt's getters (host-side reads of the descriptors).
 #include <cublasLt.h>
 
+#include "common/recorder_ring.h"
 #include "inject/cublas_hook_template.h"
 #include "inject/dtype_mapping.h"
 
@@ -38,7 +39,7 @@ OpDesc lt_matmul_desc(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a_layout
   OpDesc d;
   d.name = proto::OpName::kLtMatmul;
   uint64_t a_rows = 0, a_cols = 0, d_rows = 0, d_cols = 0;
-  int32_t batch = 1, trans_a = CUBLAS_OP_N, compute = 0;
+  int32_t batch = 1, trans_a = CUBLAS_OP_N, trans_b = CUBLAS_OP_N, compute = 0;
   uint32_t a_type = 0;
   bool ok = layout_attr(a_layout, CUBLASLT_MATRIX_LAYOUT_ROWS, &a_rows) &&
             layout_attr(a_layout, CUBLASLT_MATRIX_LAYOUT_COLS, &a_cols) &&
@@ -46,6 +47,8 @@ OpDesc lt_matmul_desc(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a_layout
             layout_attr(d_layout, CUBLASLT_MATRIX_LAYOUT_COLS, &d_cols);
   layout_attr(d_layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch);
   desc_attr(desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a);
+  desc_attr(desc, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b);
+  d.gemm_ops = recorder::gemm_ops_of(trans_a, trans_b);  // a replay runs the same kernel
   desc_attr(desc, CUBLASLT_MATMUL_DESC_COMPUTE_TYPE, &compute);
   if (layout_attr(a_layout, CUBLASLT_MATRIX_LAYOUT_TYPE, &a_type)) {
     d.dtype = dtype_from_cuda(static_cast<int>(a_type), compute);

@@ -26,13 +26,13 @@ struct OpRecord {
   static constexpr uint8_t kUntimed = 2;
   static constexpr uint8_t kEndOnly = 4;
 
-  uint8_t valid;   // 0: the hook reserved the cell but could not time the call
-  uint8_t kind;    // proto::OpKind
-  uint16_t name;   // proto::OpName
-  uint8_t dtype;   // proto::DType
-  uint8_t nmarks;  // used entries of marks[]
-  uint8_t flags;   // kHasPair: pair_index names a pair the Poller must give back
-  uint8_t reserved;
+  uint8_t valid;        // 0: the hook reserved the cell but could not time the call
+  uint8_t kind;         // proto::OpKind
+  uint16_t name;        // proto::OpName
+  uint8_t dtype;        // proto::DType
+  uint8_t nmarks;       // used entries of marks[]
+  uint8_t flags;        // kHasPair: pair_index names a pair the Poller must give back
+  uint8_t gemm_ops;     // GEMM: recorder::gemm_ops_of(transa, transb)
   int32_t device;       // CUDA device of the stream and of the event pair
   uint32_t pair_index;  // EventPool index of the start/end event pair
   uint32_t group_size;  // members of a kGroup (or of a same-op group), else 1
@@ -47,7 +47,7 @@ struct OpRecord {
   uint8_t red_op;       // NCCL: ncclRedOp_t + 1, 0 = none
   uint8_t reserved2[3];
   uint32_t m, n, k, batch;  // GEMM shape, 0 = unknown
-  uintptr_t stream;     // cudaStream_t, a FIFO key only
+  uintptr_t stream;         // cudaStream_t, a FIFO key only
   CommMark marks[kMaxCommMarks];
 };
 

@@ -37,6 +37,7 @@ void Poller::record(Pending& p, uint8_t state) {
   d.n = r.n;
   d.k = r.k;
   d.batch = r.batch;
+  d.gemm_ops = r.gemm_ops;
   d.launch_ns = r.launch_ns;
   d.ready_ns = p.started_ns;
   d.gpu_start_ns = p.gpu_start_ns;

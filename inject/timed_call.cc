@@ -51,6 +51,7 @@ void describe(const OpDesc& d, OpRecord* rec) {
   rec->n = d.n;
   rec->k = d.k;
   rec->batch = d.batch;
+  rec->gemm_ops = d.gemm_ops;
 }
 
 }  // namespace

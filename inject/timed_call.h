@@ -49,7 +49,8 @@ struct OpDesc {
   int32_t peer = -1;
   uint8_t red_op = 0;
   uint32_t m = 0, n = 0, k = 0, batch = 0;
-  int device = -1;  // -1: the caller's current device
+  uint8_t gemm_ops = 0;  // recorder::gemm_ops_of(transa, transb)
+  int device = -1;       // -1: the caller's current device
   uint32_t ncomms = 0;
   CommUse comms[kMaxCommMarks] = {};
   uint32_t last_comm = 0;  // index into comms[] of the last member's communicator

@@ -1,6 +1,5 @@
 #include "timeline/timeline_cli.h"
 
-
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -9,6 +8,7 @@
 
 #include "common/cli_help.h"
 #include "common/log.h"
+#include "timeline/diff_trace.h"
 #include "timeline/dump_loader.h"
 #include "timeline/timeline_diff.h"
 #include "timeline/trace_builder.h"
@@ -29,12 +29,14 @@ constexpr FlagHelp kFlags[] = {
      "a zero-length slice per sampled-out launch instead of a launch counter per stream", "off",
      nullptr},
     {"--diff", "A B", "compare two timelines (dump folders or DIR:RANK)", "off", nullptr},
+    {"--trace", "FILE", "with --diff: one step of A and of B side by side, as a trace", "none",
+     nullptr},
 };
 
 constexpr char kUsage[] =
     "usage: xpu_timer_gen_trace_timeline --path DIR [--path DIR2 ...] [--output FILE]\n"
     "                                    [--groups tp4-cp2-dp4-pp2] [--sampled-out-slices]\n"
-    "       xpu_timer_gen_trace_timeline --diff A B [--output FILE]\n";
+    "       xpu_timer_gen_trace_timeline --diff A B [--output FILE] [--trace FILE]\n";
 
 void usage(FILE* to) {
   const std::string text =
@@ -50,9 +52,10 @@ void usage(FILE* to) {
       "(nodes) are aligned on wall-clock time.\n"
       "--groups: the first dimension varies fastest, as in Megatron's order tp-cp-ep-dp-pp;\n"
       "ignored, with a warning, when its product is not the job's world size.\n"
-      "--diff: per operation kind and shape (op, dtype, bytes or m/n/k/batch), calls per rank\n"
-      "and mean GPU latency of A and B, sorted by the change of calls x mean; the table goes\n"
-      "to stdout.\n\nOptions:\n" +
+      "--diff: what got slower. Per operation kind and shape (op, dtype, bytes or m/n/k/batch),\n"
+      "calls, mean GPU latency and time (calls x mean) per rank and training step of A and B,\n"
+      "and the ratio of the means, sorted by the change of time per step; without steps in\n"
+      "every rank's dump, per second of the dump instead. The table goes to stdout.\n\nOptions:\n" +
       format_flag_help(kFlags, sizeof(kFlags) / sizeof(kFlags[0])) +
       "No environment variable is read.\n";
   std::fputs(text.c_str(), to);
@@ -85,7 +88,7 @@ std::string json_text(const nlohmann::json& j) {
 
 struct Args {
   std::vector<std::string> paths;
-  std::string output, groups, diff_a, diff_b;
+  std::string output, groups, diff_a, diff_b, trace;
   bool diff = false, groups_set = false, sampled_out_slices = false, help = false;
 };
 
@@ -127,6 +130,9 @@ bool parse_args(int argc, const char* const* argv, Args* a, int* status) {
       a->groups_set = true;
     } else if (arg == "--sampled-out-slices") {
       a->sampled_out_slices = true;
+    } else if (arg == "--trace") {
+      if (!a->trace.empty()) return (*status = usage_error("--trace given twice")), false;
+      if (!value("--trace", &a->trace)) return false;
     } else if (arg == "--diff") {
       if (a->diff) return (*status = usage_error("--diff given twice")), false;
       if (i + 2 >= args.size() || args[i + 1].rfind("--", 0) == 0 ||
@@ -150,6 +156,10 @@ bool parse_args(int argc, const char* const* argv, Args* a, int* status) {
   if (a->diff && (a->groups_set || a->sampled_out_slices)) {
     *status = usage_error(std::string(a->groups_set ? "--groups" : "--sampled-out-slices") +
                           " applies to a trace, not to --diff");
+    return false;
+  }
+  if (!a->diff && !a->trace.empty()) {
+    *status = usage_error("--trace belongs to --diff (the trace of --path is --output)");
     return false;
   }
   if (!a->diff && a->paths.empty()) {
@@ -214,6 +224,7 @@ int run_diff(const Args& a) {
   const TimelineDiff d = diff_timelines(da, a.diff_a, db, a.diff_b);
   std::fputs(diff_table(d).c_str(), stdout);
   if (!a.output.empty() && !write_text(a.output, json_text(diff_json(d)))) return 1;
+  if (!a.trace.empty() && !write_text(a.trace, json_text(diff_trace(d)))) return 1;
   return 0;
 }
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "timeline/diff_trace.h"
 #include "timeline/test_dumps.h"
 
 namespace xpu_timer::timeline {
@@ -33,24 +34,35 @@ class Diff : public ::testing::Test {
   TempDir a_, b_;
 };
 
-TEST_F(Diff, RowsAreSortedByTheChangeOfTimeSpent) {
+// Without steps the unit is a second of each rank's dump: from the first
+// launch (step 1's GEMM, base + 1 ms) to the last time recorded (step 6's
+// GEMM end, base + 6 ms + 10 us + gemm_ns): 5.11 ms in A, 5.16 ms in B.
+TEST_F(Diff, WithoutStepsRowsAreSortedByTheChangeOfTimePerSecond) {
   const TimelineDiff d = diff_timelines(load(a_.path()), "A", load(b_.path()), "B");
+  EXPECT_FALSE(d.per_step);
+  EXPECT_STREQ(d.unit(), "s");
+  EXPECT_DOUBLE_EQ(d.a_units, 0.00511);
+  EXPECT_DOUBLE_EQ(d.b_units, 0.00516);
   ASSERT_EQ(d.rows.size(), 3u);
   EXPECT_EQ(d.rows[0].shape, "bytes=67108864");
   EXPECT_EQ(d.rows[0].op, "AllReduce");
   EXPECT_DOUBLE_EQ(d.rows[0].a.calls_per_rank, 5.75);
+  EXPECT_DOUBLE_EQ(d.rows[0].a.calls_per_unit, 5.75 / 0.00511);
   EXPECT_EQ(d.rows[0].a.timed, 20u);
   EXPECT_DOUBLE_EQ(d.rows[0].a.mean_ns(), 200000.0);
   EXPECT_EQ(d.rows[0].b.calls, 0u);
-  EXPECT_DOUBLE_EQ(d.rows[0].change_ns(), -1150000.0);
+  EXPECT_DOUBLE_EQ(d.rows[0].a.total_ns(), 1150000.0);
+  EXPECT_DOUBLE_EQ(d.rows[0].change_ns(), -5.75 / 0.00511 * 200000.0);
+  EXPECT_EQ(d.rows[0].ratio(), 0);
   EXPECT_EQ(d.rows[1].shape, "bytes=33554432");
-  EXPECT_DOUBLE_EQ(d.rows[1].change_ns(), 5.75 * 120000.0);
+  EXPECT_DOUBLE_EQ(d.rows[1].change_ns(), 5.75 / 0.00516 * 120000.0);
   EXPECT_EQ(d.rows[2].op, "GemmEx");
   EXPECT_EQ(d.rows[2].dtype, "bf16");
   EXPECT_EQ(d.rows[2].shape, "m=4096 n=4096 k=1024 batch=1");
   EXPECT_DOUBLE_EQ(d.rows[2].a.calls_per_rank, 12.0);
   EXPECT_DOUBLE_EQ(d.rows[2].b.mean_ns(), 150000.0);
-  EXPECT_DOUBLE_EQ(d.rows[2].change_ns(), 12 * 50000.0);
+  EXPECT_DOUBLE_EQ(d.rows[2].ratio(), 1.5);
+  EXPECT_DOUBLE_EQ(d.rows[2].change_ns(), 12 / 0.00516 * 150000.0 - 12 / 0.00511 * 100000.0);
 
   const std::string table = diff_table(d);
   const size_t first = table.find("bytes=67108864"), second = table.find("bytes=33554432"),
@@ -58,11 +70,74 @@ TEST_F(Diff, RowsAreSortedByTheChangeOfTimeSpent) {
   ASSERT_NE(first, std::string::npos) << table;
   EXPECT_LT(first, second);
   EXPECT_LT(second, third);
-  EXPECT_NE(table.find("-1.150"), std::string::npos) << table;
-  EXPECT_NE(table.find("+0.600"), std::string::npos) << table;
+  EXPECT_NE(table.find("(4 ranks, 0.00511 s per rank)"), std::string::npos) << table;
   const nlohmann::json j = diff_json(d);
+  EXPECT_EQ(j["unit"], "s");
   EXPECT_EQ(j["rows"][0]["b"]["mean_us"], nullptr);
-  EXPECT_DOUBLE_EQ(j["rows"][2]["change_us_per_rank"].get<double>(), 600.0);
+  EXPECT_DOUBLE_EQ(j["rows"][2]["ratio"].get<double>(), 1.5);
+}
+
+// Steps k = 1..5 on every rank: host range [base + k ms, base + (k+1) ms - 1].
+void add_steps(LoadedDumps* d, const JobSpec& spec) {
+  for (RankTimeline& t : d->ranks) {
+    const uint64_t base = spec.mono_base + static_cast<uint64_t>(t.rank) * testing::kUs;
+    for (uint64_t k = 1; k <= 5; ++k) {
+      recorder::RecordData s;
+      s.name = static_cast<uint16_t>(proto::OpName::kStep);
+      s.kind = static_cast<uint8_t>(proto::OpKind::kRange);
+      s.flags = recorder::kRecHost;
+      s.state = static_cast<uint8_t>(recorder::OpState::kCompleted);
+      s.gpu_start_ns = base + k * testing::kMs;
+      s.gpu_end_ns = base + (k + 1) * testing::kMs - 1;
+      t.ring.records.push_back(s);
+    }
+  }
+}
+
+// With steps, only the work launched within them counts: steps 1-5 hold two
+// GEMMs (one timed) and one AllReduce each; step 6's are outside.
+TEST_F(Diff, WithStepsEveryRowIsPerStepAndTheSlowedShapeHasItsRatio) {
+  LoadedDumps a = load(a_.path()), b = load(b_.path());
+  add_steps(&a, JobSpec{});
+  add_steps(&b, JobSpec{});
+  const TimelineDiff d = diff_timelines(a, "A", b, "B");
+  EXPECT_TRUE(d.per_step);
+  EXPECT_DOUBLE_EQ(d.a_units, 5.0);
+  ASSERT_EQ(d.rows.size(), 3u);
+  EXPECT_EQ(d.rows[0].shape, "bytes=67108864");
+  EXPECT_DOUBLE_EQ(d.rows[0].a.calls_per_unit, 1.0);
+  EXPECT_DOUBLE_EQ(d.rows[0].change_ns(), -200000.0);
+  EXPECT_EQ(d.rows[1].shape, "bytes=33554432");
+  EXPECT_DOUBLE_EQ(d.rows[1].change_ns(), 120000.0);
+  EXPECT_EQ(d.rows[2].op, "GemmEx");
+  EXPECT_DOUBLE_EQ(d.rows[2].a.calls_per_unit, 2.0);
+  EXPECT_DOUBLE_EQ(d.rows[2].a.unit_ns(), 200000.0);
+  EXPECT_DOUBLE_EQ(d.rows[2].b.unit_ns(), 300000.0);
+  EXPECT_DOUBLE_EQ(d.rows[2].ratio(), 1.5);
+  const std::string table = diff_table(d);
+  EXPECT_NE(table.find("A = A (4 ranks, 5 steps per rank), B = B (4 ranks, 5 steps per rank)"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(
+      table.find("GemmEx                 bf16      m=4096 n=4096 k=1024 batch=1        2.00 "
+                 "     100.0      0.200      2.00      150.0      0.300      +0.100    1.50\n"),
+      std::string::npos)
+      << table;
+  // The trace: one step of A, then of B, slices end to end in the rows' order.
+  const nlohmann::json t = diff_trace(d);
+  std::vector<std::tuple<int, std::string, double, double>> slices;
+  for (const auto& e : t["traceEvents"]) {
+    if (e["ph"] == "X") {
+      slices.emplace_back(e["pid"].get<int>(), e["name"].get<std::string>(), e["ts"].get<double>(),
+                          e["dur"].get<double>());
+    }
+  }
+  using S = std::tuple<int, std::string, double, double>;
+  const std::vector<S> expected = {S{1, "AllReduce bf16 bytes=67108864", 0.0, 200.0},
+                                   S{1, "GemmEx bf16 m=4096 n=4096 k=1024 batch=1", 200.0, 200.0},
+                                   S{2, "AllReduce bf16 bytes=33554432", 0.0, 120.0},
+                                   S{2, "GemmEx bf16 m=4096 n=4096 k=1024 batch=1", 120.0, 300.0}};
+  EXPECT_EQ(slices, expected);
 }
 
 TEST_F(Diff, OneRankAgainstAWholeDumpIsPerRank) {
@@ -71,8 +146,8 @@ TEST_F(Diff, OneRankAgainstAWholeDumpIsPerRank) {
   ASSERT_EQ(d.rows.size(), 2u);
   EXPECT_EQ(d.rows[0].op, "AllReduce");
   EXPECT_DOUBLE_EQ(d.rows[0].a.calls_per_rank, 5.0);
-  EXPECT_DOUBLE_EQ(d.rows[0].change_ns(), 0.75 * 200000.0);
-  EXPECT_DOUBLE_EQ(d.rows[1].change_ns(), 0.0);
+  EXPECT_DOUBLE_EQ(d.rows[0].b.total_ns() - d.rows[0].a.total_ns(), 0.75 * 200000.0);
+  EXPECT_DOUBLE_EQ(d.rows[1].b.total_ns() - d.rows[1].a.total_ns(), 0.0);
 }
 
 }  // namespace

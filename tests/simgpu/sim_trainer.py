@@ -24,6 +24,8 @@ def parse_args(argv):
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--steps", type=int, default=10, help="training steps to run")
     p.add_argument("--gemm", default="1024,1024,1024", help="M,N,K: shape of every GEMM")
+    p.add_argument("--gemm2", default=None,
+                   help="M,N,K: a second shape; each step also runs --gemms-per-step GEMMs of it")
     p.add_argument("--gemm-api", default="gemmex", choices=GEMM_APIS + ["all"],
                    help="cuBLAS/cuBLASLt entry point (all: rotate through them)")
     p.add_argument("--gemm-batch", type=int, default=2, help="batch of the strided-batched APIs")
@@ -125,8 +127,11 @@ def parse_args(argv):
         p.error("--mismatch-kind root needs --collective broadcast or reduce (a collective with a root)")
     try:
         args.m, args.n, args.k = (int(x) for x in args.gemm.split(","))
+        args.shape2 = tuple(int(x) for x in args.gemm2.split(",")) if args.gemm2 else None
+        if args.shape2 is not None and (len(args.shape2) != 3 or min(args.shape2) <= 0):
+            raise ValueError
     except ValueError:
-        p.error("--gemm wants M,N,K")
+        p.error("--gemm and --gemm2 want M,N,K")
     if not all(0 < f < float("inf") for f in (args.slow_gpu_factor, args.slow_link_factor)):
         p.error("--slow-gpu-factor and --slow-link-factor want a finite factor > 0")
     if args.pipeline_1f1b < 0 or args.pipeline_backward_gemms < 1:
@@ -217,6 +222,9 @@ def train_step(lib, args, rank, step, apis, rng):
     for g in range(args.gemms_per_step):
         api = apis[(step * args.gemms_per_step + g) % len(apis)]
         check(lib, lib.sim_gemm(args.m, args.n, args.k, args.gemm_batch, api), "sim_gemm")
+    for g in range(args.gemms_per_step if args.shape2 else 0):
+        api = apis[(step * args.gemms_per_step + g) % len(apis)]
+        check(lib, lib.sim_gemm(*args.shape2, args.gemm_batch, api), "sim_gemm")
     if args.nvtx:
         lib.sim_nvtx_pop()
         lib.sim_nvtx_push(b"backward")

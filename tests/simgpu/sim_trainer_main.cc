@@ -169,6 +169,11 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
       const int which = apis[next_api++ % apis.size()];
       check(api, api.gemm(opt.gemm_m, opt.gemm_n, opt.gemm_k, opt.gemm_batch, which), "sim_gemm");
     }
+    for (int g = 0; opt.gemm2_m > 0 && g < opt.gemms_per_step; ++g) {
+      const int which = apis[next_api++ % apis.size()];
+      check(api, api.gemm(opt.gemm2_m, opt.gemm2_n, opt.gemm2_k, opt.gemm_batch, which),
+            "sim_gemm");
+    }
     sleep_ms(opt.step_ms);
     if (opt.jitter_ms > 0) sleep_ms(jitter(rng));
     if (id.rank == opt.slow_rank) sleep_ms(opt.slow_ms);

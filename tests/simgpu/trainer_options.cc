@@ -44,6 +44,8 @@ namespace {
 constexpr FlagHelp kFlags[] = {
     {"--steps", "N", "training steps to run", "10", nullptr},
     {"--gemm", "M,N,K", "shape of every GEMM", "1024,1024,1024", nullptr},
+    {"--gemm2", "M,N,K", "a second shape: each step also runs --gemms-per-step GEMMs of it", "none",
+     nullptr},
     {"--gemm-api", "NAME|all", "cuBLAS/cuBLASLt entry point (all: rotate through them)", "gemmex",
      nullptr},
     {"--gemm-batch", "B", "batch of the strided-batched APIs", "2", nullptr},
@@ -101,8 +103,8 @@ constexpr FlagHelp kFlags[] = {
 }  // namespace
 
 const char* trainer_usage() {
-  return "usage: sim_trainer [--steps N] [--gemm M,N,K] [--gemm-api NAME|all] [--gemm-batch B]\n"
-         "  [--gemms-per-step G] [--collective "
+  return "usage: sim_trainer [--steps N] [--gemm M,N,K] [--gemm2 M,N,K] [--gemm-api NAME|all]\n"
+         "  [--gemm-batch B] [--gemms-per-step G] [--collective "
          "allreduce|allgather|reducescatter|broadcast|reduce|mixed]\n"
          "  [--bytes B] [--hang-rank R --hang-step S] [--slow-rank R --slow-ms T] [--jitter-ms J]\n"
          "  [--slow-gpu-rank R --slow-gpu-factor F] [--slow-link-rank R --slow-link-factor F]\n"
@@ -179,6 +181,12 @@ bool parse_trainer_options(int argc, char** argv, TrainerOptions* o, std::string
       char tail = 0;
       if (sscanf(v, "%d,%d,%d%c", &o->gemm_m, &o->gemm_n, &o->gemm_k, &tail) != 3 ||
           o->gemm_m <= 0 || o->gemm_n <= 0 || o->gemm_k <= 0) {
+        expected = "M,N,K with three whole numbers > 0";
+      }
+    } else if (flag == "--gemm2") {
+      char tail = 0;
+      if (sscanf(v, "%d,%d,%d%c", &o->gemm2_m, &o->gemm2_n, &o->gemm2_k, &tail) != 3 ||
+          o->gemm2_m <= 0 || o->gemm2_n <= 0 || o->gemm2_k <= 0) {
         expected = "M,N,K with three whole numbers > 0";
       }
     } else if (flag == "--gemm-api") {

@@ -9,6 +9,7 @@ namespace xpu_timer::simgpu {
 struct TrainerOptions {
   int steps = 10;
   int gemm_m = 1024, gemm_n = 1024, gemm_k = 1024;
+  int gemm2_m = 0, gemm2_n = 0, gemm2_k = 0;  // --gemm2; 0: none
   std::string gemm_api = "gemmex";  // a sim_gemm_api_from_name name, or "all" (rotate)
   int gemm_batch = 2;               // batch of the strided-batched APIs
   int gemms_per_step = 3;
