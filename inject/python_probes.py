@@ -189,6 +189,12 @@ def _xpu_timer_probes(loader_target, monitoring_tool, step_target):
     def install(module, attrs, name, loader):
         """None once traced (or traced already), "" if not found yet, else
         why it cannot be."""
+        try:
+            return install_found(module, attrs, name, loader)
+        except Exception as e:  # whatever the program put under that name
+            return "failed: %r" % (e,)
+
+    def install_found(module, attrs, name, loader):
         found = _xpu_timer_lookup(sys, types, module, attrs)
         if found is None:
             return ""
