@@ -87,6 +87,8 @@ const char* op_name_str(OpName name) {
       return "cudaFree";
     case OpName::kKernelLaunches:
       return "KernelLaunches";
+    case OpName::kPythonCall:
+      return "PythonCall";
   }
   return "Unknown";
 }

@@ -27,7 +27,7 @@
 
 namespace xpu_timer::proto {
 
-constexpr uint32_t kProtocolVersion = 8;
+constexpr uint32_t kProtocolVersion = 9;
 constexpr uint64_t kStatusPageMagic = 0x52454d4954555058ull;  // "XPUTIMER" little endian
 constexpr uint32_t kMessageMagic = 0x54555058u;               // "XPUT"
 
@@ -94,6 +94,7 @@ enum class OpName : uint16_t {
   kDeviceMalloc = 100,    // a synchronous cudaMalloc (it waits for the device)
   kDeviceFree = 101,      // a synchronous cudaFree
   kKernelLaunches = 102,  // kernels launched through the runtime over an interval (a sample)
+  kPythonCall = 103,      // a call of a traced Python function (inject/python_tracer.h)
 };
 
 // A fixed-size name field written by another process (a communicator or
@@ -271,15 +272,24 @@ struct PythonCounters {
   uint64_t loader_wait_ns;     // time the training loop spent waiting for them
 };
 
-// NVTX ranges of a rank (inject/nvtx_ranges.h), aggregated per name. A name
-// is the range's message cut to kRangeNameBytes - 1 bytes; slot 0 is
-// "(other)": the ranges whose names came after the first kMaxRanges - 1.
+// NVTX ranges and traced Python functions of a rank (inject/nvtx_ranges.h,
+// inject/python_tracer.h), aggregated per name and kind. A name is the
+// range's message (the function's dotted name) cut to kRangeNameBytes - 1
+// bytes; slot 0 is "(other)": the ranges whose names came after the first
+// kMaxRanges - 1.
 constexpr int kMaxRanges = 64;
 constexpr size_t kRangeNameBytes = 48;
+// RangeSlot::kind (protocol version 9); a reader takes any other value as kNvtx.
+enum class RangeKind : uint32_t {
+  kNvtx = 0,            // an NVTX range
+  kPythonFunction = 1,  // the calls of a traced Python function (XPU_TIMER_HOST_TRACING_FUNC)
+};
 struct RangeSlot {
   char name[kRangeNameBytes];  // printable ASCII, NUL-terminated (cleaned by the reader)
-  uint64_t count;              // ranges that ended
-  uint64_t sum_ns;             // their total duration (host clock)
+  uint32_t kind;               // RangeKind
+  uint32_t reserved;
+  uint64_t count;   // ranges that ended
+  uint64_t sum_ns;  // their total duration (host clock)
   uint64_t hist[kHistBuckets];
 };
 

@@ -42,7 +42,7 @@ static_assert(offsetof(MetricSlot, name) == 0 && offsetof(MetricSlot, dtype) == 
               offsetof(MetricSlot, hist) == 56 && offsetof(MetricSlot, untimed_count) == 248 &&
               offsetof(MetricSlot, untimed_bytes) == 256 &&
               offsetof(MetricSlot, untimed_flops) == 264);
-static_assert(sizeof(StatusPage) == 74632 + 16 + 64 * 256 + 272 + 32 && alignof(StatusPage) == 8);
+static_assert(sizeof(StatusPage) == 74632 + 16 + 64 * 264 + 272 + 32 && alignof(StatusPage) == 8);
 static_assert(sizeof(PythonCounters) == 96 &&
               offsetof(StatusPage, python) ==
                   offsetof(StatusPage, runtime) + sizeof(RuntimeCounters));
@@ -70,8 +70,9 @@ static_assert(offsetof(StatusPage, issued_total) == 72 &&
               offsetof(StatusPage, queue_depth) == 232 && offsetof(StatusPage, comms) == 240 &&
               offsetof(StatusPage, nmetrics) == 4848 && offsetof(StatusPage, flags) == 4852 &&
               offsetof(StatusPage, metrics) == 4856);
-static_assert(sizeof(RangeSlot) == 256 && offsetof(RangeSlot, count) == 48 &&
-              offsetof(RangeSlot, hist) == 64 && kRangeNameBytes == 48 && kMaxRanges == 64);
+static_assert(sizeof(RangeSlot) == 264 && offsetof(RangeSlot, kind) == 48 &&
+              offsetof(RangeSlot, count) == 56 && offsetof(RangeSlot, hist) == 72 &&
+              kRangeNameBytes == 48 && kMaxRanges == 64);
 static_assert(sizeof(StepCounters) == 272 && offsetof(StepCounters, steps) == 8 &&
               offsetof(StepCounters, hist) == 32 && offsetof(StepCounters, measured) == 224);
 static_assert(offsetof(StatusPage, nranges) ==
@@ -134,6 +135,7 @@ bool known(OpName v) {
     case OpName::kDeviceMalloc:
     case OpName::kDeviceFree:
     case OpName::kKernelLaunches:
+    case OpName::kPythonCall:
       return true;
   }
   return false;
@@ -289,10 +291,16 @@ bool validate(const StatusPage& p, int32_t pid, int32_t rank, std::string* why) 
   return true;
 }
 
-// Names of the private copy, made safe to print (protocol.h).
+// Names of the private copy, made safe to print (protocol.h), and range
+// kinds made known ones.
 void clean_names(StatusPage* p) {
   for (uint32_t i = 0; i < p->ncomms; ++i) clean_name_field(p->comms[i].name, kCommNameBytes);
-  for (uint32_t i = 0; i < p->nranges; ++i) clean_name_field(p->ranges[i].name, kRangeNameBytes);
+  for (uint32_t i = 0; i < p->nranges; ++i) {
+    clean_name_field(p->ranges[i].name, kRangeNameBytes);
+    if (p->ranges[i].kind != static_cast<uint32_t>(RangeKind::kPythonFunction)) {
+      p->ranges[i].kind = static_cast<uint32_t>(RangeKind::kNvtx);  // unknown: a plain range
+    }
+  }
 }
 
 // Seqlock reader: copy, then check that seq was even and did not move.

@@ -179,6 +179,25 @@ TEST_F(StatusPageFileTest, CommNamesAreReadNulTerminatedAndPrintableOrAsUnknown)
   EXPECT_EQ(std::string(s.comms[3].name), std::string(kCommNameBytes - 1, 'y'));
 }
 
+// A range's kind is one the reader knows: anything else is a plain range,
+// never a traced function.
+TEST_F(StatusPageFileTest, UnknownRangeKindsAreReadAsNvtxRanges) {
+  auto writer = create();
+  ASSERT_NE(writer, nullptr);
+  writer->begin_write();
+  StatusPage* p = writer->page();
+  p->nranges = 3;
+  p->ranges[1].kind = static_cast<uint32_t>(RangeKind::kPythonFunction);
+  p->ranges[2].kind = 0xdead;
+  writer->end_write();
+  auto reader = attach();
+  ASSERT_NE(reader, nullptr);
+  StatusSnapshot snap;
+  ASSERT_TRUE(reader->read(&snap)) << snap.error();
+  EXPECT_EQ(snap.page().ranges[1].kind, static_cast<uint32_t>(RangeKind::kPythonFunction));
+  EXPECT_EQ(snap.page().ranges[2].kind, static_cast<uint32_t>(RangeKind::kNvtx));
+}
+
 TEST_F(StatusPageFileTest, DestroyingTheWriterRemovesItsFile) {
   create();  // destroyed at once
   struct stat st;

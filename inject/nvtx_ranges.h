@@ -22,10 +22,11 @@
 // the name) and, at the pop, one queue push. Nothing is recorded before the
 // runtime is active, and a range call never starts the runtime.
 //
-// The same queue carries the rank's other host-side events, for the flight
-// recorder and the timeline: garbage collections and DataLoader waits (the
-// Python probes, inject/python_probes.h) and synchronous device allocations
-// and frees (inject/hooks_cudart.cc).
+// The same queue carries the rank's other host-side events: calls of traced
+// Python functions (inject/python_tracer.h), folded per name like ranges;
+// and, for the flight recorder and the timeline only, garbage collections
+// and DataLoader waits (the Python probes, inject/python_probes.h) and
+// synchronous device allocations and frees (inject/hooks_cudart.cc).
 #pragma once
 
 #include <cstdint>
@@ -42,6 +43,7 @@ enum class HostEvent : uint8_t {
   kLoaderWait = 3,    // a DataLoader __next__ that returned a batch
   kDeviceMalloc = 4,  // a successful cudaMalloc: value = bytes
   kDeviceFree = 5,    // a successful cudaFree of a non-null pointer: value = bytes (0: unknown)
+  kPythonCall = 6,    // a call of a traced Python function: name_id, depth (inject/python_tracer.h)
 };
 
 // A finished range, step or other host event, from a user thread to the Poller.
@@ -50,7 +52,7 @@ struct RangeRecord {
   uint64_t end_ns;
   uint32_t tid;      // the thread that opened it
   int16_t depth;     // push/pop nesting depth (0: outermost); -1: a start/end range
-  uint16_t name_id;  // RangeNames id (kNvtxRange only)
+  uint16_t name_id;  // RangeNames id (kNvtxRange, kPythonCall)
   HostEvent kind;
   uint8_t reserved[7];
   uint64_t value;  // see HostEvent

@@ -154,6 +154,8 @@ proto::OpName recorded_as(HostEvent kind) {
       return proto::OpName::kDeviceMalloc;
     case HostEvent::kDeviceFree:
       return proto::OpName::kDeviceFree;
+    case HostEvent::kPythonCall:
+      return proto::OpName::kPythonCall;
   }
   return proto::OpName::kUnknown;
 }
@@ -170,7 +172,8 @@ void Poller::drain_ranges() {
       add_step(r);
       continue;
     }
-    if (r.kind != HostEvent::kNvtxRange) {  // GC, DataLoader, allocations: records only
+    const bool named = r.kind == HostEvent::kNvtxRange || r.kind == HostEvent::kPythonCall;
+    if (!named) {  // GC, DataLoader, allocations: records only
       record_range(r, static_cast<uint16_t>(recorded_as(r.kind)));
       continue;
     }
@@ -181,8 +184,8 @@ void Poller::drain_ranges() {
     slot.sum_ns += duration;
     ++slot.hist[proto::hist_bucket_for_ns(duration)];
     range_dirty_[r.name_id] = true;
-    record_range(r, static_cast<uint16_t>(proto::OpName::kNvtxRange));
-    if (static_cast<int>(r.name_id) == step_id) {
+    record_range(r, static_cast<uint16_t>(recorded_as(r.kind)));
+    if (r.kind == HostEvent::kNvtxRange && static_cast<int>(r.name_id) == step_id) {
       add_step(r);
     }
   }
@@ -226,7 +229,9 @@ uint64_t Poller::record_range(const RangeRecord& r, uint16_t op_name) {
   recorder::RingWriter& ring = state_->ring;
   if (!ring.ok()) return kNoRingPos;
   const RangeNames& names = range_names();
-  if (op_name == static_cast<uint16_t>(proto::OpName::kNvtxRange)) {
+  const bool named = op_name == static_cast<uint16_t>(proto::OpName::kNvtxRange) ||
+                     op_name == static_cast<uint16_t>(proto::OpName::kPythonCall);
+  if (named) {
     const uint32_t known = names.size();
     while (ring_names_ < known && ring_names_ <= r.name_id) {
       ring.set_name(ring_names_, names.name(ring_names_));
@@ -241,7 +246,7 @@ uint64_t Poller::record_range(const RangeRecord& r, uint16_t op_name) {
   d.device = -1;
   d.peer = r.depth;
   d.stream = r.tid;
-  d.seq = op_name == static_cast<uint16_t>(proto::OpName::kNvtxRange) ? r.name_id : 0;
+  d.seq = named ? r.name_id : 0;
   // GC: objects freed; allocations: bytes; launch samples: kernels launched.
   if (op_name == static_cast<uint16_t>(proto::OpName::kKernelLaunches)) {
     d.count = r.value;
@@ -552,6 +557,7 @@ void Poller::publish(uint64_t now_ns) {
   for (uint32_t i = 0; i < nranges; ++i) {
     if (i >= page->nranges) {  // a new name: its bytes once
       std::memcpy(page->ranges[i].name, names.name(i), proto::kRangeNameBytes);
+      page->ranges[i].kind = static_cast<uint32_t>(names.kind(i));
       range_dirty_[i] = true;
     }
     if (!range_dirty_[i]) continue;

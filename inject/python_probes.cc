@@ -74,39 +74,39 @@ bool python_probes_source(char* out, size_t size) {
   return n > 0 && static_cast<size_t>(n) < size;
 }
 
-}  // namespace xpu_timer::inject
-
-using xpu_timer::inject::python_calls;
-
-// Called by python_probes.py (ctypes, GIL held).
-XPU_TIMER_HOOK void xpu_timer_python_gc(int generation, uint64_t pause_ns, uint64_t collected) {
+void note_gc(int generation, uint64_t pause_ns, uint64_t collected) {
   const int g = generation < 0 ? 0 : (generation > 2 ? 2 : generation);
   auto& c = python_calls();
   c.gc_collections[g].fetch_add(1, std::memory_order_relaxed);
   c.gc_pause_ns[g].fetch_add(pause_ns, std::memory_order_relaxed);
   c.gc_collected[g].fetch_add(collected, std::memory_order_relaxed);
-  xpu_timer::inject::RangeRecord r{};
-  r.end_ns = xpu_timer::monotonic_ns();
+  RangeRecord r{};
+  r.end_ns = monotonic_ns();
   r.start_ns = r.end_ns > pause_ns ? r.end_ns - pause_ns : 0;
-  r.tid = xpu_timer::inject::this_thread_id();
+  r.tid = this_thread_id();
   r.depth = static_cast<int16_t>(g);
-  r.kind = xpu_timer::inject::HostEvent::kGcPause;
+  r.kind = HostEvent::kGcPause;
   r.value = collected;
-  xpu_timer::inject::emit_host_event(r);
+  emit_host_event(r);
 }
 
-XPU_TIMER_HOOK void xpu_timer_python_dataloader(uint64_t wait_ns) {
+void note_loader_wait(uint64_t wait_ns) {
   python_calls().loader_batches.fetch_add(1, std::memory_order_relaxed);
   python_calls().loader_wait_ns.fetch_add(wait_ns, std::memory_order_relaxed);
-  xpu_timer::inject::RangeRecord r{};
-  r.end_ns = xpu_timer::monotonic_ns();
+  RangeRecord r{};
+  r.end_ns = monotonic_ns();
   r.start_ns = r.end_ns > wait_ns ? r.end_ns - wait_ns : 0;
-  r.tid = xpu_timer::inject::this_thread_id();
-  r.kind = xpu_timer::inject::HostEvent::kLoaderWait;
-  xpu_timer::inject::emit_host_event(r);
+  r.tid = this_thread_id();
+  r.kind = HostEvent::kLoaderWait;
+  emit_host_event(r);
 }
 
-// What the probes could install: "gc,dataloader:sys.monitoring", or why not.
+}  // namespace xpu_timer::inject
+
+using xpu_timer::inject::python_calls;
+
+// Called by python_probes.py (ctypes, GIL held): what the probes could
+// install, "gc,optimizer,dataloader:sys.monitoring,functions:3", or why not.
 XPU_TIMER_HOOK void xpu_timer_python_probes(const char* result) {
   if (result == nullptr) return;
   uint32_t probes = 0;

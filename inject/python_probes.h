@@ -1,10 +1,13 @@
-// The Python probes (inject/python_probes.py): garbage collections and the
-// DataLoader's waits of a rank's interpreter, counted into the status page's
-// `python` block. The script runs once, on the thread that chains the
-// Python excepthook (inject/crash_python_hook.h), after it; it reports
-// through the three C functions below, which the library exports for it.
+// The Python probes (inject/python_probes.py): garbage collections, the
+// DataLoader's waits and the traced functions of a rank's interpreter,
+// counted into the status page's `python` block and range table. The script
+// runs once, on the thread that chains the Python excepthook
+// (inject/crash_python_hook.h), after it; what runs at each collection or
+// traced call is C (inject/python_tracer.h).
 //
 // Environment: XPU_TIMER_PYTHON_PROBES=0 turns the probes off;
+// XPU_TIMER_HOST_TRACING_FUNC names functions to trace besides the built-in
+// ones (docs/usage.md "Python function tracing");
 // XPU_TIMER_DATALOADER_ITER ("module:Class", default
 // torch.utils.data.dataloader:_BaseDataLoaderIter) names the iterator whose
 // __next__ is timed; XPU_TIMER_PYTHON_MONITORING_TOOL (default 4) the
@@ -12,6 +15,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "inject/runtime_counters.h"
 
@@ -21,6 +25,12 @@ namespace xpu_timer::inject {
 // probes start while the runtime is still initialising, and may report
 // before it is published.
 PythonCallCounters& python_calls();
+
+// A garbage collection of `generation` that took `pause_ns` and freed
+// `collected` objects; a DataLoader __next__ that returned a batch after
+// `wait_ns`. Counted, and a host event each. Any thread.
+void note_gc(int generation, uint64_t pause_ns, uint64_t collected);
+void note_loader_wait(uint64_t wait_ns);
 
 // The call that runs the probes, appended to the embedded script; empty when
 // the probes are off. Fills `out` (NUL-terminated); false if it does not fit.

@@ -1,58 +1,130 @@
 # Python-side probes of a rank, run once by libxpu_timer_inject.so (inject/
 # python_probes.h) in a private namespace, with the GIL held: what the rank's
-# interpreter does between GPU calls.
+# interpreter does between GPU calls. What runs at each event is C, made by
+# the library as callables (inject/python_tracer.h): no Python code of ours
+# runs at a collection or a traced call.
 #  - garbage collection: a gc.callbacks entry times every collection (start to
 #    stop) and counts it per generation, with the objects it freed;
+#  - traced functions: the built-in ones below and those named by
+#    XPU_TIMER_HOST_TRACING_FUNC (module@object@function, module@function, or
+#    a function of the entry script), each call timed (docs/usage.md "Python
+#    function tracing"). On Python >= 3.12 through sys.monitoring local events
+#    on those code objects only (never a profiler hook, so it never clashes
+#    with torch.profiler or a debugger; an exception leaving any Python frame
+#    costs a C call, PY_UNWIND being global only); before 3.12 by wrapping the
+#    function where it is defined (its __wrapped__ kept);
 #  - the DataLoader: the time the training loop spends in the iterator's
-#    __next__ (waiting for a batch), per batch. On Python >= 3.12 through
-#    sys.monitoring local events on that one function (no profiler hook, so
-#    it never clashes with torch.profiler or a debugger); before 3.12 by
-#    wrapping the class's __next__.
+#    __next__ (waiting for a batch), per batch: a traced function whose calls
+#    count as batches (only those that return) instead;
 #  - training steps: a global optimizer step post-hook (torch's
 #    register_optimizer_step_post_hook, or the "module:function" given) notes
 #    the end of every optimizer step; the time between two is a step. Not
 #    installed when XPU_TIMER_STEP_RANGE names an NVTX range for steps.
-# They report through functions the library exports, called with ctypes
-# (PyDLL: the GIL stays held, no thread switch). Nothing here may raise into
-# the user's program: every callback is guarded.
+# Names are looked up without importing anything or running any code of the
+# program; one not found yet (its module is imported later) is looked up
+# again at every optimizer step and at most once a second at a garbage
+# collection, when a module was imported since (or it is in the entry
+# script). They report through functions the library exports, called with
+# ctypes (PyDLL: the GIL stays held). Nothing here may raise into the user's
+# program.
+
+_XPU_TIMER_BUILTIN_TRACED = (
+    "torch@cuda@synchronize",
+    "torch.cuda@Event@synchronize",
+    "torch.cuda@Event@wait",
+    "torch.cuda@Stream@synchronize",
+    "torch.cuda@Stream@wait_event",
+    "torch.cuda@Stream@wait_stream",
+    "torch@autograd@backward",
+    "torch@autograd@grad",
+    "megatron.core.pipeline_parallel@schedules@forward_step",
+    "megatron.core.pipeline_parallel@schedules@backward_step",
+)
+_XPU_TIMER_NAME_BYTES = 47  # proto::kRangeNameBytes - 1
+
+
+def _xpu_timer_parse_traced(text):
+    """XPU_TIMER_HOST_TRACING_FUNC's value -> ([(spec, module, attrs, name)],
+    [specs that are none of the three forms]). `name` is the dotted spec, cut
+    to its last components that fit a range name."""
+    good, bad = [], []
+    for spec in text.split(","):
+        spec = spec.strip()
+        if not spec:
+            continue
+        parts = spec.split("@")
+        module = "__main__" if len(parts) == 1 else parts[0]
+        attrs = parts[1:] if len(parts) > 1 else parts
+        if (len(parts) > 3 or not spec.isascii()
+                or not all(m.isidentifier() for m in module.split("."))
+                or not all(a.isidentifier() for a in attrs)):
+            bad.append(spec)
+            continue
+        name = ".".join(parts)
+        while len(name) > _XPU_TIMER_NAME_BYTES and "." in name:
+            name = name.split(".", 1)[1]
+        good.append((spec, module, attrs, name[-_XPU_TIMER_NAME_BYTES:]))
+    return good, bad
+
+
+def _xpu_timer_lookup(sys, types, module, attrs):
+    """(owner, attribute, value) that module@attrs names, read from module
+    and class dictionaries only (no import, no getattr hook runs); None if
+    it is not there (yet)."""
+    obj, path, owner = sys.modules.get(module), module, None
+    for name in attrs:
+        owner, value = obj, None
+        if isinstance(obj, type):
+            for klass in obj.__mro__:
+                if name in vars(klass):
+                    value = vars(klass)[name]
+                    break
+        elif isinstance(obj, types.ModuleType):
+            value = vars(obj).get(name)
+            if value is None:
+                value = sys.modules.get(path + "." + name)
+        if value is None:
+            return None
+        path, obj = path + "." + name, value
+    return owner, attrs[-1], obj
 
 
 def _xpu_timer_probes(loader_target, monitoring_tool, step_target):
     import ctypes
+    import functools
     import gc
+    import os
     import sys
-    import time
+    import types
 
-    clock = time.perf_counter_ns
     lib = ctypes.PyDLL(None)
     try:
-        note_gc = lib.xpu_timer_python_gc
-        note_loader = lib.xpu_timer_python_dataloader
+        builtin = lib.xpu_timer_python_builtin
+        trace_code = lib.xpu_timer_python_trace
+        set_retry = lib.xpu_timer_python_set_retry
+        warn = lib.xpu_timer_python_warn
+        report = lib.xpu_timer_python_probes
     except AttributeError:
         return "the library's entry points are not in the process"
-    note_gc.argtypes = [ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64]
-    note_gc.restype = None
-    note_loader.argtypes = [ctypes.c_uint64]
-    note_loader.restype = None
+    builtin.argtypes = [ctypes.c_char_p]
+    builtin.restype = ctypes.py_object
+    trace_code.argtypes = [ctypes.py_object, ctypes.c_char_p, ctypes.c_int]
+    trace_code.restype = ctypes.c_int
+    set_retry.argtypes = [ctypes.py_object]
+    set_retry.restype = None
+    warn.argtypes = [ctypes.c_char_p]
+    warn.restype = None
+    report.argtypes = [ctypes.c_char_p]
+    report.restype = None
     installed = []
 
-    started = [0]
+    try:
+        gc.callbacks.append(builtin(b"gc"))
+        installed.append("gc")
+    except Exception:
+        pass
 
-    def on_gc(phase, info):
-        try:
-            if phase == "start":
-                started[0] = clock()
-            elif started[0]:
-                note_gc(int(info.get("generation", 0)), clock() - started[0],
-                        int(info.get("collected", 0)))
-                started[0] = 0
-        except Exception:
-            pass
-
-    gc.callbacks.append(on_gc)
-    installed.append("gc")
-
-    import os
+    pending = []  # what is not found yet: (module, attrs, name, loader, spec)
     if not os.environ.get("XPU_TIMER_STEP_RANGE"):
         hook_module, _, hook_name = step_target.partition(":")
         register = getattr(sys.modules.get(hook_module), hook_name, None)
@@ -66,6 +138,8 @@ def _xpu_timer_probes(loader_target, monitoring_tool, step_target):
             def on_step(optimizer, args, kwargs):
                 try:
                     note_step()
+                    if pending:
+                        retry()  # defined below; a step during the install waits
                 except Exception:
                     pass
 
@@ -75,50 +149,151 @@ def _xpu_timer_probes(loader_target, monitoring_tool, step_target):
             except Exception:
                 pass
 
-    module_name, _, class_name = loader_target.partition(":")
-    module = sys.modules.get(module_name)
-    cls = getattr(module, class_name, None) if module is not None else None
-    nxt = cls.__dict__.get("__next__") if isinstance(cls, type) else None
-    if nxt is None or not hasattr(nxt, "__code__"):
-        return ",".join(installed) + "; no DataLoader probe: %s not loaded" % loader_target
+    try:
+        begin, end, unwind = builtin(b"begin"), builtin(b"end"), builtin(b"unwind")
+    except Exception:
+        return ",".join(installed) + "; no tracing: the library's callables are missing"
+    monitoring = sys.version_info >= (3, 12)
+    state = {"tool": None, "functions": 0, "loader": None}
+    keep = []  # the traced code objects: the library holds their addresses
 
-    pending = [0]
-    if sys.version_info >= (3, 12):
+    def start_monitoring():
+        # Our tool's callbacks, and the two events that cannot be local:
+        # PY_UNWIND (a traced call left by an exception) and PY_THROW (a
+        # traced generator resumed by throw()).
         mon = sys.monitoring
-        tool = monitoring_tool
-        if mon.get_tool(tool) is not None:
-            return ",".join(installed) + "; no DataLoader probe: sys.monitoring tool %d is taken" % tool
-        mon.use_tool_id(tool, "xpu_timer")
-        events = mon.events
+        if mon.get_tool(monitoring_tool) is not None:
+            return "sys.monitoring tool %d is taken" % monitoring_tool
+        mon.use_tool_id(monitoring_tool, "xpu_timer")
+        e = mon.events
+        for event, callback in ((e.PY_START, begin), (e.PY_RESUME, begin), (e.PY_THROW, begin),
+                                (e.PY_RETURN, end), (e.PY_YIELD, end), (e.PY_UNWIND, unwind)):
+            mon.register_callback(monitoring_tool, event, callback)
+        mon.set_events(monitoring_tool, e.PY_UNWIND | e.PY_THROW)
+        state["tool"] = monitoring_tool
+        return None
 
-        def on_start(code, offset):
-            pending[0] = clock()
-
-        def on_return(code, offset, value):
+    def wrap(fn, code):
+        def traced(*args, **kwargs):
+            begin(code)
             try:
-                if pending[0]:
-                    note_loader(clock() - pending[0])
-                    pending[0] = 0
-            except Exception:
-                pass
+                result = fn(*args, **kwargs)
+            except BaseException:
+                unwind(code)
+                raise
+            end(code)
+            return result
 
-        mon.register_callback(tool, events.PY_START, on_start)
-        mon.register_callback(tool, events.PY_RETURN, on_return)
-        # A __next__ that raises (StopIteration at an epoch's end) is not a
-        # batch: its start is overwritten by the next call.
-        mon.set_local_events(tool, nxt.__code__, events.PY_START | events.PY_RETURN)
-        installed.append("dataloader:sys.monitoring")
-    else:
-        def timed_next(self, _next=nxt):
-            t = clock()
-            batch = _next(self)
-            try:
-                note_loader(clock() - t)
-            except Exception:
-                pass
-            return batch
+        return functools.update_wrapper(traced, fn)
 
-        timed_next.__wrapped__ = nxt
-        setattr(cls, "__next__", timed_next)
-        installed.append("dataloader:wrapped")
-    return ",".join(installed)
+    def install(module, attrs, name, loader):
+        """None once traced (or traced already), "" if not found yet, else
+        why it cannot be."""
+        try:
+            return install_found(module, attrs, name, loader)
+        except Exception as e:  # whatever the program put under that name
+            return "failed: %r" % (e,)
+
+    def install_found(module, attrs, name, loader):
+        found = _xpu_timer_lookup(sys, types, module, attrs)
+        if found is None:
+            return ""
+        owner, attr, value = found
+        method_kind = type(value) if isinstance(value, (staticmethod, classmethod)) else None
+        fn = value.__func__ if method_kind is not None else value
+        if not isinstance(fn, types.FunctionType):
+            return "not a Python function"
+        inner = fn  # a decorator's wrapper code is shared: trace the function's own
+        for _ in range(8):
+            wrapped = vars(inner).get("__wrapped__")
+            if not isinstance(wrapped, types.FunctionType):
+                break
+            inner = wrapped
+        code = inner.__code__
+        if monitoring:
+            if state["tool"] is None:
+                why = start_monitoring()
+                if why:
+                    return why
+        elif code.co_flags & 0x2a0:  # CO_GENERATOR, CO_COROUTINE, CO_ASYNC_GENERATOR
+            return "a generator or coroutine: traced on Python 3.12+ only"
+        rc = trace_code(code, name.encode(), 1 if loader else 0)
+        if rc < 0:
+            return "too many traced functions"
+        if rc == 1:
+            return None
+        keep.append(code)
+        if monitoring:
+            e = sys.monitoring.events
+            sys.monitoring.set_local_events(
+                monitoring_tool, code, e.PY_START | e.PY_RESUME | e.PY_RETURN | e.PY_YIELD)
+        else:
+            traced = wrap(fn, code)
+            setattr(owner, attr, method_kind(traced) if method_kind is not None else traced)
+        if loader:
+            state["loader"] = "dataloader:" + ("sys.monitoring" if monitoring else "wrapped")
+        else:
+            state["functions"] += 1
+        return None
+
+    def summary():
+        parts = list(installed)
+        if state["loader"]:
+            parts.append(state["loader"])
+        if state["functions"]:
+            parts.append("functions:%d" % state["functions"])
+        return ",".join(parts)
+
+    # (module, attrs, name, loader, the user's spec or None for a built-in)
+    module_name, _, class_name = loader_target.partition(":")
+    wanted = [(module_name, [class_name, "__next__"], "DataLoader", True, None)]
+    for spec in _XPU_TIMER_BUILTIN_TRACED:
+        for _, module, attrs, name in _xpu_timer_parse_traced(spec)[0]:
+            wanted.append((module, attrs, name, False, None))
+    user, invalid = _xpu_timer_parse_traced(os.environ.get("XPU_TIMER_HOST_TRACING_FUNC", ""))
+    for spec, module, attrs, name in user:
+        wanted.append((module, attrs, name, False, spec))
+
+    problems = ["%s (not module@object@function)" % s for s in invalid]
+    for item in wanted:
+        why = install(*item[:4])
+        if why == "":
+            pending.append(item)
+            if item[4] is not None:
+                problems.append("%s (not found yet: traced once it is)" % item[4])
+        elif why is not None and (item[4] is not None or item[3]):
+            problems.append("%s (%s)" % (item[4] or loader_target, why))
+    if problems:
+        warn(("Python function tracing: not traced now: " + ", ".join(problems)).encode(
+            "utf-8", "replace"))
+
+    last_modules = [len(sys.modules)]
+
+    def retry():
+        """Looks the pending names up again when a module was imported since
+        or one is in the entry script; True while some remain."""
+        try:
+            count = len(sys.modules)
+            if count == last_modules[0] and not any(p[0] == "__main__" for p in pending):
+                return bool(pending)
+            last_modules[0] = count
+            before = summary()
+            late = []
+            for item in list(pending):
+                why = install(*item[:4])
+                if why != "":
+                    pending.remove(item)
+                if why and item[4] is not None:
+                    late.append("%s (%s)" % (item[4], why))
+            if late:  # the user's names found since, which cannot be traced
+                warn(("Python function tracing: not traced: " + ", ".join(late)).encode(
+                    "utf-8", "replace"))
+            if summary() != before:
+                report(summary().encode())
+            return bool(pending)
+        except Exception:
+            return False
+
+    if pending:
+        set_retry(retry)
+    return summary()

@@ -27,6 +27,19 @@ TEST(RangeNames, SameNameSameIdOtherIsZero) {
   EXPECT_EQ(n.size(), 4u);
 }
 
+TEST(RangeNames, AFunctionAndARangeOfOneNameAreTwoEntries) {
+  RangeNames n;
+  const uint16_t range = intern(n, "torch.cuda.synchronize");
+  const uint16_t fn = n.intern("torch.cuda.synchronize", 22, proto::RangeKind::kPythonFunction);
+  EXPECT_EQ(range, 1);
+  EXPECT_EQ(fn, 2);
+  EXPECT_EQ(n.kind(range), proto::RangeKind::kNvtx);
+  EXPECT_EQ(n.kind(fn), proto::RangeKind::kPythonFunction);
+  EXPECT_EQ(n.kind(RangeNames::kOther), proto::RangeKind::kNvtx);
+  EXPECT_EQ(n.intern("torch.cuda.synchronize", 22, proto::RangeKind::kPythonFunction), fn);
+  EXPECT_STREQ(n.name(fn), "torch.cuda.synchronize");
+}
+
 TEST(RangeNames, LongNamesAreCutAndShareTheirPrefix) {
   RangeNames n;
   const std::string a = std::string(60, 'a') + "1", b = std::string(60, 'a') + "2";

@@ -89,8 +89,8 @@ constexpr FlagHelp kFlags[] = {
     {"--job-id", "ID", "names the job in the coordinator (the same on every node) and in job_name",
      "TORCHELASTIC_RUN_ID, torchrun's --rdzv-id, else default", "XPU_TIMER_JOB_ID"},
     {"--metrics-histograms", "node|rank",
-     "latency, NVTX and step histograms of /metrics summed per node, or per rank (26 series "
-     "per key and rank)",
+     "latency, NVTX, Python function and step histograms of /metrics summed per node, or per "
+     "rank (26 series per key and rank)",
      "node", "XPU_TIMER_METRICS_HISTOGRAMS"},
     {"--etcd-user", "NAME", "etcd user (auth enabled); its password from the file below or "
      "XPU_TIMER_ETCD_PASSWORD", "none", "XPU_TIMER_ETCD_USER"},

@@ -20,7 +20,7 @@ using recorder::RecordData;
 constexpr int32_t kStepTrack = -6;        // (kStepTrack, 0): "training steps"
 constexpr int32_t kNvtxAsyncTrack = -5;   // (kNvtxAsyncTrack, 0): start/end ranges
 constexpr int32_t kNvtxThreadTrack = -4;  // (kNvtxThreadTrack, tid): push/pop ranges
-constexpr int32_t kPythonTrack = -3;      // (kPythonTrack, tid): GC pauses, DataLoader waits
+constexpr int32_t kPythonTrack = -3;      // (kPythonTrack, tid): traced calls, GC, DataLoader waits
 constexpr int32_t kMemoryTrack = -2;      // (kMemoryTrack, tid): cudaMalloc, cudaFree
 
 bool is_range(const RecordData& r) { return r.kind == static_cast<uint8_t>(proto::OpKind::kRange); }
@@ -68,6 +68,7 @@ std::pair<int32_t, uint64_t> track_key(const RecordData& r, const StreamDevices&
       return {kStepTrack, 0};
     case proto::OpName::kGcPause:
     case proto::OpName::kLoaderWait:
+    case proto::OpName::kPythonCall:
       return {kPythonTrack, r.stream};
     case proto::OpName::kDeviceMalloc:
     case proto::OpName::kDeviceFree:
@@ -79,8 +80,8 @@ std::pair<int32_t, uint64_t> track_key(const RecordData& r, const StreamDevices&
   return {kNvtxThreadTrack, r.stream};
 }
 
-// A range's name from its dump's names region ("range #<id>" if absent); the
-// other host events by what they are.
+// A range's or traced function's name from its dump's names region
+// ("range #<id>" if absent); the other host events by what they are.
 std::string range_label(const TraceContext& ctx, size_t ri, const RecordData& r) {
   switch (static_cast<proto::OpName>(r.name)) {
     case proto::OpName::kStep:
@@ -174,6 +175,9 @@ json slice_args(const TraceContext& ctx, const Slice& s) {
     if (is_named(r, proto::OpName::kNvtxRange)) {
       a["nvtx"] = r.peer < 0 ? "start/end" : "push/pop";
       if (r.peer >= 0) a["depth"] = r.peer;
+    } else if (is_named(r, proto::OpName::kPythonCall)) {
+      a["python"] = "traced function";
+      a["depth"] = r.peer;
     } else if (is_named(r, proto::OpName::kGcPause)) {
       a["generation"] = r.peer;
       a["collected"] = r.bytes;
@@ -270,8 +274,7 @@ void untangle(std::vector<Slice*>& track) {
 
 std::string track_name(int32_t device, uint64_t stream) {
   if (device == kStepTrack) return "training steps";
-  if (device == kPythonTrack)
-    return "Python thread " + std::to_string(stream) + " (GC, DataLoader)";
+  if (device == kPythonTrack) return "Python thread " + std::to_string(stream);
   if (device == kMemoryTrack) return "cudaMalloc/cudaFree thread " + std::to_string(stream);
   if (device == kNvtxAsyncTrack) return "NVTX start/end ranges";
   if (device == kNvtxThreadTrack) return "NVTX thread " + std::to_string(stream);

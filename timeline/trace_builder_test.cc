@@ -479,27 +479,39 @@ TEST(Trace, RangesAndStepsAreNamedSlicesOnHostTracks) {
   EXPECT_DOUBLE_EQ(counters[0]["args"]["idle"].get<double>(), 25.0);
 }
 
-// GC pauses, DataLoader waits and synchronous allocations are slices on
-// per-thread host tracks; kernel-launch samples are a counter of launches
-// per millisecond whose integral over time is the number launched.
+// Calls of traced Python functions, GC pauses, DataLoader waits and
+// synchronous allocations are slices on per-thread host tracks; kernel-launch
+// samples are a counter of launches per millisecond whose integral over time
+// is the number launched.
 TEST(Trace, HostEventsAreSlicesAndLaunchSamplesACounter) {
   TempDir dir;
   recorder::RingSnapshot s = rank0_snapshot(1);
+  s.names = {"(other)", "forward", "torch.cuda.synchronize", "train_step"};
   add_host_record(&s, proto::OpName::kGcPause, 2, 42, 0, 30).bytes = 1234;  // objects freed
   add_host_record(&s, proto::OpName::kLoaderWait, 0, 42, 40, 90);
+  add_host_record(&s, proto::OpName::kPythonCall, 1, 42, 33, 38).seq = 2;  // inside train_step
+  add_host_record(&s, proto::OpName::kPythonCall, 0, 42, 31, 39).seq = 3;
   add_host_record(&s, proto::OpName::kDeviceMalloc, 0, 43, 100, 110).bytes = 64ull << 20;
   add_host_record(&s, proto::OpName::kDeviceFree, 0, 43, 120, 121);                  // size unknown
   add_host_record(&s, proto::OpName::kKernelLaunches, -1, 0, 0, 100).count = 500;    // 5 per us
   add_host_record(&s, proto::OpName::kKernelLaunches, -1, 0, 100, 200).count = 100;  // adjacent
   add_host_record(&s, proto::OpName::kKernelLaunches, -1, 0, 300, 400).count = 200;  // after a gap
   HostTrace t(dir, s);
-  ASSERT_EQ(t.by_name.size(), 4u) << t.trace.dump(1);
+  ASSERT_EQ(t.by_name.size(), 6u) << t.trace.dump(1);
   auto& by_name = t.by_name;
   const auto& threads = t.threads;
   const json& trace = t.trace;
   const auto track = [&](const std::string& name) { return t.track(name); };
-  EXPECT_EQ(track("GC gen 2"), "Python thread 42 (GC, DataLoader)");
-  EXPECT_EQ(track("DataLoader wait"), "Python thread 42 (GC, DataLoader)");
+  EXPECT_EQ(track("GC gen 2"), "Python thread 42");
+  EXPECT_EQ(track("DataLoader wait"), "Python thread 42");
+  EXPECT_EQ(track("torch.cuda.synchronize"), "Python thread 42");
+  EXPECT_EQ(track("train_step"), "Python thread 42");
+  EXPECT_DOUBLE_EQ(by_name["torch.cuda.synchronize"]["ts"].get<double>(), 33.0);
+  EXPECT_DOUBLE_EQ(by_name["torch.cuda.synchronize"]["dur"].get<double>(), 5.0);
+  EXPECT_EQ(by_name["torch.cuda.synchronize"]["args"]["depth"], 1);
+  EXPECT_EQ(by_name["torch.cuda.synchronize"]["args"]["python"], "traced function");
+  EXPECT_DOUBLE_EQ(by_name["train_step"]["dur"].get<double>(), 8.0);
+  EXPECT_EQ(by_name["train_step"]["args"]["depth"], 0);
   EXPECT_EQ(track("cudaMalloc 64 MiB"), "cudaMalloc/cudaFree thread 43");
   EXPECT_EQ(track("cudaFree"), "cudaMalloc/cudaFree thread 43");
   EXPECT_EQ(by_name["GC gen 2"]["args"]["collected"], 1234);
@@ -510,7 +522,7 @@ TEST(Trace, HostEventsAreSlicesAndLaunchSamplesACounter) {
   // No track for the samples: they are not slices.
   std::set<std::string> track_names;
   for (const auto& [key, name] : threads) track_names.insert(name);
-  EXPECT_EQ(track_names, (std::set<std::string>{"Python thread 42 (GC, DataLoader)",
+  EXPECT_EQ(track_names, (std::set<std::string>{"Python thread 42",
                                                 "cudaMalloc/cudaFree thread 43"}));
   std::vector<std::pair<double, double>> counter;  // (ts us, launches per ms)
   for (const json& e : events_with(trace, "C")) {

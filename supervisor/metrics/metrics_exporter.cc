@@ -98,8 +98,16 @@ constexpr FamilyInfo kFamilies[] = {
      "Host time of the program's NVTX ranges, by name (the first 63 names; later ones are "
      "range=\"(other)\")."},
     {"xpu_timer_nvtx_ranges_dropped_total", "counter",
-     "NVTX ranges not recorded: the rank's range queue was full, they nested deeper than 32, or "
-     "more than 4096 start/end ranges were open."},
+     "NVTX ranges and traced Python calls not recorded: the rank's range queue was full, they "
+     "nested deeper than 32, or more than 4096 start/end ranges were open."},
+    {"xpu_timer_python_function_calls_total", "counter",
+     "Calls of the rank's traced Python functions (XPU_TIMER_HOST_TRACING_FUNC and the built-in "
+     "ones), by function."},
+    {"xpu_timer_python_function_call_seconds_total", "counter",
+     "Host time of those calls, by function."},
+    {"xpu_timer_python_function_seconds", "histogram",
+     "Host time of calls of traced Python functions, by function, summed over the node's ranks "
+     "(per rank with --metrics-histograms rank)."},
     {"xpu_timer_step_seconds", "histogram",
      "Duration of the rank's training steps: each XPU_TIMER_STEP_RANGE range (source=\"nvtx\"), "
      "else the time between two optimizer steps (source=\"optimizer\")."},
@@ -325,18 +333,32 @@ void MetricsWriter::add_rank(const RankMetricsInput& in) {
     out.push_back('\n');
   }
 
-  // NVTX ranges: only names that ended at least once; the dropped counter
-  // once the program used NVTX at all (a name exists beyond "(other)").
+  // NVTX ranges and traced functions: only names that ended at least once;
+  // the dropped counter once the program used either (a name exists beyond
+  // "(other)").
   const uint32_t nranges = std::min<uint32_t>(p->nranges, proto::kMaxRanges);
-  std::string range_labels;
+  std::string range_labels, function_labels;
   for (uint32_t i = 0; i < nranges; ++i) {
     const proto::RangeSlot& r = p->ranges[i];
     if (r.count == 0) continue;
-    range_labels.assign(",range=\"");
+    const bool function = r.kind == static_cast<uint32_t>(proto::RangeKind::kPythonFunction);
+    range_labels.assign(function ? ",function=\"" : ",range=\"");
     append_escaped_label_value(&range_labels,
                                std::string(r.name, strnlen(r.name, proto::kRangeNameBytes)));
     range_labels.push_back('"');
-    add_histogram(kRangeLatency, range_labels, r.hist, r.sum_ns);
+    if (!function) {
+      add_histogram(kRangeLatency, range_labels, r.hist, r.sum_ns);
+      continue;
+    }
+    add_histogram(kFunctionLatency, range_labels, r.hist, r.sum_ns);
+    function_labels.assign(labels).append(range_labels);
+    append_sample_prefix(&body_[kFunctionCalls], kFamilies[kFunctionCalls].name, "",
+                         function_labels);
+    append_u64(&body_[kFunctionCalls], r.count);
+    body_[kFunctionCalls].push_back('\n');
+    append_sample_prefix(&body_[kFunctionTime], kFamilies[kFunctionTime].name, "", function_labels);
+    append_ns_as_seconds(&body_[kFunctionTime], r.sum_ns);
+    body_[kFunctionTime].push_back('\n');
   }
   if (nranges > 1 || p->ranges_dropped > 0) gauge(kRangesDropped, p->ranges_dropped);
   seconds_of(kSelfPollerCpu, p->self.poller_cpu_ns);
@@ -451,7 +473,10 @@ void MetricsWriter::add_histogram(Family f, const std::string& key,
     return;
   }
   scratch_.assign(node_labels_).append(key);
-  NodeHistograms& sums = f == kLatency ? latency_ : f == kRangeLatency ? ranges_ : steps_;
+  NodeHistograms& sums = f == kLatency           ? latency_
+                         : f == kRangeLatency    ? ranges_
+                         : f == kFunctionLatency ? functions_
+                                                 : steps_;
   sums.add(scratch_, hist, sum_ns, live);
 }
 
@@ -459,6 +484,7 @@ std::string MetricsWriter::finish(bool job_hung, bool job_running, uint64_t mism
                                   bool job_stalled) {
   latency_.render(kFamilies[kLatency].name, &body_[kLatency]);
   ranges_.render(kFamilies[kRangeLatency].name, &body_[kRangeLatency]);
+  functions_.render(kFamilies[kFunctionLatency].name, &body_[kFunctionLatency]);
   steps_.render(kFamilies[kStepLatency].name, &body_[kStepLatency]);
   size_t total = 256;
   for (const std::string& b : body_) total += b.size() + 200;

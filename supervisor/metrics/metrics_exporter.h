@@ -109,6 +109,9 @@ class MetricsWriter {
     kLoaderWait,
     kRangeLatency,
     kRangesDropped,
+    kFunctionCalls,
+    kFunctionTime,
+    kFunctionLatency,
     kStepLatency,
     kStepLast,
     kStepGpuBusy,
@@ -152,7 +155,7 @@ class MetricsWriter {
   std::string op_labels_;    // of the slot being added: rank_labels_ + op_key_
   std::string op_key_;       // the slot's own labels (op, kind, ...)
   std::string scratch_;      // a histogram series' labels
-  NodeHistograms latency_, ranges_, steps_;
+  NodeHistograms latency_, ranges_, functions_, steps_;
   Buffers own_;
   Buffers& body_;
 };

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -606,6 +607,59 @@ TEST(MetricsExporter, NvtxRangesAndStepsAsHistograms) {
   EXPECT_EQ(none.find("xpu_timer_nvtx_range_seconds_count"), std::string::npos);
   EXPECT_EQ(none.find("xpu_timer_nvtx_ranges_dropped_total{"), std::string::npos);
   EXPECT_EQ(none.find("xpu_timer_step_seconds_count"), std::string::npos);
+}
+
+// Traced Python functions share the range table, told apart by their kind:
+// per-rank call and time counters, a histogram per node (per rank on
+// request), never mixed with an NVTX range of the same name.
+TEST(MetricsExporter, TracedPythonFunctionsAsCountersAndAHistogram) {
+  auto page = std::make_unique<proto::StatusPage>();
+  page->nranges = 3;
+  std::snprintf(page->ranges[1].name, proto::kRangeNameBytes, "torch.cuda.synchronize");
+  page->ranges[1].kind = static_cast<uint32_t>(proto::RangeKind::kPythonFunction);
+  page->ranges[1].count = 4;
+  page->ranges[1].sum_ns = 2000000;
+  page->ranges[1].hist[proto::hist_bucket_for_ns(500000)] = 4;
+  std::snprintf(page->ranges[2].name, proto::kRangeNameBytes, "torch.cuda.synchronize");
+  page->ranges[2].count = 1;  // an NVTX range of that name
+  page->ranges[2].sum_ns = 7000;
+  page->ranges[2].hist[0] = 1;
+  auto other = std::make_unique<proto::StatusPage>();  // rank 2: the same calls
+  other->nranges = page->nranges;
+  std::memcpy(other->ranges, page->ranges, sizeof(page->ranges));
+  const std::string fn = ",function=\"torch.cuda.synchronize\"";
+  for (const bool per_rank : {false, true}) {
+    MetricsConfig c = config();
+    c.per_rank_histograms = per_rank;
+    MetricsWriter w(c, nullptr, kNow);
+    RankMetricsInput in;
+    in.rank = 1;
+    in.page = page.get();
+    w.add_rank(in);
+    in.rank = 2;
+    in.page = other.get();
+    w.add_rank(in);
+    const std::string text = w.finish(false);
+    const std::string l = "rank=\"1\",local_rank=\"0\",host=\"\",job_name=\"train\"";
+    EXPECT_TRUE(has_line(text, "xpu_timer_python_function_calls_total{" + l + fn + "} 4")) << text;
+    EXPECT_TRUE(
+        has_line(text, "xpu_timer_python_function_call_seconds_total{" + l + fn + "} 0.002000000"));
+    EXPECT_TRUE(has_line(text, "# TYPE xpu_timer_python_function_seconds histogram"));
+    const std::string key = per_rank ? l + fn : "host=\"\",job_name=\"train\"" + fn;
+    EXPECT_TRUE(
+        has_line(text, "xpu_timer_python_function_seconds_count{" + key + "} " +
+                           std::string(per_rank ? "4" : "8")))
+        << text;
+    EXPECT_TRUE(has_line(text, "xpu_timer_python_function_seconds_bucket{" + key +
+                                   ",le=\"0.00064\"} " + std::string(per_rank ? "4" : "8")));
+    // The NVTX range keeps its own family and count.
+    const std::string range = per_rank ? l : "host=\"\",job_name=\"train\"";
+    EXPECT_TRUE(has_line(text, "xpu_timer_nvtx_range_seconds_count{" + range +
+                                   ",range=\"torch.cuda.synchronize\"} " +
+                                   std::string(per_rank ? "1" : "2")))
+        << text;
+    EXPECT_EQ(text.find("xpu_timer_nvtx_range_seconds_count{" + range + fn), std::string::npos);
+  }
 }
 
 TEST(MetricsExporter, IdleKeysExpire) {

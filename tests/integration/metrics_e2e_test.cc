@@ -146,70 +146,37 @@ INSTANTIATE_TEST_SUITE_P(Sampling, MetricsE2E, ::testing::Values("0", ""),
 namespace xpu_timer::testing {
 namespace {
 
-struct Interpreter {
-  const char* name;
-  const char* path;
-};
-
 // The Python probes (inject/python_probes.py) count what a Python rank's
 // interpreter did: every garbage collection per generation with its pause,
 // every batch its DataLoader iterator returned with the wait. Before 3.12
 // through a wrapped __next__, from 3.12 on through sys.monitoring.
-class PythonProbesE2E : public ::testing::TestWithParam<Interpreter> {};
+class PythonProbesE2E : public ::testing::TestWithParam<PythonInterpreter> {};
 
 TEST_P(PythonProbesE2E, GcCollectionsAndDataLoaderWaitsAreCountedExactly) {
-  const Interpreter& py = GetParam();
+  const PythonInterpreter& py = GetParam();
   if (access(py.path, X_OK) != 0) GTEST_SKIP() << py.path << " is not installed";
   constexpr int kSteps = 20, kGcPerStep = 3;
   constexpr double kLoaderMs = 10;
-  std::vector<std::string> job = {sim_launch_bin(),
-                                  "--nproc",
-                                  "2",
-                                  "--",
-                                  py.path,
-                                  sim_trainer_py(),
-                                  "--steps",
-                                  std::to_string(kSteps),
-                                  "--gemms-per-step",
-                                  "1",
-                                  "--bytes",
-                                  "4096",
-                                  "--gc-per-step",
-                                  std::to_string(kGcPerStep),
-                                  "--loader-ms",
-                                  "10",
-                                  "--await-probes",
-                                  "--end-sleep-s",
-                                  "60"};
+  const std::vector<std::string> job =
+      python_sim_job(2, py.path,
+                     {"--steps", std::to_string(kSteps), "--gemms-per-step", "1", "--bytes", "4096",
+                      "--gc-per-step", std::to_string(kGcPerStep), "--loader-ms", "10",
+                      "--await-probes", "--end-sleep-s", "60"});
   SupervisedJob sup(std::string("probes-") + py.name, {"--hang-timeout", "300"}, job,
                     {"XPU_TIMER_DATALOADER_ITER=__main__:SimLoaderIter"});
   ASSERT_GT(sup.port(), 0) << sup.log();
-  for (int r = 0; r < 2; ++r) {
-    const std::string loop_done = "rank " + std::to_string(r) + " loop done";
-    ASSERT_TRUE(wait_until([&] { return sup.log().find(loop_done) != std::string::npos; },
-                           std::chrono::seconds(120)))
-        << sup.log();
-    EXPECT_NE(sup.log().find("rank " + std::to_string(r) + " probes installed"), std::string::npos)
-        << sup.log();
-  }
-  // The rank's background thread publishes within milliseconds: wait for it.
-  std::string text;
-  ASSERT_TRUE(wait_until(
-      [&] {
-        const auto reply = http_get(sup.port(), "/metrics");
-        if (!reply.has_value() || reply->status != 200) return false;
-        text = reply->body;
-        for (int r : {0, 1}) {
-          if (value_of(text, "xpu_timer_dataloader_batches_total", r) < kSteps) return false;
-          if (value_of(text, "xpu_timer_python_gc_collections_total", r, "generation=\"2\"") <
-              kSteps * kGcPerStep) {
-            return false;
-          }
-        }
-        return true;
-      },
-      std::chrono::seconds(30)))
-      << text << sup.log();
+  ASSERT_TRUE(sup.wait_python_loops(2)) << sup.log();
+  const auto [text, ready] = sup.metrics_when([&](const std::string& t) {
+    for (int r : {0, 1}) {
+      if (value_of(t, "xpu_timer_dataloader_batches_total", r) < kSteps) return false;
+      if (value_of(t, "xpu_timer_python_gc_collections_total", r, "generation=\"2\"") <
+          kSteps * kGcPerStep) {
+        return false;
+      }
+    }
+    return true;
+  });
+  ASSERT_TRUE(ready) << text << sup.log();
   for (int r : {0, 1}) {
     SCOPED_TRACE("rank " + std::to_string(r));
     EXPECT_EQ(value_of(text, "xpu_timer_dataloader_batches_total", r), kSteps);
@@ -232,13 +199,7 @@ TEST_P(PythonProbesE2E, GcCollectionsAndDataLoaderWaitsAreCountedExactly) {
   const std::string dir = nlohmann::json::parse(reply->body).at("dir").get<std::string>();
   const auto trace = wait_for_dump_trace(reply->body);
   ASSERT_TRUE(trace.is_object()) << "no trace in " << dir;
-  std::map<std::pair<int, int>, std::string> threads;  // (pid, tid) -> track name
-  for (const auto& e : trace.at("traceEvents")) {
-    if (e.value("ph", "") == "M" && e.value("name", "") == "thread_name") {
-      threads[{e.at("pid").get<int>(), e.at("tid").get<int>()}] =
-          e.at("args").at("name").get<std::string>();
-    }
-  }
+  auto threads = trace_thread_names(trace);  // (pid, tid) -> track name
   std::map<std::pair<int, std::string>, int> slices;  // (pid, name) -> count
   std::map<int, double> wait_ms;                      // pid -> DataLoader wait drawn
   for (const auto& e : trace.at("traceEvents")) {
@@ -261,13 +222,10 @@ TEST_P(PythonProbesE2E, GcCollectionsAndDataLoaderWaitsAreCountedExactly) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Interpreters, PythonProbesE2E,
-    ::testing::Values(Interpreter{"debian3_11", "/usr/bin/python3.11"},
-                      Interpreter{"pyenv3_8", "/root/.pyenv/versions/3.8.18/bin/python3.8"},
-                      Interpreter{"pyenv3_12", "/root/.pyenv/versions/3.12.1/bin/python3.12"},
-                      Interpreter{"pyenv3_13", "/root/.pyenv/versions/3.13.0/bin/python3.13"}),
-    [](const ::testing::TestParamInfo<Interpreter>& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Interpreters, PythonProbesE2E, ::testing::ValuesIn(python_interpreters()),
+                         [](const ::testing::TestParamInfo<PythonInterpreter>& info) {
+                           return std::string(info.param.name);
+                         });
 
 }  // namespace
 }  // namespace xpu_timer::testing

@@ -55,13 +55,17 @@ nlohmann::json where_by_base_name(const nlohmann::json& where) {
 std::string sim_lib_dir() { return build_dir() + "/simgpu/lib"; }
 
 std::vector<std::string> sim_job(int nproc, bool python, const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {sim_launch_bin(), "--nproc", std::to_string(nproc), "--"};
-  if (python) {
-    argv.push_back(python3());
-    argv.push_back(sim_trainer_py());
-  } else {
-    argv.push_back(sim_trainer_bin());
-  }
+  if (python) return python_sim_job(nproc, python3(), args);
+  std::vector<std::string> argv = {sim_launch_bin(), "--nproc", std::to_string(nproc), "--",
+                                   sim_trainer_bin()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+std::vector<std::string> python_sim_job(int nproc, const std::string& interpreter,
+                                        const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {sim_launch_bin(), "--nproc",       std::to_string(nproc), "--",
+                                   interpreter,      sim_trainer_py()};
   argv.insert(argv.end(), args.begin(), args.end());
   return argv;
 }
@@ -126,6 +130,32 @@ std::map<int, pid_t> SupervisedJob::rank_pids() {
   return out;
 }
 
+bool SupervisedJob::wait_python_loops(int n) {
+  for (int r = 0; r < n; ++r) {
+    const std::string done = "rank " + std::to_string(r) + " loop done";
+    if (!wait_until([&] { return log().find(done) != std::string::npos; },
+                    std::chrono::seconds(120)) ||
+        log().find("rank " + std::to_string(r) + " probes installed") == std::string::npos) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::pair<std::string, bool> SupervisedJob::metrics_when(
+    const std::function<bool(const std::string&)>& ready, std::chrono::seconds timeout) {
+  std::string text;
+  const bool ok = wait_until(
+      [&] {
+        const auto reply = http_get(port(), "/metrics");
+        if (!reply.has_value() || reply->status != 200) return false;
+        text = reply->body;
+        return ready(text);
+      },
+      timeout);
+  return {text, ok};
+}
+
 double value_of(const std::string& text, const std::string& family, int rank,
                 const std::string& extra) {
   std::istringstream in(text);
@@ -138,6 +168,25 @@ double value_of(const std::string& text, const std::string& family, int rank,
     return std::stod(line.substr(line.rfind(' ') + 1));
   }
   return -1;
+}
+
+std::vector<PythonInterpreter> python_interpreters() {
+  return {{"debian3_11", "/usr/bin/python3.11", false},
+          {"pyenv3_8", "/root/.pyenv/versions/3.8.18/bin/python3.8", false},
+          {"pyenv3_12", "/root/.pyenv/versions/3.12.1/bin/python3.12", true},
+          {"pyenv3_13", "/root/.pyenv/versions/3.13.0/bin/python3.13", true}};
+}
+
+std::map<std::pair<int, int>, std::string> trace_thread_names(const nlohmann::json& trace) {
+  std::map<std::pair<int, int>, std::string> threads;
+  if (!trace.is_object() || !trace.contains("traceEvents")) return threads;
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e.value("ph", "") == "M" && e.value("name", "") == "thread_name") {
+      threads[{e.at("pid").get<int>(), e.at("tid").get<int>()}] =
+          e.at("args").at("name").get<std::string>();
+    }
+  }
+  return threads;
 }
 
 nlohmann::json wait_for_dump_trace(const std::string& reply_body) {

@@ -4,6 +4,8 @@
 
 #include <sys/types.h>
 
+#include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -24,6 +26,9 @@ std::string sim_lib_dir();
 // argv of a sim job: `xpu_timer_sim_launch --nproc N -- <trainer> ARGS...`;
 // `python` picks sim_trainer.py over the C++ sim_trainer.
 std::vector<std::string> sim_job(int nproc, bool python, const std::vector<std::string>& args);
+// The same with sim_trainer.py under `interpreter`.
+std::vector<std::string> python_sim_job(int nproc, const std::string& interpreter,
+                                        const std::vector<std::string>& args);
 // Environment every sim job needs (where the sim libraries are).
 std::vector<std::string> sim_env();
 
@@ -68,12 +73,32 @@ class SupervisedJob {
   bool wait_registered(int n, std::chrono::milliseconds timeout);
   // pid of each registered rank, from /ranks.
   std::map<int, pid_t> rank_pids();
+  // Whether each of ranks 0..n-1 of a sim_trainer.py --await-probes job said
+  // its probes were installed and its loop is done (within 120 s).
+  bool wait_python_loops(int n);
+  // GET /metrics until `ready` holds for the exposition (the ranks publish
+  // within milliseconds); the last one read, and whether it was ready.
+  std::pair<std::string, bool> metrics_when(
+      const std::function<bool(const std::string&)>& ready,
+      std::chrono::seconds timeout = std::chrono::seconds(30));
 
  private:
   std::string dump_dir_;
   std::unique_ptr<Child> child_;
   int port_ = 0;
 };
+
+// The CPython interpreters the Python probes are tested under (a test skips
+// one that is not installed); `monitoring`: 3.12 or later (sys.monitoring).
+struct PythonInterpreter {
+  const char* name;  // the test's suffix
+  const char* path;  // the interpreter itself, not a pyenv shim (which starts slowly)
+  bool monitoring;
+};
+std::vector<PythonInterpreter> python_interpreters();
+
+// (pid, tid) -> name of each thread of a trace (its thread_name metadata).
+std::map<std::pair<int, int>, std::string> trace_thread_names(const nlohmann::json& trace);
 
 // The trace of a POST /dump/timeline answer (its `dir`): the supervisor
 // converts it on its dumper's thread after answering, and renames

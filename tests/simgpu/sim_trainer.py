@@ -91,6 +91,13 @@ def parse_args(argv):
     p.add_argument("--await-probes", action="store_true",
                    help="Python only: before the loop, wait (at most 30 s) until xpu-timer's "
                         "Python probes timed SimLoaderIter, so that a test can count every batch")
+    p.add_argument("--traced-calls", action="store_true",
+                   help="Python only: each step calls host_work(2) (a function of this script "
+                        "that calls itself twice) and, from step 1 on, after importing sim_host "
+                        "at the end of step 0: sim_host.synchronize() twice (the second raises), "
+                        "sim_host.Stream().wait_event() and the generator sim_host.batches(2); "
+                        "functions to trace with XPU_TIMER_HOST_TRACING_FUNC; --await-probes "
+                        "then also waits for host_work to be traced")
     p.add_argument("--nvtx", action="store_true",
                    help="mark each step with NVTX ranges (real NVTX v3 calls): a start/end "
                         "'train_step' around push/pop 'forward' (the GEMMs) and 'backward' "
@@ -325,16 +332,44 @@ def register_step_hook(hook):
     STEP_HOOKS.append(hook)
 
 
+def host_work(depth):
+    """--traced-calls: a function of the entry script (traced as
+    XPU_TIMER_HOST_TRACING_FUNC=host_work) that calls itself `depth` times."""
+    if depth > 0:
+        host_work(depth - 1)
+
+
+def traced_calls(sim_host):
+    """One step's calls of --traced-calls (the module's from step 1 on)."""
+    host_work(2)
+    if sim_host is None:
+        return
+    sim_host.synchronize()
+    try:
+        sim_host.synchronize(fail=True)
+    except RuntimeError:
+        pass
+    sim_host.Stream().wait_event(None)
+    for _ in sim_host.batches(2):
+        pass
+
+
+def traced(function):
+    """Whether xpu-timer traces this function of the script: sys.monitoring
+    events on its code (3.12+), else a wrapper in its place."""
+    if sys.version_info >= (3, 12):
+        return any(sys.monitoring.get_local_events(t, function.__code__) for t in range(6))
+    return hasattr(function, "__wrapped__")
+
+
 def probes_installed(args):
-    """Whether xpu-timer's probes asked for are in: the optimizer hook, and
-    the DataLoader probe on SimLoaderIter (the last thing its script installs)."""
+    """Whether xpu-timer's probes asked for are in: the optimizer hook, the
+    DataLoader probe on SimLoaderIter and the tracing of host_work."""
     if args.optimizer_steps and not STEP_HOOKS:
         return False
-    if args.loader_ms <= 0:
-        return True
-    if sys.version_info >= (3, 12):
-        return any(sys.monitoring.get_tool(t) == "xpu_timer" for t in range(6))
-    return hasattr(SimLoaderIter.__dict__["__next__"], "__wrapped__")
+    if args.traced_calls and not traced(globals()["host_work"]):
+        return False
+    return args.loader_ms <= 0 or traced(SimLoaderIter.__dict__["__next__"])
 
 
 class SimLoaderIter:
@@ -370,6 +405,7 @@ def main(argv):
         import gc
         gc.disable()
     loader = SimLoaderIter(args.loader_ms / 1000.0) if args.loader_ms > 0 else None
+    sim_host = None
     if args.await_probes:
         deadline = time.monotonic() + 30
         while not probes_installed(args) and time.monotonic() < deadline:
@@ -398,6 +434,10 @@ def main(argv):
         train_step(lib, args, rank, step, apis, rng)
         if args.nvtx:
             lib.sim_nvtx_end(step_range)
+        if args.traced_calls:
+            traced_calls(sim_host)
+            if sim_host is None:
+                import sim_host  # a module imported late: traced from the next step on
         if args.optimizer_steps:
             for hook in STEP_HOOKS:
                 hook(None, (), {})
