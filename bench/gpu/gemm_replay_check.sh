@@ -41,6 +41,10 @@ for _ in $(seq 1 600); do  # up to 10 minutes for torch to start and run 40 step
   sleep 1
 done
 echo "steps counted before the dump: $steps"
+# The scrape at the dump, kept for the traced Python functions (torch's
+# built-in ones and any named in XPU_TIMER_HOST_TRACING_FUNC).
+get /metrics > "$job/metrics.txt" 2>&1
+grep -E "^xpu_timer_python_function_(calls_total|call_seconds_total)" "$job/metrics.txt"
 post /dump/timeline > "$job/dump_reply.json" 2>&1
 cat "$job/dump_reply.json"; echo
 dir=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['dir'])" "$job/dump_reply.json" 2>/dev/null)

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "stack/user_frames.h"
 #include "supervisor/analysis/op_json.h"
 #include "supervisor/incidents/crash_symbolizer.h"
 #include "supervisor/job/exit_status.h"
@@ -78,7 +79,15 @@ json python_json(const CrashRecord& r) {
           {"stopped_ms", p.stopped_ms}};
 }
 
-// ", from train_step (train.py:48)": where Python was when the rank died.
+std::string frame_text(const stack::PythonFrame& f) {
+  return f.func + " (" + short_file(f.file) + ":" + std::to_string(f.line) + ")";
+}
+
+// ", from train_step (train.py:48)": where Python was when the rank died,
+// told by the user's innermost frame (as verdicts tell where a rank is:
+// stack/user_frames.h), with the library function it was in when that is
+// not the innermost (", from crash (train.py:40) via string_at
+// (__init__.py:525)": a NULL read through ctypes).
 std::string python_where(const CrashRecord& r) {
   if (!r.python || !r.python->python_process) return "";
   if (!r.python->read_ok) {
@@ -87,8 +96,12 @@ std::string python_where(const CrashRecord& r) {
   for (const CrashPythonThread& t : r.python->threads) {
     if (!t.crashed) continue;
     if (t.frames.empty()) return ", in thread \"" + t.name + "\", which ran no Python";
-    const stack::PythonFrame& f = t.frames.front();  // innermost first
-    return ", from " + f.func + " (" + short_file(f.file) + ":" + std::to_string(f.line) + ")";
+    size_t user = 0;  // innermost first
+    while (user < t.frames.size() && stack::is_library_python_file(t.frames[user].file)) ++user;
+    if (user == t.frames.size()) return ", from " + frame_text(t.frames.front());
+    std::string where = ", from " + frame_text(t.frames[user]);
+    if (user != 0) where += " via " + frame_text(t.frames.front());
+    return where;
   }
   return "";
 }

@@ -184,6 +184,20 @@ TEST(CrashJson, PythonStacksOfASignalNameTheCrashedThreadsInnermostFrame) {
   EXPECT_EQ(stacks[0]["frames"][0]["file"], "/x/sim_trainer.py");
   EXPECT_EQ(stacks[1]["thread_name"], "pt_data_worker");
 
+  // Inside a library function (ctypes' string_at reading address 0): the
+  // user's line first, the library's after it.
+  r.python->threads[0].frames.insert(
+      r.python->threads[0].frames.begin(),
+      stack::PythonFrame{"string_at", "/usr/lib/python3.12/ctypes/__init__.py", 525, true});
+  EXPECT_EQ(crash_summary(r),
+            "rank 1 (pid 812) died of SIGSEGV at address 0x0 in sim_crash_segv, from crash "
+            "(sim_trainer.py:199) via string_at (__init__.py:525)");
+  // Only library frames: the innermost.
+  r.python->threads[0].frames.resize(1);
+  EXPECT_EQ(crash_summary(r),
+            "rank 1 (pid 812) died of SIGSEGV at address 0x0 in sim_crash_segv, from string_at "
+            "(__init__.py:525)");
+
   // A native thread: said so, and the report is still whole.
   r.python->threads[0].frames.clear();
   r.python->threads[0].name = "sim-watchdog";
