@@ -73,14 +73,7 @@ json rank_json(const Rank& v) {
     r["issued_seq"] = or_null(v.issued_seq);
     r["last_completed_seq"] = or_null(v.last_completed_seq);
   }
-  json where = json::array();
-  for (const CodeFrame& f : v.where) {
-    where.push_back(json{{"function", f.function},
-                         {"file", f.file},
-                         {"line", f.line > 0 ? json(f.line) : json(nullptr)},
-                         {"kind", f.python ? "python" : "native"}});
-  }
-  r["where"] = std::move(where);
+  r["where"] = where_json(v.where);
   return r;
 }
 
@@ -225,6 +218,17 @@ std::string Document::stacks_dir() const {
   if (!stacks.is_object()) return "";
   const auto it = stacks.find("dir");
   return it != stacks.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+json where_json(const std::vector<CodeFrame>& where) {
+  json out = json::array();
+  for (const CodeFrame& f : where) {
+    out.push_back(json{{"function", f.function},
+                       {"file", f.file},
+                       {"line", f.line > 0 ? json(f.line) : json(nullptr)},
+                       {"kind", f.python ? "python" : "native"}});
+  }
+  return out;
 }
 
 json to_json(const Document& doc) {

@@ -144,6 +144,9 @@ struct Document {
 
 // The document as JSON, every key written.
 nlohmann::json to_json(const Document& doc);
+// A place as the document writes it (a rank's `where`; also a mismatch's odd
+// ranks in mismatch.json): [{"function","file","line"|null,"kind"}].
+nlohmann::json where_json(const std::vector<CodeFrame>& where);
 // The same as text: indented by 2, ending in a newline; bytes that are not
 // UTF-8 (host names and paths come from the ranks) become U+FFFD.
 std::string to_text(const Document& doc);

@@ -4,6 +4,7 @@
 
 #include "common/clock.h"
 #include "common/comm_names.h"
+#include "common/hang_document.h"
 #include "supervisor/analysis/hang_detector.h"
 #include "supervisor/coordination/job_view.h"
 #include "supervisor/log_tee.h"
@@ -140,6 +141,23 @@ nlohmann::json CollectiveMonitor::remember(const Mismatch& m, nlohmann::json ent
   status_.mismatched_ranks.insert(blamed.begin(), blamed.end());
   entries_.push_back(std::move(entry));
   if (entries_.size() > kMaxMismatchesKept) entries_.erase(entries_.begin());
+  for (const nlohmann::json& x : entries_) all.push_back(x);
+  return all;
+}
+
+nlohmann::json CollectiveMonitor::locate(const Mismatch& m,
+                                         const std::map<int, std::vector<CodeFrame>>& places) {
+  const std::string comm = comm_hex(m.comm_hash);
+  nlohmann::json all = nlohmann::json::array();
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (nlohmann::json& x : entries_) {
+    if (x.value("comm", "") != comm || x.value("seq", uint64_t{0}) != m.seq) continue;
+    nlohmann::json& where = x["where"];
+    for (const auto& [rank, frames] : places) {
+      where[std::to_string(rank)] = hang_document::where_json(frames);
+    }
+  }
+  for (const auto& [rank, frames] : places) status_.odd_places[rank] = frames;
   for (const nlohmann::json& x : entries_) all.push_back(x);
   return all;
 }

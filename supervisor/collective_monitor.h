@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/code_frame.h"
 #include "common/protocol.h"
 #include "supervisor/analysis/collective_check.h"
 #include "supervisor/analysis/job_fingerprints.h"
@@ -39,6 +40,9 @@ struct CollectiveStatus {
   uint64_t mismatch_total = 0;
   uint64_t collectives_checked = 0;
   std::set<int> mismatched_ranks;  // the ranks blamed so far
+  // Where each odd rank of this node was when the stacks of its latest
+  // mismatch were taken (xpu_timer_mismatch_culprit_info).
+  std::map<int, std::vector<CodeFrame>> odd_places;
   // Jobs of several nodes: per communicator the highest collective found in
   // agreement with the peer nodes, and the communicators no longer compared.
   nlohmann::json compared_through = nlohmann::json::object();
@@ -67,6 +71,9 @@ class CollectiveMonitor {
   // Keeps what was reported of `m` (its mismatch.json entry, with the dump
   // folders) and returns every kept entry, for mismatch.json.
   nlohmann::json remember(const Mismatch& m, nlohmann::json entry);
+  // Adds the places of `m`'s odd ranks to its kept entry (`where`, keyed by
+  // rank) and returns every kept entry, for mismatch.json.
+  nlohmann::json locate(const Mismatch& m, const std::map<int, std::vector<CodeFrame>>& places);
 
   CollectiveStatus published() const;
 

@@ -21,6 +21,7 @@
 #include "supervisor/incidents/dump_files.h"
 #include "supervisor/incidents/hang_incident.h"
 #include "supervisor/incidents/incident_dumps.h"
+#include "supervisor/incidents/mismatch_incident.h"
 #include "supervisor/job/job_controller.h"
 #include "supervisor/job/job_launcher.h"
 #include "supervisor/job/run_dir.h"
@@ -67,11 +68,17 @@ JobExit Supervisor::run() {
   log_plugin_settings(plugin_settings);
   start_coordinator();
   collectives_ = std::make_unique<CollectiveMonitor>(
-      job_view_.get(), [this](Mismatch m) { on_mismatch(std::move(m)); });
+      job_view_.get(), [this](Mismatch m) { mismatches_->on_mismatch(m); });
   slow_ = std::make_unique<SlowRankMonitor>(StragglerOptions{options_.slow_window_s}, job_view_.get());
   plugins_ = std::make_unique<CrashPluginRunner>(io_, std::move(plugin_settings));
   crashes_ = std::make_unique<CrashTracker>(dump_dir_, plugins_.get(), &io_);
   dumps_ = std::make_unique<IncidentDumps>(dump_dir_, [this] { return registry_.snapshot(); });
+  mismatches_ = std::make_unique<MismatchIncident>(
+      dumps_.get(), dump_dir_,
+      MismatchIncidentHooks{
+          [this](std::function<void()> fn) { boost::asio::post(io_, std::move(fn)); },
+          [this](const Mismatch& m, nlohmann::json e) { return collectives_->remember(m, e); },
+          [this](const Mismatch& m, const RankPlaces& p) { return collectives_->locate(m, p); }});
   HangIncidentHooks hooks;
   hooks.post = [this](std::function<void()> fn) { boost::asio::post(io_, std::move(fn)); };
   hooks.terminate_job = [this](const std::string& why) {
@@ -291,17 +298,6 @@ void Supervisor::poll() {
   }
 }
 
-void Supervisor::on_mismatch(Mismatch m) {
-  SUP_LOG_WARN("collective mismatch: %s", m.summary.c_str());
-  // The same evidence as a hang: every rank's recent operations and stacks,
-  // once per mismatch (the monitor reports each collective once).
-  nlohmann::json entry = mismatch_json(m);
-  entry.update(dumps_->timelines_and_stacks("mismatch"));
-  const nlohmann::json all = collectives_->remember(m, std::move(entry));
-  write_file_or_warn(dump_dir_ + "/mismatch.json",
-                     json_text(nlohmann::json{{"mismatches", all}}, 2) + "\n");
-}
-
 void Supervisor::on_remote_dump_request(const std::string& reason, int from_node) {
   // A hang this node sees itself was dumped when it saw it (the verdicts
   // agree: every node judges the same merged snapshot).
@@ -391,7 +387,8 @@ std::string Supervisor::metrics_text() const {
   return metrics_->render(records, *report, &ended, running, &collectives.mismatched_ranks,
                           collectives.mismatch_total) +
          straggler_metrics_text(*slow_->published(), metrics_->config().job_name) +
-         culprit_metrics_text(*report, records, metrics_->config().job_name);
+         culprit_metrics_text(*report, records, metrics_->config().job_name) +
+         mismatch_culprit_metrics_text(collectives.odd_places, metrics_->config().job_name);
 }
 
 }  // namespace xpu_timer::supervisor

@@ -43,6 +43,7 @@ class JobController;
 class JobView;
 class MetricsExporter;
 class MetricsLinger;
+class MismatchIncident;
 class RankLinkServer;
 class RunDir;
 
@@ -72,7 +73,6 @@ class Supervisor {
   bool on_register(uint64_t connection_id, const RankRegistration& reg);
   void schedule_poll();
   void poll();
-  void on_mismatch(Mismatch m);
   // Asio thread: another node asked every node to dump (job_view.h).
   void on_remote_dump_request(const std::string& reason, int from_node);
   // The job ended: take the last crash reports, conclude the ranks that died
@@ -120,6 +120,8 @@ class Supervisor {
   std::unique_ptr<SlowRankMonitor> slow_;  // poll() on the asio thread; HTTP reads published()
   // Asio thread: the hang's log, dumps, hang.json and --on-hang kill.
   std::unique_ptr<HangIncident> hang_;
+  // Asio thread: a mismatch's log, dumps, mismatch.json and odd ranks' places.
+  std::unique_ptr<MismatchIncident> mismatches_;
   // Last member: destroyed first, so its threads end before what they use.
   std::unique_ptr<IncidentDumps> dumps_;
 };

@@ -89,14 +89,15 @@ StackDumper::Started IncidentDumps::stacks_for(const std::string& reason, StackD
   return stacks_->start(stack_targets(ranks_()), reason, std::move(done), hang_json);
 }
 
-nlohmann::json IncidentDumps::timelines_and_stacks(const std::string& reason) {
+nlohmann::json IncidentDumps::timelines_and_stacks(const std::string& reason,
+                                                   StackDumper::DoneFn done) {
   nlohmann::json j;
   const TimelineDumpResult t = timelines(reason, "");
   j["timeline"] = t.ok ? nlohmann::json{{"dir", t.dir}} : nlohmann::json(nullptr);
   j["stacks"] = nullptr;
   if (!stacks_) return j;
-  const StackDumper::Started started =
-      stacks_for(reason, [](std::shared_ptr<const StackDumpReport>) {});
+  if (!done) done = [](std::shared_ptr<const StackDumpReport>) {};
+  const StackDumper::Started started = stacks_for(reason, std::move(done));
   if (started.status == StackDumper::StartStatus::kStarted) {
     j["stacks"] = nlohmann::json{{"dir", started.dir}};
     SUP_LOG_INFO("collecting the stacks of the ranks into %s", started.dir.c_str());

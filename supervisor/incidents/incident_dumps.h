@@ -42,8 +42,10 @@ class IncidentDumps {
   StackDumper::Started stacks_for(const std::string& reason, StackDumper::DoneFn done,
                                   const std::string& hang_json = "");
   // Both, for an incident that is not a hang (a mismatch, another node's
-  // request): {"timeline": {"dir"}|null, "stacks": {"dir"}|null}.
-  nlohmann::json timelines_and_stacks(const std::string& reason);
+  // request): {"timeline": {"dir"}|null, "stacks": {"dir"}|null}. `done`
+  // runs on the dumper's thread when the stacks are in (only if they started).
+  nlohmann::json timelines_and_stacks(const std::string& reason,
+                                      StackDumper::DoneFn done = nullptr);
 
   // POST /dump/stacks and POST /dump/timeline: the HTTP status and JSON body.
   // A timeline request while a conversion runs or waits is 409 naming its

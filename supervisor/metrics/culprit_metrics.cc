@@ -5,6 +5,19 @@
 #include "supervisor/metrics/metrics_exporter.h"
 
 namespace xpu_timer::supervisor {
+namespace {
+
+void append_place_series(std::string* out, const char* family, int rank,
+                         const std::vector<CodeFrame>& where, const std::string& job_name) {
+  out->append(family).append("{rank=\"").append(std::to_string(rank));
+  out->append("\",where=\"");
+  append_escaped_label_value(out, where_phrase(where));
+  out->append("\",job_name=\"");
+  append_escaped_label_value(out, job_name);
+  out->append("\"} 1\n");
+}
+
+}  // namespace
 
 std::string culprit_metrics_text(const HangReport& report, const std::vector<RankRecord>& records,
                                  const std::string& job_name) {
@@ -25,12 +38,26 @@ std::string culprit_metrics_text(const HangReport& report, const std::vector<Ran
           "user's and that frame's caller. Present while the verdict stands.\n"
           "# TYPE xpu_timer_hang_culprit_info gauge\n");
     }
-    out.append("xpu_timer_hang_culprit_info{rank=\"").append(std::to_string(v.rank));
-    out.append("\",where=\"");
-    append_escaped_label_value(&out, where_phrase(v.where));
-    out.append("\",job_name=\"");
-    append_escaped_label_value(&out, job_name);
-    out.append("\"} 1\n");
+    append_place_series(&out, "xpu_timer_hang_culprit_info", v.rank, v.where, job_name);
+  }
+  return out;
+}
+
+std::string mismatch_culprit_metrics_text(const std::map<int, std::vector<CodeFrame>>& places,
+                                          const std::string& job_name) {
+  std::string out;
+  size_t series = 0;
+  for (const auto& [rank, where] : places) {
+    if (series == kMaxCulpritSeries) break;
+    if (where.empty()) continue;
+    if (series++ == 0) {
+      out.append(
+          "# HELP xpu_timer_mismatch_culprit_info Where an odd rank of a collective mismatch "
+          "was when the stacks of its latest mismatch were taken: its innermost frame of the "
+          "user's and that frame's caller.\n"
+          "# TYPE xpu_timer_mismatch_culprit_info gauge\n");
+    }
+    append_place_series(&out, "xpu_timer_mismatch_culprit_info", rank, where, job_name);
   }
   return out;
 }

@@ -62,5 +62,25 @@ TEST(CulpritMetrics, NothingWithoutAVerdictAndAtMostAHandful) {
   EXPECT_EQ(text.find("{rank=\"8\","), std::string::npos);
 }
 
+TEST(MismatchCulpritMetrics, OneSeriesPerOddRankWithAPlaceAtMostAHandful) {
+  std::map<int, std::vector<CodeFrame>> places = {{3, {kStuck}}, {5, {}}};
+  EXPECT_EQ(mismatch_culprit_metrics_text(places, "train"),
+            "# HELP xpu_timer_mismatch_culprit_info Where an odd rank of a collective mismatch "
+            "was when the stacks of its latest mismatch were taken: its innermost frame of the "
+            "user's and that frame's caller.\n"
+            "# TYPE xpu_timer_mismatch_culprit_info gauge\n"
+            "xpu_timer_mismatch_culprit_info{rank=\"3\",where=\"stuck_in_host_code "
+            "(sim_trainer.py:184)\",job_name=\"train\"} 1\n");
+  EXPECT_EQ(mismatch_culprit_metrics_text({}, "train"), "");
+  for (int i = 0; i < 64; ++i) places[i] = {kStuck};
+  const std::string text = mismatch_culprit_metrics_text(places, "train");
+  size_t series = 0;
+  for (size_t at = text.find("\nxpu_timer_mismatch_culprit_info{"); at != std::string::npos;
+       at = text.find("\nxpu_timer_mismatch_culprit_info{", at + 1)) {
+    ++series;
+  }
+  EXPECT_EQ(series, kMaxCulpritSeries);
+}
+
 }  // namespace
 }  // namespace xpu_timer::supervisor

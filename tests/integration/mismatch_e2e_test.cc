@@ -7,6 +7,9 @@
 // collectives on two communicators over the same ranks gets no mismatch.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <fstream>
 #include <set>
 
 #include "tests/integration/supervisor_fixture.h"
@@ -26,6 +29,10 @@ std::string case_name(const ::testing::TestParamInfo<MismatchCase>& info) {
          (info.param.python ? "_python" : "_cpp");
 }
 
+std::string case_name_of(const MismatchCase& c) {
+  return std::string(c.kind) + "-" + std::to_string(c.nranks) + (c.python ? "-py" : "-cpp");
+}
+
 class MismatchE2E : public ::testing::TestWithParam<MismatchCase> {};
 
 constexpr int kMismatchStep = 5;  // the 6th collective on the job's communicator
@@ -40,11 +47,40 @@ TEST_P(MismatchE2E, NamesTheCollectiveTheRanksAndTheirFingerprintsOnce) {
                                       std::to_string(odd), "--mismatch-step",
                                       std::to_string(kMismatchStep), "--mismatch-kind", c.kind};
   if (c.comm_name != nullptr) trainer.insert(trainer.end(), {"--comm-name", c.comm_name});
+  // With an odd rank, it waits right after its odd collective until this
+  // file exists (the sim trainer's --mismatch-hold), so that the mismatch's
+  // stacks find it there: the test creates it once the place was reported.
+  const std::string release = ::testing::TempDir() + "mismatch-release-" +
+                              std::to_string(getpid()) + "-" + case_name_of(c);
+  ::unlink(release.c_str());
+  if (c.nranks > 2) trainer.insert(trainer.end(), {"--mismatch-hold", release});
   SupervisedJob job("mismatch-" + std::string(c.kind),
                     // A hang is not what this test is about: a long timeout.
                     {"--hang-timeout", "120", "--poll-ms", "100"},
                     sim_job(c.nranks, c.python, trainer));
+  nlohmann::json located;
+  std::string metrics;
+  if (c.nranks > 2) {
+    // Where the odd rank is, once the mismatch's stacks are in: GET /hang's
+    // entry, then /metrics (the alert's annotation).
+    ASSERT_TRUE(wait_until(
+        [&] {
+          const auto hang = job.get_json("/hang");
+          if (!hang.is_object() || hang.at("mismatches").empty()) return false;
+          const auto& m = hang.at("mismatches")[0];
+          if (m.at("where").empty()) return false;
+          located = m;
+          return true;
+        },
+        std::chrono::seconds(60)))
+        << job.log();
+    metrics = job.metrics_when([](const std::string& text) {
+                     return text.find("xpu_timer_mismatch_culprit_info{") != std::string::npos;
+                   }).first;
+    std::ofstream(release) << "go\n";
+  }
   auto status = job.child().wait_for(std::chrono::seconds(120));
+  ::unlink(release.c_str());
   ASSERT_TRUE(status.has_value()) << job.log();
   // The job is not ours to end or fail: a mismatch is reported, not acted on.
   EXPECT_TRUE(status->exited && status->code == 0) << describe(*status) << "\n" << job.log();
@@ -112,6 +148,41 @@ TEST_P(MismatchE2E, NamesTheCollectiveTheRanksAndTheirFingerprintsOnce) {
     EXPECT_TRUE(m.at("comm_name").is_null()) << m.dump(2);
   }
   EXPECT_EQ(log.find("hang:"), std::string::npos) << log;
+
+  // Where the odd rank was: in held_after_odd_collective, called right after
+  // its odd collective; lines derived from the trainer's source.
+  if (c.nranks <= 2) {
+    EXPECT_EQ(m.at("where"), nlohmann::json::object()) << "no odd rank, no place";
+    return;
+  }
+  const std::string wait_line =
+      c.python ? "while not os.access(path, os.F_OK) and time.monotonic() < deadline: "
+                 "time.sleep(0.01)"
+               : "for (int i = 0; i < 12000 && ::access(path, F_OK) != 0; ++i) usleep(10000);";
+  const std::string caller = c.python ? "train_step" : "main";
+  const std::string call_line =
+      c.python ? "held_after_odd_collective(rank, args.mismatch_hold)"
+               : "held_after_odd_collective(id.rank, opt.mismatch_hold.c_str());";
+  const nlohmann::json expected_where =
+      sim_trainer_where(c.python, "held_after_odd_collective", wait_line, caller, call_line);
+  const std::string key = std::to_string(odd);
+  ASSERT_EQ(located.at("where").size(), 1u) << located.dump(2);
+  EXPECT_EQ(where_by_base_name(located.at("where").at(key)), expected_where) << located.dump(2);
+  ASSERT_TRUE(m.at("where").contains(key)) << m.dump(2);
+  EXPECT_EQ(where_by_base_name(m.at("where").at(key)), expected_where) << m.dump(2);
+  const std::string file = c.python ? "sim_trainer.py:" : "sim_trainer_main.cc:";
+  const std::string place = "held_after_odd_collective (" + file +
+                            std::to_string(expected_where[0]["line"].get<int>()) + ") <- " +
+                            caller + " (" + file +
+                            std::to_string(expected_where[1]["line"].get<int>()) + ")";
+  const std::string said = "collective mismatch #" + std::to_string(kMismatchStep + 1) +
+                           " on comm " + m.at("comm").get<std::string>() + ": rank " + key +
+                           " (odd) in " + place + "\n";
+  EXPECT_NE(log.find(said), std::string::npos) << said << "\n" << log;
+  EXPECT_NE(metrics.find("xpu_timer_mismatch_culprit_info{rank=\"" + key + "\",where=\"" +
+                         place + "\""),
+            std::string::npos)
+      << metrics;
 }
 
 INSTANTIATE_TEST_SUITE_P(

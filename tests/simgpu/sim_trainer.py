@@ -74,6 +74,9 @@ def parse_args(argv):
     p.add_argument("--mismatch-kind", default="op", choices=["op", "count", "dtype", "root"],
                    help="op: another collective, count: twice the elements, dtype: float32, "
                         "root: root 1 (needs --collective broadcast|reduce)")
+    p.add_argument("--mismatch-hold", default="",
+                   help="right after its odd collective, --mismatch-rank waits in "
+                        "held_after_odd_collective until PATH exists (at most 120 s)")
     p.add_argument("--second-comm-bytes", type=int, default=0,
                    help="each step also all-reduces B bytes on a second communicator of the "
                         "same ranks (0: none)")
@@ -207,6 +210,16 @@ def stalled_in_host_code(rank, step):
         time.sleep(60)
 
 
+def held_after_odd_collective(rank, path):
+    """--mismatch-hold: the odd rank waits here right after its odd collective
+    until the test creates PATH (once the mismatch's stacks named this place),
+    so that the stacks find it inside the mismatch's code. Bounded; the wait
+    is one line of C calls only, so the stacks name one line."""
+    print("rank %d held_after_odd_collective until %s exists" % (rank, path), flush=True)
+    deadline = time.monotonic() + 120
+    while not os.access(path, os.F_OK) and time.monotonic() < deadline: time.sleep(0.01)
+
+
 def crash(lib, kind, step):
     if kind == "segv":
         lib.sim_crash_segv()
@@ -257,6 +270,8 @@ def train_step(lib, args, rank, step, apis, rng):
                                          args.bytes * 2 if k == "count" else args.bytes,
                                          1 if k == "dtype" else 0, 1 % world if k == "root" else 0),
               "sim_collective")
+        if args.mismatch_hold:
+            held_after_odd_collective(rank, args.mismatch_hold)
     else:
         check(lib, lib.sim_collective(kind, args.bytes), "sim_collective")
     if args.nvtx:

@@ -39,6 +39,19 @@ extern "C" __attribute__((noinline, used)) void stalled_in_host_code(int rank, i
   for (;;) sleep(60);
 }
 
+// --mismatch-hold: the odd rank waits here right after its odd collective
+// until the test creates the file (it does once the mismatch's stacks named
+// this place), so that the stacks find it inside the mismatch's code rather
+// than wherever its next steps took it. Bounded: a test that fails early
+// leaves no rank waiting for ever. The wait is one line, so that the stacks
+// name one line whichever call they interrupt.
+extern "C" __attribute__((noinline, used)) void held_after_odd_collective(int rank,
+                                                                          const char* path) {
+  printf("rank %d held_after_odd_collective until %s exists\n", rank, path);
+  fflush(stdout);
+  for (int i = 0; i < 12000 && ::access(path, F_OK) != 0; ++i) usleep(10000);
+}
+
 namespace {
 
 struct WorkloadApi {
@@ -194,6 +207,9 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
                 k == "count" ? opt.bytes * 2 : opt.bytes, k == "dtype" ? SIM_F32 : SIM_BF16,
                 k == "root" ? 1 % id.world_size : 0),
             "sim_collective");
+      if (!opt.mismatch_hold.empty()) {
+        held_after_odd_collective(id.rank, opt.mismatch_hold.c_str());
+      }
     } else {
       check(api, api.collective(kind, opt.bytes), "sim_collective");
     }

@@ -87,6 +87,10 @@ constexpr FlagHelp kFlags[] = {
      "op (another collective), count (twice the elements), dtype (float32), root (root 1; needs "
      "--collective broadcast|reduce)",
      "op", nullptr},
+    {"--mismatch-hold", "PATH",
+     "right after its odd collective, --mismatch-rank waits in held_after_odd_collective until "
+     "PATH exists (at most 120 s), so that the mismatch's stacks find it there",
+     "none", nullptr},
     {"--second-comm-bytes", "B",
      "each step also all-reduces B bytes on a second communicator of the same ranks", "0 (none)",
      nullptr},
@@ -110,6 +114,7 @@ const char* trainer_usage() {
          "  [--slow-gpu-rank R --slow-gpu-factor F] [--slow-link-rank R --slow-link-factor F]\n"
          "  [--step-ms T] [--crash-rank R --crash-step S --crash-kind KIND]\n"
          "  [--mismatch-rank R --mismatch-step S --mismatch-kind op|count|dtype|root]\n"
+         "  [--mismatch-hold PATH]\n"
          "  [--second-comm-bytes B] [--comm-name NAME] [--exit-code C] [--verbose]\n"
          "  [--stall-step S] [--lib-dir DIR]\n";
 }
@@ -253,6 +258,8 @@ bool parse_trainer_options(int argc, char** argv, TrainerOptions* o, std::string
       if (!to_double(v, field) || !(*field > 0 && std::isfinite(*field))) {
         expected = "a finite factor > 0";
       }
+    } else if (flag == "--mismatch-hold") {
+      o->mismatch_hold = v;
     } else if (flag == "--lib-dir") {
       o->lib_dir = v;
     }

@@ -31,6 +31,7 @@ struct TrainerOptions {
   // elements, dtype: float32 instead of bf16, root: root 1 instead of 0).
   int mismatch_rank = -1, mismatch_step = -1;
   std::string mismatch_kind = "op";  // op | count | dtype | root
+  std::string mismatch_hold;         // "" = none; see held_after_odd_collective
   long second_comm_bytes = 0;        // > 0: each step also all-reduces this on a 2nd communicator
   // Non-empty: the communicators are named (ncclConfig_t::commName): this,
   // and this + "_split" for the one of --second-comm-bytes.

@@ -1,0 +1,68 @@
+// What the supervisor does about a collective mismatch (docs/architecture.md
+// "Collective consistency"): one log line, the ranks' flight recorders and
+// stacks, the entry kept for GET /hang and <dump-dir>/mismatch.json; and,
+// once the stacks are in, where the odd ranks of this node were (their
+// innermost frame of the user's and its caller, as for a hang's culprits:
+// culprit_locations.h), added to the entry (`where`), to mismatch.json and
+// said in one more log line.
+//
+// Why the places come second: collecting stops every rank and may take up to
+// the dumper's rank timeout; the mismatch is reported at once. An odd rank
+// that moved on since its odd collective is named where it is then (the
+// stacks are taken within a poll or two of the mismatch; the job is never
+// held for them).
+//
+// Threads: the asio thread only; the stacks' end is posted back through
+// `post`.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/code_frame.h"
+#include "supervisor/analysis/collective_check.h"
+#include "supervisor/incidents/incident_dumps.h"
+
+namespace xpu_timer::supervisor {
+
+// The odd ranks' places by rank.
+using RankPlaces = std::map<int, std::vector<CodeFrame>>;
+
+struct MismatchIncidentHooks {
+  // Runs `fn` on the asio thread.
+  std::function<void(std::function<void()>)> post;
+  // Keeps the mismatch's entry (CollectiveMonitor::remember); returns every
+  // kept entry, for mismatch.json.
+  std::function<nlohmann::json(const Mismatch&, nlohmann::json entry)> remember;
+  // Adds the odd ranks' places to the kept entry (CollectiveMonitor::locate);
+  // returns every kept entry.
+  std::function<nlohmann::json(const Mismatch&, const RankPlaces&)> locate;
+};
+
+class MismatchIncident {
+ public:
+  // `dumps` must outlive this; `dump_dir` empty: no mismatch.json.
+  MismatchIncident(IncidentDumps* dumps, std::string dump_dir, MismatchIncidentHooks hooks);
+
+  // A mismatch, reported once per collective (CollectiveMonitor).
+  void on_mismatch(const Mismatch& m);
+  // The mismatch's stacks are in: the places of its odd ranks found in them.
+  void on_stacks_done(const Mismatch& m, const StackDumpReport& dump);
+
+ private:
+  void write_file(const nlohmann::json& all) const;
+
+  IncidentDumps* const dumps_;
+  const std::string dump_dir_;
+  const MismatchIncidentHooks hooks_;
+};
+
+// "collective mismatch #6 on comm 1a2b3c4d5e6f7a8b: rank 3 (odd) in f (a.py:9)
+// <- g (a.py:20)"; odd ranks at the same place share one clause ("ranks 3,5
+// (odd) in ..."), clauses joined by "; ". "" without places.
+std::string mismatch_where_line(const Mismatch& m, const RankPlaces& places);
+
+}  // namespace xpu_timer::supervisor
