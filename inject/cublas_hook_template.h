@@ -13,22 +13,33 @@
 
 namespace xpu_timer::inject {
 
-// The stream a cuBLAS handle launches on; false (counted) when unknown.
+// The stream a cuBLAS handle launches on; false (counted) when unknown. Also
+// remembers it as the handle's last known stream (below).
 bool cublas_stream_of(RuntimeState* st, cublasHandle_t handle, cudaStream_t* stream);
+// The stream cublas_stream_of() last returned for `handle` on this thread
+// (nullptr if none): what an untimed record carries to the flight recorder,
+// where it only names the track of a GEMM drawn at its launch on the host.
+cudaStream_t cublas_last_stream(cublasHandle_t handle);
 
-// GetStream(st, &stream) -> bool supplies the stream; MakeDesc() -> OpDesc the
-// operation. Both run only when the call is timed.
-template <typename Fn, typename GetStream, typename MakeDesc, typename... Args>
-cublasStatus_t timed_blas_call(RealFunction<Fn>& real, GetStream&& get_stream, MakeDesc&& make_desc,
+// make_desc() -> OpDesc describes the operation from what the call gives
+// without a library call; the sampling decision is taken on it.
+// resolve(RuntimeState*, OpDesc*, cudaStream_t*) -> bool supplies the stream
+// (and whatever else costs a library call) and runs only when the call is
+// timed: a sampled-out GEMM makes no cuBLAS or CUDA call of ours.
+// known_stream() -> cudaStream_t is the stream when the arguments give it,
+// else the last known one (for the untimed record).
+template <typename Fn, typename MakeDesc, typename KnownStream, typename Resolve, typename... Args>
+cublasStatus_t timed_blas_call(RealFunction<Fn>& real, MakeDesc&& make_desc,
+                               KnownStream&& known_stream, Resolve&& resolve,
                                Args... args) noexcept {
   const Fn fn = real.get();
   if (fn == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   HookScope scope;
   RuntimeState* st = scope.nested() ? nullptr : active_runtime();
-  cudaStream_t stream = nullptr;
-  if (st == nullptr || !get_stream(st, &stream)) return fn(args...);
+  if (st == nullptr) return fn(args...);
   TimedCall call;
-  call.begin(st, make_desc(), stream);
+  call.begin_lazy(st, make_desc(), known_stream(),
+                  [&](OpDesc* d, cudaStream_t* s) { return resolve(st, d, s); });
   const cublasStatus_t status = fn(args...);
   call.end(status == CUBLAS_STATUS_SUCCESS);
   return status;

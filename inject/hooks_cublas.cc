@@ -50,17 +50,55 @@ OpDesc gemm_desc(OpName name, DType dtype, cublasOperation_t ta, cublasOperation
   return d;
 }
 
+// Timed calls only: the handle's stream, from cuBLAS.
 auto handle_stream(cublasHandle_t handle) {
-  return [handle](RuntimeState* st, cudaStream_t* s) { return cublas_stream_of(st, handle, s); };
+  return [handle](RuntimeState* st, OpDesc*, cudaStream_t* s) {
+    return cublas_stream_of(st, handle, s);
+  };
+}
+auto last_stream(cublasHandle_t handle) {
+  return [handle] { return cublas_last_stream(handle); };
+}
+
+// Per thread, the streams of the last few handles seen by a timed call
+// (PyTorch keeps one handle per thread and device). A stale entry (the
+// program set another stream since) only misplaces an untimed GEMM's track
+// in a timeline: hang detection and the metrics never read it.
+struct KnownStream {
+  cublasHandle_t handle = nullptr;
+  cudaStream_t stream = nullptr;
+};
+constexpr int kKnownStreams = 4;
+thread_local KnownStream t_known[kKnownStreams];
+thread_local unsigned t_known_next = 0;
+
+void remember_stream(cublasHandle_t handle, cudaStream_t stream) {
+  for (KnownStream& k : t_known) {
+    if (k.handle == handle) {
+      k.stream = stream;
+      return;
+    }
+  }
+  t_known[t_known_next++ % kKnownStreams] = KnownStream{handle, stream};
 }
 
 }  // namespace
 
 bool cublas_stream_of(RuntimeState* st, cublasHandle_t handle, cudaStream_t* stream) {
   const auto get = real_get_stream.get();
-  if (get != nullptr && get(handle, stream) == CUBLAS_STATUS_SUCCESS) return true;
+  if (get != nullptr && get(handle, stream) == CUBLAS_STATUS_SUCCESS) {
+    remember_stream(handle, *stream);
+    return true;
+  }
   st->counters.hook_errors.fetch_add(1, std::memory_order_relaxed);
   return false;
+}
+
+cudaStream_t cublas_last_stream(cublasHandle_t handle) {
+  for (const KnownStream& k : t_known) {
+    if (k.handle == handle) return k.stream;
+  }
+  return nullptr;
 }
 
 }  // namespace xpu_timer::inject
@@ -76,13 +114,13 @@ XPU_TIMER_HOOK cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperatio
                                            const void* beta, void* C, cudaDataType Ctype, int ldc,
                                            cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
   return timed_blas_call(
-      real_gemm_ex, handle_stream(handle),
+      real_gemm_ex,
       [&] {
         return gemm_desc(OpName::kGemmEx, dtype_from_cuda(Atype, computeType), transa, transb, m, n,
                          k, 1);
       },
-      handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc,
-      computeType, algo);
+      last_stream(handle), handle_stream(handle), handle, transa, transb, m, n, k, alpha, A, Atype,
+      lda, B, Btype, ldb, beta, C, Ctype, ldc, computeType, algo);
 }
 
 XPU_TIMER_HOOK cublasStatus_t cublasGemmStridedBatchedEx(
@@ -92,13 +130,14 @@ XPU_TIMER_HOOK cublasStatus_t cublasGemmStridedBatchedEx(
     cudaDataType Ctype, int ldc, long long int strideC, int batchCount,
     cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
   return timed_blas_call(
-      real_gemm_sb_ex, handle_stream(handle),
+      real_gemm_sb_ex,
       [&] {
         return gemm_desc(OpName::kGemmStridedBatchedEx, dtype_from_cuda(Atype, computeType), transa,
                          transb, m, n, k, batchCount);
       },
-      handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB, beta,
-      C, Ctype, ldc, strideC, batchCount, computeType, algo);
+      last_stream(handle), handle_stream(handle), handle, transa, transb, m, n, k, alpha, A, Atype,
+      lda, strideA, B, Btype, ldb, strideB, beta, C, Ctype, ldc, strideC, batchCount, computeType,
+      algo);
 }
 
 XPU_TIMER_HOOK cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa,
@@ -107,9 +146,10 @@ XPU_TIMER_HOOK cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperat
                                              const float* B, int ldb, const float* beta, float* C,
                                              int ldc) {
   return timed_blas_call(
-      real_sgemm, handle_stream(handle),
-      [&] { return gemm_desc(OpName::kSgemm, DType::kF32, transa, transb, m, n, k, 1); }, handle,
-      transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+      real_sgemm,
+      [&] { return gemm_desc(OpName::kSgemm, DType::kF32, transa, transb, m, n, k, 1); },
+      last_stream(handle), handle_stream(handle), handle, transa, transb, m, n, k, alpha, A, lda, B,
+      ldb, beta, C, ldc);
 }
 
 XPU_TIMER_HOOK cublasStatus_t cublasHgemm(cublasHandle_t handle, cublasOperation_t transa,
@@ -118,9 +158,10 @@ XPU_TIMER_HOOK cublasStatus_t cublasHgemm(cublasHandle_t handle, cublasOperation
                                           const __half* B, int ldb, const __half* beta, __half* C,
                                           int ldc) {
   return timed_blas_call(
-      real_hgemm, handle_stream(handle),
-      [&] { return gemm_desc(OpName::kHgemm, DType::kF16, transa, transb, m, n, k, 1); }, handle,
-      transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+      real_hgemm,
+      [&] { return gemm_desc(OpName::kHgemm, DType::kF16, transa, transb, m, n, k, 1); },
+      last_stream(handle), handle_stream(handle), handle, transa, transb, m, n, k, alpha, A, lda, B,
+      ldb, beta, C, ldc);
 }
 
 XPU_TIMER_HOOK cublasStatus_t cublasSgemmStridedBatched(
@@ -129,13 +170,13 @@ XPU_TIMER_HOOK cublasStatus_t cublasSgemmStridedBatched(
     long long int strideB, const float* beta, float* C, int ldc, long long int strideC,
     int batchCount) {
   return timed_blas_call(
-      real_sgemm_sb, handle_stream(handle),
+      real_sgemm_sb,
       [&] {
         return gemm_desc(OpName::kSgemmStridedBatched, DType::kF32, transa, transb, m, n, k,
                          batchCount);
       },
-      handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc,
-      strideC, batchCount);
+      last_stream(handle), handle_stream(handle), handle, transa, transb, m, n, k, alpha, A, lda,
+      strideA, B, ldb, strideB, beta, C, ldc, strideC, batchCount);
 }
 
 XPU_TIMER_HOOK cublasStatus_t cublasHgemmStridedBatched(
@@ -144,11 +185,11 @@ XPU_TIMER_HOOK cublasStatus_t cublasHgemmStridedBatched(
     long long int strideB, const __half* beta, __half* C, int ldc, long long int strideC,
     int batchCount) {
   return timed_blas_call(
-      real_hgemm_sb, handle_stream(handle),
+      real_hgemm_sb,
       [&] {
         return gemm_desc(OpName::kHgemmStridedBatched, DType::kF16, transa, transb, m, n, k,
                          batchCount);
       },
-      handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc,
-      strideC, batchCount);
+      last_stream(handle), handle_stream(handle), handle, transa, transb, m, n, k, alpha, A, lda,
+      strideA, B, ldb, strideB, beta, C, ldc, strideC, batchCount);
 }

@@ -21,6 +21,7 @@
 #include <unordered_map>
 
 #include "common/clock.h"
+#include "inject/call_cache.h"
 #include "inject/cuda_runtime_calls.h"
 #include "inject/hook_export.h"
 #include "inject/nvtx_ranges.h"
@@ -97,6 +98,12 @@ Allocations& allocations() {
   return *a;
 }
 
+// Device frees seen (cudaFree, cudaFreeAsync): the epoch of the copy
+// direction cache below.
+std::atomic<uint64_t> g_free_epoch{0};
+void note_free() { g_free_epoch.fetch_add(1, std::memory_order_relaxed); }
+uint64_t free_epoch() { return g_free_epoch.load(std::memory_order_relaxed); }
+
 // True when it was counted.
 bool count_malloc(RuntimeState* st, cudaError_t status, void** ptr, size_t bytes) {
   if (st == nullptr || status != cudaSuccess || ptr == nullptr || *ptr == nullptr) return false;
@@ -155,7 +162,11 @@ cudaError_t counted_free(RealFunction<Fn>& real, void* ptr, Args... args) {
   if (fn == nullptr) return kNoRealFunction;
   // cudaFree(nullptr) is how programs create their context: no free.
   RuntimeState* st = ptr != nullptr ? counting_runtime() : nullptr;
-  if (st == nullptr) return fn(ptr, args...);
+  if (st == nullptr) {
+    const cudaError_t status = fn(ptr, args...);
+    if (status == cudaSuccess && ptr != nullptr) note_free();  // even unwatched: the cache below
+    return status;
+  }
   bool known = false;
   const uint64_t bytes = take_allocation(ptr, &known);
   const uint64_t start_ns = monotonic_ns();
@@ -166,6 +177,7 @@ cudaError_t counted_free(RealFunction<Fn>& real, void* ptr, Args... args) {
   }
   st->runtime_calls.frees.fetch_add(1, std::memory_order_relaxed);
   st->runtime_calls.free_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  note_free();
   if constexpr (sizeof...(Args) == 0) {  // cudaFree, not cudaFreeAsync
     record_host_call(HostEvent::kDeviceFree, start_ns, bytes);
   }
@@ -177,8 +189,8 @@ bool is_device_memory(const cudaPointerAttributes& a) {
 }
 
 // The direction of a copy. cudaMemcpyDefault leaves it to the runtime (unified
-// addressing): we ask it, one cudaPointerGetAttributes per side, paid only
-// by those calls; an answer we cannot get makes it MemcpyOther.
+// addressing): we ask it, one cudaPointerGetAttributes per side; an answer we
+// cannot get makes it MemcpyOther.
 OpName copy_name(cudaMemcpyKind kind, const void* dst, const void* src) {
   switch (kind) {
     case cudaMemcpyHostToDevice:
@@ -208,8 +220,47 @@ OpName copy_name(cudaMemcpyKind kind, const void* dst, const void* src) {
   return OpName::kMemcpyOther;
 }
 
+// The directions of cudaMemcpyDefault copies this thread resolved, by the
+// exact (dst, src) pair and the count of device frees we saw at the time: a
+// sampled-out copy between the same addresses with no free in between
+// makes no cudaPointerGetAttributes (a device address keeps its kind until
+// it is freed). A free we do not see (through the driver API) followed by
+// a reuse of the address as memory of another kind would name a sampled-out
+// copy by the old direction; a timed copy always asks the runtime and
+// corrects the entry.
+struct CopyKey {
+  uintptr_t dst, src;
+  uint64_t free_epoch;
+};
+thread_local CallCache<CopyKey, OpName> t_directions;
+
+OpName cached_copy_name(cudaMemcpyKind kind, const void* dst, const void* src) {
+  if (kind != cudaMemcpyDefault) return copy_name(kind, dst, src);
+  const CopyKey key{reinterpret_cast<uintptr_t>(dst), reinterpret_cast<uintptr_t>(src),
+                    free_epoch()};
+  OpName name = OpName::kMemcpyOther;
+  if (!t_directions.find(key, &name)) {
+    name = copy_name(kind, dst, src);
+    t_directions.store(key, name);
+  }
+  return name;
+}
+
+// Timed copies: the runtime's answer, which also refreshes the cache.
+OpName exact_copy_name(cudaMemcpyKind kind, const void* dst, const void* src) {
+  const OpName name = copy_name(kind, dst, src);
+  if (kind == cudaMemcpyDefault) {
+    t_directions.store(
+        CopyKey{reinterpret_cast<uintptr_t>(dst), reinterpret_cast<uintptr_t>(src), free_epoch()},
+        name);
+  }
+  return name;
+}
+
 // A copy of `bytes` on `stream`: timed like a GEMM (counted on every call,
-// timed when sampled). `name_of()` -> OpName runs only when we count it.
+// timed when sampled). `name_of(bool exact)` -> OpName runs only when we
+// count it; exact only for a timed call (the sampling decision is taken on
+// the cheap name).
 template <typename Fn, typename NameOf, typename... Args>
 cudaError_t timed_copy(RealFunction<Fn>& real, NameOf&& name_of, size_t bytes, cudaStream_t stream,
                        Args... args) {
@@ -219,12 +270,15 @@ cudaError_t timed_copy(RealFunction<Fn>& real, NameOf&& name_of, size_t bytes, c
   RuntimeState* st = scope.nested() ? nullptr : active_runtime();
   if (st == nullptr) return fn(args...);
   OpDesc d;
-  d.name = name_of();
+  d.name = name_of(false);
   d.dtype = proto::DType::kU8;
   d.bytes = bytes;
   d.count = bytes;
   TimedCall call;
-  call.begin(st, d, stream);
+  call.begin_lazy(st, d, stream, [&](OpDesc* exact, cudaStream_t*) {
+    exact->name = name_of(true);
+    return true;
+  });
   const cudaError_t status = fn(args...);
   call.end(status == cudaSuccess);
   return status;
@@ -320,27 +374,33 @@ XPU_TIMER_HOOK cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes,
                                       cudaMemcpyKind kind) {
   // The legacy default stream: a synchronous copy orders with it.
   return timed_copy(
-      real_memcpy, [&] { return copy_name(kind, dst, src); }, bytes, nullptr, dst, src, bytes,
-      kind);
+      real_memcpy,
+      [&](bool exact) {
+        return exact ? exact_copy_name(kind, dst, src) : cached_copy_name(kind, dst, src);
+      },
+      bytes, nullptr, dst, src, bytes, kind);
 }
 
 XPU_TIMER_HOOK cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes,
                                            cudaMemcpyKind kind, cudaStream_t stream) {
   return timed_copy(
-      real_memcpy_async, [&] { return copy_name(kind, dst, src); }, bytes, stream, dst, src, bytes,
-      kind, stream);
+      real_memcpy_async,
+      [&](bool exact) {
+        return exact ? exact_copy_name(kind, dst, src) : cached_copy_name(kind, dst, src);
+      },
+      bytes, stream, dst, src, bytes, kind, stream);
 }
 
 XPU_TIMER_HOOK cudaError_t cudaMemcpyPeer(void* dst, int dst_device, const void* src,
                                           int src_device, size_t bytes) {
   return timed_copy(
-      real_memcpy_peer, [] { return OpName::kMemcpyPeer; }, bytes, nullptr, dst, dst_device, src,
-      src_device, bytes);
+      real_memcpy_peer, [](bool) { return OpName::kMemcpyPeer; }, bytes, nullptr, dst, dst_device,
+      src, src_device, bytes);
 }
 
 XPU_TIMER_HOOK cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src,
                                                int src_device, size_t bytes, cudaStream_t stream) {
   return timed_copy(
-      real_memcpy_peer_async, [] { return OpName::kMemcpyPeer; }, bytes, stream, dst, dst_device,
-      src, src_device, bytes, stream);
+      real_memcpy_peer_async, [](bool) { return OpName::kMemcpyPeer; }, bytes, stream, dst,
+      dst_device, src, src_device, bytes, stream);
 }

@@ -56,16 +56,36 @@ void describe(const OpDesc& d, OpRecord* rec) {
 
 }  // namespace
 
-bool TimedCall::begin(RuntimeState* st, const OpDesc& d, cudaStream_t stream) {
+uint64_t TimedCall::cost_begin(RuntimeState* st) {
   // One call in kHookSampleEvery of this thread measures what begin() and
   // end() cost it (proto::SelfCost): two clock reads more on that call only.
   thread_local uint64_t calls = 0;
-  if (++calls % HookCounters::kHookSampleEvery != 0) return begin_call(st, d, stream);
-  const uint64_t t0 = monotonic_ns();
-  const bool timed = begin_call(st, d, stream);
-  sampled_ns_ = monotonic_ns() - t0;
+  if (++calls % HookCounters::kHookSampleEvery != 0) return 0;
   sampled_st_ = st;
+  return monotonic_ns();
+}
+
+void TimedCall::cost_after_begin(uint64_t t0) {
+  if (t0 == 0) return;
+  sampled_ns_ = monotonic_ns() - t0;
   if (pair_ == nullptr) add_sample();  // no end() part to wait for
+}
+
+bool TimedCall::begin(RuntimeState* st, const OpDesc& d, cudaStream_t stream) {
+  const uint64_t t0 = cost_begin(st);
+  bool timed = should_time(st, d);
+  // Sampling (docs/architecture.md "The hot path", 4): a sampled-out GEMM or
+  // copy is only counted: no CUDA call at all. A collective still records
+  // both events, as markers for hang detection (docs/architecture.md "Hang
+  // detection"): the start marker says when it could start (the work before
+  // it on its stream, and what the stream waits for, had finished), the end
+  // marker that it completed. Nothing is measured from them.
+  if (timed || proto::op_kind_of(d.name) == proto::OpKind::kNccl) {
+    timed = begin_events(st, d, stream, timed);
+  } else {
+    publish_untimed(st, d, stream);
+  }
+  cost_after_begin(t0);
   return timed;
 }
 
@@ -75,38 +95,37 @@ void TimedCall::add_sample() {
   sampled_st_ = nullptr;
 }
 
-bool TimedCall::begin_call(RuntimeState* st, const OpDesc& d, cudaStream_t stream) {
-  const CudaRuntimeCalls& cuda = cuda_calls();
-  const bool is_nccl = proto::op_kind_of(d.name) == proto::OpKind::kNccl;
-  const uint64_t now_ns = monotonic_ns();
-  // Sampling (docs/architecture.md "The hot path", 4): a (operation, shape) seen again
-  // within the sampling interval is not timed. A GEMM is then only counted:
-  // no CUDA call at all. A collective still records both events, as markers
-  // for hang detection (docs/architecture.md "Hang detection"): the start
-  // marker says when it could start (the work before it on its stream had
-  // finished), the end marker that it completed. Nothing is measured from them.
-  const bool timed = st->gate->should_time(
-      sample_key(static_cast<uint64_t>(d.name), static_cast<uint64_t>(d.dtype), d.flops, d.bytes,
-                 d.group_size),
-      now_ns);
-  if (!timed && !is_nccl) {
-    uint64_t pos = 0;
-    auto* cell = st->queue.try_reserve(&pos);
-    if (cell == nullptr) {
-      st->counters.dropped_queue_full.fetch_add(1, std::memory_order_relaxed);
-      return false;
-    }
-    OpRecord rec{};
-    rec.valid = 1;
-    rec.flags = OpRecord::kUntimed;
-    describe(d, &rec);
-    rec.device = d.device;
-    rec.stream = reinterpret_cast<uintptr_t>(stream);
-    rec.launch_ns = now_ns;
-    cell->item = rec;
-    st->queue.publish(cell, pos);
-    return false;  // the caller just calls through
+bool TimedCall::should_time(RuntimeState* st, const OpDesc& d) {
+  now_ns_ = monotonic_ns();
+  // A (operation, shape) seen again within the sampling interval is not timed.
+  return st->gate->should_time(sample_key(static_cast<uint64_t>(d.name),
+                                          static_cast<uint64_t>(d.dtype), d.flops, d.bytes,
+                                          d.group_size),
+                               now_ns_);
+}
+
+void TimedCall::publish_untimed(RuntimeState* st, const OpDesc& d, cudaStream_t stream) {
+  uint64_t pos = 0;
+  auto* cell = st->queue.try_reserve(&pos);
+  if (cell == nullptr) {
+    st->counters.dropped_queue_full.fetch_add(1, std::memory_order_relaxed);
+    return;
   }
+  OpRecord rec{};
+  rec.valid = 1;
+  rec.flags = OpRecord::kUntimed;
+  describe(d, &rec);
+  rec.device = d.device;
+  // The Poller completes an untimed record when it drains it (no FIFO): the
+  // stream only reaches the flight recorder.
+  rec.stream = reinterpret_cast<uintptr_t>(stream);
+  rec.launch_ns = now_ns_;
+  cell->item = rec;
+  st->queue.publish(cell, pos);
+}
+
+bool TimedCall::begin_events(RuntimeState* st, const OpDesc& d, cudaStream_t stream, bool timed) {
+  const CudaRuntimeCalls& cuda = cuda_calls();
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   if (cuda.stream_is_capturing(stream, &capture) != cudaSuccess) {
     count_cuda_error(st);
@@ -159,7 +178,7 @@ bool TimedCall::begin_call(RuntimeState* st, const OpDesc& d, cudaStream_t strea
   }
   pair->state.store(static_cast<uint32_t>(PairState::kRecording), std::memory_order_relaxed);
   rec.pair_index = index;
-  rec.launch_ns = now_ns;
+  rec.launch_ns = now_ns_;
   // Every operation that reaches here (timed, or a collective) records its
   // start: the hang clock of an operation starts when this event completes,
   // never at launch, so work queued behind a long stream of kernels is not

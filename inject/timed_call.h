@@ -6,9 +6,14 @@
 //   begin(): capture check -> comm seq numbers -> reserve a queue cell (full:
 //   count, untimed) -> take an event pair -> record start -> publish the
 //   record with the pair in state kRecording.
-// A sampled-out GEMM stops after reserving its cell (no CUDA call); a
-// sampled-out collective still records start and end, as markers for the
+// A sampled-out GEMM or copy stops after reserving its cell (no CUDA call);
+// a sampled-out collective still records start and end, as markers for the
 // hang clock (docs/architecture.md "Hang detection"), and is not timed.
+// Hooks whose stream or exact description costs calls of their own (the
+// stream of a cuBLAS handle, cuBLASLt's descriptor attributes, the direction
+// of a cudaMemcpyDefault copy) use begin_lazy(): the sampling decision is
+// taken on what the arguments give for free, and those calls are made only
+// for a timed call.
 //   end():   record end -> pair state kEnded (or kCallFailed when the real
 //   call failed, kAbandoned when our record failed).
 // Publishing before the real call lets the Poller see an operation whose
@@ -60,16 +65,42 @@ class TimedCall {
  public:
   // False when this call is not timed (the caller just calls through).
   bool begin(RuntimeState* st, const OpDesc& desc, cudaStream_t stream);
+  // For GEMMs and copies: `desc` and `stream` are what the call's arguments
+  // give without a library call (the stream may be a last known one: an
+  // untimed record only carries it to the flight recorder). Only when the
+  // call is timed, `resolve(OpDesc*, cudaStream_t*) -> bool` completes them
+  // exactly (false: not timed; it counts its own failure).
+  template <typename Resolve>
+  bool begin_lazy(RuntimeState* st, const OpDesc& desc, cudaStream_t stream, Resolve&& resolve) {
+    const uint64_t t0 = cost_begin(st);
+    bool timed = should_time(st, desc);
+    if (!timed) {
+      publish_untimed(st, desc, stream);
+    } else {
+      OpDesc exact = desc;
+      timed = resolve(&exact, &stream) && begin_events(st, exact, stream, /*timed=*/true);
+    }
+    cost_after_begin(t0);
+    return timed;
+  }
   // call_ok: the real function reported success (or NCCL's ncclInProgress).
   void end(bool call_ok);
 
  private:
-  bool begin_call(RuntimeState* st, const OpDesc& desc, cudaStream_t stream);
+  // Self-cost sampling (proto::SelfCost): cost_begin() returns the start time
+  // on the one call in kHookSampleEvery of this thread that measures itself,
+  // else 0; cost_after_begin() adds the sample unless end() has a part to add.
+  uint64_t cost_begin(RuntimeState* st);
+  void cost_after_begin(uint64_t t0);
+  bool should_time(RuntimeState* st, const OpDesc& desc);
+  void publish_untimed(RuntimeState* st, const OpDesc& desc, cudaStream_t stream);
+  bool begin_events(RuntimeState* st, const OpDesc& desc, cudaStream_t stream, bool timed);
   void end_call(bool call_ok);
   void add_sample();
 
   RuntimeState* sampled_st_ = nullptr;  // this call's cost is measured
   uint64_t sampled_ns_ = 0;
+  uint64_t now_ns_ = 0;  // the host call's time, read once by should_time()
   RuntimeState* st_ = nullptr;
   EventPair* pair_ = nullptr;
   cudaStream_t stream_ = nullptr;

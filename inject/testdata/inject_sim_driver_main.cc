@@ -24,8 +24,12 @@
 //   scope                        print whether ncclAllReduce is in the global scope
 //   fork                         fork a child that exits at once through exit()
 //   wait                         print "READY", then block until stdin closes
+//   calls                        print "CALLS" and the sim's counts of the library
+//                                calls a hook library makes on its own behalf
+//                                (sim_ext.h XpuSimCountedCall, in enum order)
 //   finalize                     sim_finalize()
 //   exit:CODE                    exit status of the driver (default 0)
+// A step ending in *N runs N times (gemm:gemmex:64:64:64:1*500).
 #include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -118,11 +122,20 @@ int main(int argc, char** argv) {
   bind(lib, "sim_device_sync", &api.device_sync);
 
   int exit_code = 0;
+  std::vector<std::string> steps;
   for (int i = 1; i < argc; ++i) {
-    const std::vector<std::string> a = split(argv[i]);
+    std::string step = argv[i];
+    const size_t star = step.rfind('*');
+    const long times = star == std::string::npos ? 1 : std::atol(step.c_str() + star + 1);
+    if (star != std::string::npos) step.resize(star);
+    for (long t = 0; t < times; ++t) steps.push_back(step);
+  }
+  for (const std::string& step : steps) {
+    const char* const arg_text = step.c_str();
+    const std::vector<std::string> a = split(step);
     const std::string& op = a[0];
     auto arg = [&](size_t j) -> long {
-      if (j >= a.size()) die(std::string("missing argument in ") + argv[i]);
+      if (j >= a.size()) die(std::string("missing argument in ") + arg_text);
       return std::atol(a[j].c_str());
     };
     int rc = 0;
@@ -132,11 +145,11 @@ int main(int argc, char** argv) {
       rc = api.set_comm_name(a.size() > 1 ? a[1].c_str() : "");
     } else if (op == "gemm") {
       const int which = api.gemm_api_from_name(a.size() > 1 ? a[1].c_str() : "");
-      if (which < 0) die("unknown GEMM api in " + std::string(argv[i]));
+      if (which < 0) die("unknown GEMM api in " + std::string(arg_text));
       rc = api.gemm(arg(2), arg(3), arg(4), arg(5), which);
     } else if (op == "coll") {
       const int kind = api.collective_from_name(a.size() > 1 ? a[1].c_str() : "");
-      if (kind < 0) die("unknown collective in " + std::string(argv[i]));
+      if (kind < 0) die("unknown collective in " + std::string(arg_text));
       rc = api.collective(kind, arg(2));
     } else if (op == "group") {
       rc = api.group_allreduce(arg(1), arg(2));
@@ -156,7 +169,7 @@ int main(int argc, char** argv) {
       rc = api.launch_kernels(arg(1), a.size() > 2 ? static_cast<int>(arg(2)) : 0);
     } else if (op == "copy") {
       const int kind = api.copy_kind_from_name(a.size() > 1 ? a[1].c_str() : "");
-      if (kind < 0) die("unknown copy kind in " + std::string(argv[i]));
+      if (kind < 0) die("unknown copy kind in " + std::string(arg_text));
       const bool sync = a.size() > 3 && a[3] == "sync";
       rc = api.copy(kind, arg(2), sync ? 1 : 0);
     } else if (op == "devsync") {
@@ -181,14 +194,25 @@ int main(int argc, char** argv) {
       char buf[64];
       while (read(0, buf, sizeof(buf)) > 0) {
       }
+    } else if (op == "calls") {
+      void* cudart = dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD);
+      auto count =
+          cudart != nullptr
+              ? reinterpret_cast<unsigned long (*)(int)>(dlsym(cudart, "xpu_sim_call_count"))
+              : nullptr;
+      if (count == nullptr) die("the simulated libcudart.so.13 is not loaded");
+      std::printf("CALLS");
+      for (int w = 0; w < 5; ++w) std::printf(" %lu", count(w));
+      std::printf("\n");
+      std::fflush(stdout);
     } else if (op == "finalize") {
       rc = api.finalize();
     } else if (op == "exit") {
       exit_code = static_cast<int>(arg(1));
     } else {
-      die(std::string("unknown step ") + argv[i]);
+      die(std::string("unknown step ") + arg_text);
     }
-    if (rc != 0) die(std::string(argv[i]) + " failed: " + api.last_error());
+    if (rc != 0) die(std::string(arg_text) + " failed: " + api.last_error());
   }
   return exit_code;
 }

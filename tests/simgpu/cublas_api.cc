@@ -72,6 +72,7 @@ cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t stream) {
 }
 
 cublasStatus_t cublasGetStream_v2(cublasHandle_t handle, cudaStream_t* stream) {
+  xpu_sim_count_call(XPU_SIM_CUBLAS_GET_STREAM);
   if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (stream == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
   *stream = handle->stream;

@@ -218,6 +218,7 @@ cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t l,
 cublasStatus_t cublasLtMatrixLayoutGetAttribute(cublasLtMatrixLayout_t l,
                                                 cublasLtMatrixLayoutAttribute_t attr, void* buf,
                                                 size_t size, size_t* written) {
+  xpu_sim_count_call(XPU_SIM_LT_LAYOUT_GET);
   LayoutState* s = layout(l);
   size_t need = 0;
   void* field = s != nullptr ? layout_field(s, attr, &need) : nullptr;
@@ -264,6 +265,7 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
 cublasStatus_t cublasLtMatmulDescGetAttribute(cublasLtMatmulDesc_t d,
                                               cublasLtMatmulDescAttributes_t attr, void* buf,
                                               size_t size, size_t* written) {
+  xpu_sim_count_call(XPU_SIM_LT_DESC_GET);
   DescState* s = desc(d);
   if (s == nullptr || !s->get(attr, buf, size, written)) return CUBLAS_STATUS_INVALID_VALUE;
   return CUBLAS_STATUS_SUCCESS;

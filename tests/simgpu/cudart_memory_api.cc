@@ -10,6 +10,7 @@
 
 #include "tests/simgpu/error_state.h"
 #include "tests/simgpu/kernel_launch.h"
+#include "tests/simgpu/sim_ext.h"
 #include "tests/simgpu/slow_rank.h"
 #include "tests/simgpu/stream.h"
 
@@ -127,6 +128,7 @@ cudaError_t cudaMallocHost(void** ptr, size_t bytes) {
 }
 
 cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const void* ptr) {
+  xpu_sim_count_call(XPU_SIM_POINTER_ATTRIBUTES);
   if (attributes == nullptr) return sim::record_error(cudaErrorInvalidValue);
   *attributes = cudaPointerAttributes{};
   bool device = false;

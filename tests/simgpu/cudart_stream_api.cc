@@ -10,6 +10,7 @@
 #include "tests/simgpu/error_state.h"
 #include "tests/simgpu/event.h"
 #include "tests/simgpu/kernel_launch.h"
+#include "tests/simgpu/sim_ext.h"
 #include "tests/simgpu/sim_clock.h"
 #include "tests/simgpu/stream.h"
 
@@ -199,6 +200,7 @@ cudaError_t cudaStreamEndCapture(cudaStream_t handle, cudaGraph_t* graph) {
 }
 
 cudaError_t cudaStreamIsCapturing(cudaStream_t handle, enum cudaStreamCaptureStatus* status) {
+  xpu_sim_count_call(XPU_SIM_STREAM_IS_CAPTURING);
   auto stream = stream_of(handle);
   if (!stream) return sim::record_error(cudaErrorInvalidResourceHandle);
   if (status == nullptr) return sim::record_error(cudaErrorInvalidValue);

@@ -1,13 +1,31 @@
 // The xpu_sim_* extension exported by the simulated libcudart.so.13 (see sim_ext.h).
 #include "tests/simgpu/sim_ext.h"
 
+#include <atomic>
+
 #include "tests/simgpu/kernel_launch.h"
 #include "tests/simgpu/sim_clock.h"
 #include "tests/simgpu/stream.h"
 
 namespace sim = xpu_timer::simgpu;
 
+namespace {
+std::atomic<uint64_t> g_counted_calls[XPU_SIM_COUNTED_CALLS];
+}  // namespace
+
 extern "C" {
+
+void xpu_sim_count_call(int which) {
+  if (which >= 0 && which < XPU_SIM_COUNTED_CALLS) {
+    g_counted_calls[which].fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+uint64_t xpu_sim_call_count(int which) {
+  return which >= 0 && which < XPU_SIM_COUNTED_CALLS
+             ? g_counted_calls[which].load(std::memory_order_relaxed)
+             : 0;
+}
 
 uint64_t xpu_sim_now_ns(void) { return sim::now_ns(); }
 

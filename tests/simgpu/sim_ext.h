@@ -36,6 +36,21 @@ int xpu_sim_stream_is_capturing(cudaStream_t stream);
 // Number of kernels dropped or recorded by capture so far (tests).
 uint64_t xpu_sim_captured_kernel_count(void);
 
+// Library calls an interposing hook library makes on its own behalf to
+// describe or time a call, counted so that tests can check which calls make
+// them (a sampled-out GEMM or copy must make none).
+enum XpuSimCountedCall {
+  XPU_SIM_CUBLAS_GET_STREAM = 0,    // cublasGetStream_v2
+  XPU_SIM_LT_LAYOUT_GET = 1,        // cublasLtMatrixLayoutGetAttribute
+  XPU_SIM_LT_DESC_GET = 2,          // cublasLtMatmulDescGetAttribute
+  XPU_SIM_POINTER_ATTRIBUTES = 3,   // cudaPointerGetAttributes
+  XPU_SIM_STREAM_IS_CAPTURING = 4,  // cudaStreamIsCapturing
+  XPU_SIM_COUNTED_CALLS = 5
+};
+void xpu_sim_count_call(int which);
+// Calls of `which` so far in this process (0 for an unknown `which`).
+uint64_t xpu_sim_call_count(int which);
+
 #ifdef __cplusplus
 }
 #endif
