@@ -52,7 +52,8 @@ bool inherited_locked(const Comm& c) {
 }
 
 void remember_locked(const Comm& c) {
-  if (!inherited_locked(c) && g_inherited_count < kMaxInherited) g_inherited[g_inherited_count++] = c;
+  if (!inherited_locked(c) && g_inherited_count < kMaxInherited)
+    g_inherited[g_inherited_count++] = c;
 }
 
 }  // namespace

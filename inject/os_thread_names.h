@@ -19,9 +19,9 @@
 namespace xpu_timer::inject {
 
 enum class OsThreadNaming {
-  kNamed,       // its comm now holds `name` (cut to 15 bytes)
-  kOwnName,     // it named itself: left alone
-  kFailed,      // /proc could not be read or written (errno set), or a bad argument
+  kNamed,    // its comm now holds `name` (cut to 15 bytes)
+  kOwnName,  // it named itself: left alone
+  kFailed,   // /proc could not be read or written (errno set), or a bad argument
 };
 
 // Gives thread `tid` of this process the OS name `name` (its first 15 bytes,

@@ -139,9 +139,10 @@ XPU_TIMER_HOOK int xpu_timer_python_name_thread(int tid, const char* name) {
   }
   static std::atomic<bool> said{false};
   if (!said.exchange(true)) {
-    XPU_TIMER_LOG_DEBUG("cannot name thread %d '%.15s' (/proc/self/task/%d/comm: %s): Python "
-                        "threads keep their OS names",
-                        tid, name, tid, std::strerror(errno));
+    XPU_TIMER_LOG_DEBUG(
+        "cannot name thread %d '%.15s' (/proc/self/task/%d/comm: %s): Python "
+        "threads keep their OS names",
+        tid, name, tid, std::strerror(errno));
   }
   return -1;
 }

@@ -364,8 +364,7 @@ INSTANTIATE_TEST_SUITE_P(Interpreters, ThreadNamesE2E, ::testing::ValuesIn(pytho
 TEST(ThreadNamesE2E, OptedOutThreadsKeepTheirOsNames) {
   const PythonInterpreter py = python_interpreters().at(0);
   if (access(py.path, X_OK) != 0) GTEST_SKIP() << py.path << " is not installed";
-  const auto names =
-      thread_names_by_function(py, "names-off", {"XPU_TIMER_NAME_THREADS=0"});
+  const auto names = thread_names_by_function(py, "names-off", {"XPU_TIMER_NAME_THREADS=0"});
   const std::map<std::string, std::string> want = {{"main", process_name(py)},
                                                    {"prefetch", process_name(py)},
                                                    {"prefetch_worker", process_name(py)},
