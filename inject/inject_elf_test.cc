@@ -103,6 +103,8 @@ TEST_F(ElfTest, ExportsExactlyTheHooks) {
                                        "xpu_timer_python_warn",
                                        "xpu_timer_python_probes",
                                        "xpu_timer_python_step",
+                                       "xpu_timer_python_name_thread",
+                                       "xpu_timer_python_debug",
                                        "InitializeInjectionNvtx2",
                                        "ncclProfiler_v1",
                                        "ncclProfiler_v2",

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cctype>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include "common/protocol.h"
 #include "inject/hook_export.h"
 #include "inject/nvtx_ranges.h"
+#include "inject/os_thread_names.h"
 #include "inject/python_probes_source.h"  // generated from python_probes.py
 
 namespace xpu_timer::inject {
@@ -118,4 +120,35 @@ XPU_TIMER_HOOK void xpu_timer_python_probes(const char* result) {
     probes |= xpu_timer::proto::kPythonProbeOptimizer;
   python_calls().probes.store(probes, std::memory_order_relaxed);
   XPU_TIMER_LOG_DEBUG("Python probes: %.300s", result);
+}
+
+// Called by python_probes.py (ctypes, GIL held) once per threading.Thread:
+// its OS name becomes its Python name (encoded and cut to 15 bytes there,
+// as CPython 3.14 does) unless it named itself (os_thread_names.h). 1 named,
+// 0 left alone, -1 failed: the first failure is logged (debug), the rest
+// are silent, as naming threads is a convenience.
+XPU_TIMER_HOOK int xpu_timer_python_name_thread(int tid, const char* name) {
+  if (name == nullptr) return -1;
+  switch (xpu_timer::inject::name_os_thread(tid, name)) {
+    case xpu_timer::inject::OsThreadNaming::kNamed:
+      return 1;
+    case xpu_timer::inject::OsThreadNaming::kOwnName:
+      return 0;
+    case xpu_timer::inject::OsThreadNaming::kFailed:
+      break;
+  }
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true)) {
+    XPU_TIMER_LOG_DEBUG(
+        "cannot name thread %d '%.15s' (/proc/self/task/%d/comm: %s): Python "
+        "threads keep their OS names",
+        tid, name, tid, std::strerror(errno));
+  }
+  return -1;
+}
+
+// One line of the probes for the rank's log at debug level (a probe that
+// failed once and is silent from then on).
+XPU_TIMER_HOOK void xpu_timer_python_debug(const char* line) {
+  if (line != nullptr) XPU_TIMER_LOG_DEBUG("%.900s", line);
 }

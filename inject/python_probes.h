@@ -11,7 +11,8 @@
 // XPU_TIMER_DATALOADER_ITER ("module:Class", default
 // torch.utils.data.dataloader:_BaseDataLoaderIter) names the iterator whose
 // __next__ is timed; XPU_TIMER_PYTHON_MONITORING_TOOL (default 4) the
-// sys.monitoring tool id used on Python >= 3.12.
+// sys.monitoring tool id used on Python >= 3.12; XPU_TIMER_NAME_THREADS=0
+// leaves OS thread names alone (inject/os_thread_names.h).
 #pragma once
 
 #include <cstddef>

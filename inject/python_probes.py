@@ -18,8 +18,15 @@
 #    count as batches (only those that return) instead;
 #  - training steps: a global optimizer step post-hook (torch's
 #    register_optimizer_step_post_hook, or the "module:function" given) notes
-#    the end of every optimizer step; the time between two is a step. Not
-#    installed when XPU_TIMER_STEP_RANGE names an NVTX range for steps.
+#    the end of every optimizer step; the time between two is a step. It
+#    notes no step when XPU_TIMER_STEP_RANGE names an NVTX range for steps;
+#  - thread names: before CPython 3.14 (which does it itself) a
+#    threading.Thread's OS thread keeps the process's name, so stack files
+#    could not tell Python threads apart. Each thread that did not name
+#    itself gets its Python name as OS name, once: those running when the
+#    probes start, then the new ones at each optimizer step (never at a
+#    garbage collection: it may run at any allocation). XPU_TIMER_NAME_THREADS=0
+#    turns it off.
 # Names are looked up without importing anything or running any code of the
 # program; one not found yet (its module is imported later) is looked up
 # again at every optimizer step and at most once a second at a garbage
@@ -89,6 +96,62 @@ def _xpu_timer_lookup(sys, types, module, attrs):
     return owner, attrs[-1], obj
 
 
+def _xpu_timer_thread_namer(sys, os, ctypes, lib):
+    """A function giving each threading.Thread not seen yet its Python name as
+    OS name (inject/os_thread_names.h: unless it named itself), as CPython
+    3.14 does when a thread starts: the name encoded in the filesystem
+    encoding ("replace"), cut to 15 bytes. None where there is nothing to do.
+    It never raises; its first failure is logged (debug), the others not."""
+    if sys.version_info >= (3, 14) or os.environ.get("XPU_TIMER_NAME_THREADS") == "0":
+        return None
+    try:
+        name_thread = lib.xpu_timer_python_name_thread
+        debug = lib.xpu_timer_python_debug
+        import weakref
+    except (AttributeError, ImportError):
+        return None
+    name_thread.argtypes = [ctypes.c_int, ctypes.c_char_p]
+    name_thread.restype = ctypes.c_int
+    debug.argtypes = [ctypes.c_char_p]
+    debug.restype = None
+    encoding = sys.getfilesystemencoding()
+    # The threads done with: id -> weak reference, which leaves with its
+    # thread. Cheaper per step than a WeakSet (no reference made per lookup).
+    seen = {}
+
+    def done(thread):
+        key = id(thread)  # not reused before the callback ran: the object is alive until then
+        seen[key] = weakref.ref(thread, lambda _, key=key: seen.pop(key, None))
+    state = {"failed": False}
+
+    def name_new_threads():
+        # Never imported here: threading imported on a thread other than the
+        # main one would take that thread for the main thread.
+        threading = sys.modules.get("threading")
+        if threading is None or state["failed"]:
+            return
+        try:
+            main = threading.main_thread()
+            dummy = getattr(threading, "_DummyThread", ())  # a foreign thread: not ours to name
+            for thread in threading.enumerate():
+                known = seen.get(id(thread))
+                if known is not None and known() is thread:
+                    continue
+                tid = getattr(thread, "native_id", None)
+                if thread is not main and not isinstance(thread, dummy):
+                    if tid is None:
+                        continue  # starting: named at the next step
+                    name = thread.name
+                    if isinstance(name, str) and name:
+                        name_thread(tid, name.encode(encoding, "replace")[:15])
+                done(thread)
+        except Exception as e:
+            state["failed"] = True
+            debug(("Python thread names: off after %r" % (e,)).encode("utf-8", "replace"))
+
+    return name_new_threads
+
+
 def _xpu_timer_probes(loader_target, monitoring_tool, step_target):
     import ctypes
     import functools
@@ -124,8 +187,13 @@ def _xpu_timer_probes(loader_target, monitoring_tool, step_target):
     except Exception:
         pass
 
+    name_threads = _xpu_timer_thread_namer(sys, os, ctypes, lib)
+    if name_threads is not None:
+        name_threads()  # the threads running now; before the step hook, which may run at once
+        installed.append("thread-names")
     pending = []  # what is not found yet: (module, attrs, name, loader, spec)
-    if not os.environ.get("XPU_TIMER_STEP_RANGE"):
+    count_steps = not os.environ.get("XPU_TIMER_STEP_RANGE")
+    if count_steps or name_threads is not None:
         hook_module, _, hook_name = step_target.partition(":")
         register = getattr(sys.modules.get(hook_module), hook_name, None)
         try:
@@ -137,7 +205,10 @@ def _xpu_timer_probes(loader_target, monitoring_tool, step_target):
         if callable(register):
             def on_step(optimizer, args, kwargs):
                 try:
-                    note_step()
+                    if count_steps:
+                        note_step()
+                    if name_threads is not None:
+                        name_threads()
                     if pending:
                         retry()  # defined below; a step during the install waits
                 except Exception:
@@ -145,7 +216,8 @@ def _xpu_timer_probes(loader_target, monitoring_tool, step_target):
 
             try:
                 register(on_step)
-                installed.append("optimizer")
+                if count_steps:
+                    installed.append("optimizer")
             except Exception:
                 pass
 

@@ -2,11 +2,14 @@
 """Unit tests of python_probes.py's handling of names (XPU_TIMER_HOST_TRACING_FUNC
 and the built-in list): the parser's exact output, and a lookup that finds
 functions, methods and submodules without importing or running any of the
-program's code. The script is loaded as the library runs it, into a private
+program's code; and of the thread namer: which threads it asks the library
+to name, with which bytes, once each. The script is loaded as the library runs it, into a private
 namespace. Run by ctest (python_probes_test)."""
 
+import ctypes
 import os
 import sys
+import threading
 import types
 import unittest
 
@@ -16,6 +19,7 @@ with open(os.path.join(HERE, "python_probes.py")) as f:
     exec(compile(f.read(), "python_probes.py", "exec"), PROBES)
 parse = PROBES["_xpu_timer_parse_traced"]
 lookup = PROBES["_xpu_timer_lookup"]
+thread_namer = PROBES["_xpu_timer_thread_namer"]
 
 
 class ParseTraced(unittest.TestCase):
@@ -97,6 +101,95 @@ class Lookup(unittest.TestCase):
         self.assertIsNone(lookup(self.sys, types, "not_imported", ["f"]))
         self.assertIsNone(lookup(self.sys, types, "pkg.sub", ["f", "attr_of_a_function"]))
         self.assertIsInstance(lookup(self.sys, types, "pkg.sub", ["Derived", "prop"])[2], property)
+
+
+class FakeLibrary:
+    """The library's two entry points the namer calls, recording their calls."""
+
+    def __init__(self, fail=False):
+        self.named, self.debug_lines = [], []
+
+        def name_thread(tid, name):
+            if fail:
+                raise OSError("no /proc")
+            self.named.append((tid, name))
+            return 1
+
+        def debug(line):
+            self.debug_lines.append(line)
+
+        self.xpu_timer_python_name_thread, self.xpu_timer_python_debug = name_thread, debug
+
+
+class ThreadNamer(unittest.TestCase):
+    def setUp(self):
+        self.release = threading.Event()
+        self.threads = []
+
+    def tearDown(self):
+        self.release.set()
+        for t in self.threads:
+            t.join()
+
+    def start(self, name):
+        t = threading.Thread(target=self.release.wait, name=name, daemon=True)
+        t.start()  # returns once the thread set its native_id
+        self.threads.append(t)
+        return t
+
+    def ours(self, named):
+        mine = {t.native_id for t in self.threads}
+        return [(tid, name) for tid, name in named if tid in mine]
+
+    def test_each_thread_is_named_once_with_its_name_encoded_and_cut_to_15_bytes(self):
+        lib = FakeLibrary()
+        env = dict(os.environ)
+        env.pop("XPU_TIMER_NAME_THREADS", None)
+        fake_os = types.SimpleNamespace(environ=env)
+        fake_sys = types.SimpleNamespace(version_info=(3, 13), modules=sys.modules,
+                                         getfilesystemencoding=lambda: "utf-8")
+        name_new_threads = thread_namer(fake_sys, fake_os, ctypes, lib)
+        prefetch = self.start("data-prefetch")
+        # 3.14 cuts bytes, even within a character ("\u00e9" is 2 bytes).
+        long = self.start("prefetch-data-\u00e9t\u00e9")
+        name_new_threads()
+        self.assertEqual(self.ours(lib.named), [(prefetch.native_id, b"data-prefetch"),
+                                                (long.native_id, b"prefetch-data-\xc3")])
+        self.assertNotIn(threading.main_thread().native_id, [tid for tid, _ in lib.named])
+        late = self.start("late-loader")
+        lib.named.clear()
+        name_new_threads()  # only the thread not seen yet
+        self.assertEqual(self.ours(lib.named), [(late.native_id, b"late-loader")])
+        lib.named.clear()
+        name_new_threads()
+        self.assertEqual(lib.named, [])
+
+    def test_off_on_3_14_and_with_the_opt_out(self):
+        lib = FakeLibrary()
+        py314 = types.SimpleNamespace(version_info=(3, 14), modules=sys.modules,
+                                      getfilesystemencoding=lambda: "utf-8")
+        self.assertIsNone(thread_namer(py314, os, ctypes, lib))
+        opted_out = types.SimpleNamespace(environ={"XPU_TIMER_NAME_THREADS": "0"})
+        self.assertIsNone(thread_namer(sys, opted_out, ctypes, lib))
+        self.assertIsNone(thread_namer(sys, types.SimpleNamespace(environ={}), ctypes, object()))
+
+    def test_a_failure_is_said_once_and_never_raised(self):
+        lib = FakeLibrary(fail=True)
+        fake_sys = types.SimpleNamespace(version_info=(3, 13), modules=sys.modules,
+                                         getfilesystemencoding=lambda: "utf-8")
+        name_new_threads = thread_namer(fake_sys, types.SimpleNamespace(environ={}), ctypes, lib)
+        self.start("data-prefetch")
+        name_new_threads()
+        self.start("another")
+        name_new_threads()
+        self.assertEqual(lib.debug_lines, [b"Python thread names: off after OSError('no /proc')"])
+
+    def test_nothing_without_threading_imported(self):
+        lib = FakeLibrary()
+        no_threading = types.SimpleNamespace(version_info=(3, 13), modules={},
+                                             getfilesystemencoding=lambda: "utf-8")
+        thread_namer(no_threading, types.SimpleNamespace(environ={}), ctypes, lib)()
+        self.assertEqual(lib.named, [])
 
 
 if __name__ == "__main__":

@@ -109,8 +109,14 @@ TEST_P(PythonStack, ThreadsFramesLinesGilAndMixedStack) {
   ASSERT_TRUE(main->holds_gil.has_value());
   EXPECT_FALSE(*main->holds_gil);
 
+  // Thread names are the OS's (/proc/PID/task/TID/comm): the one a thread
+  // gave itself (PyTorch names its threads so), else the process's.
+  const std::string process_name = std::string(py.path).substr(std::string(py.path).rfind('/') + 1);
+  EXPECT_EQ(main->name, process_name.substr(0, 15));
+
   // Workers: our function on top, threading's bootstrap below.
   const ThreadStack* waiter = thread_with_top(s, "wait_on_lock");
+  EXPECT_EQ(waiter->name, "pt_waiter");
   EXPECT_EQ(waiter->python[0].line, marker_line("lock"));
   EXPECT_EQ(waiter->python[0].file, kScript);
   EXPECT_EQ(waiter->python.back().func, "_bootstrap");
@@ -119,6 +125,10 @@ TEST_P(PythonStack, ThreadsFramesLinesGilAndMixedStack) {
   EXPECT_FALSE(*waiter->holds_gil);
   const ThreadStack* spinner = thread_with_top(s, "spin_holding_gil");
   EXPECT_EQ(spinner->python[0].line, marker_line("spin"));
+  // The reader takes the OS's name only: without xpu-timer's library in the
+  // process, and before CPython 3.14 (which names them itself), a
+  // threading.Thread that named no OS thread has the process's, not "spinner".
+  EXPECT_EQ(spinner->name, process_name.substr(0, 15));
   EXPECT_NE(spinner->tid, waiter->tid);
 
   // Mixed stacks: the Python frames, in order, in place of every

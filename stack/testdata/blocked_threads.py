@@ -1,9 +1,11 @@
 # Target of python_stack_test: threads blocked in known functions. The test
 # finds the expected line numbers through the "MARK:" comments.
 #  - main thread: outer -> middle -> inner_blocked, blocked in os.read
-#  - "waiter": wait_on_lock, blocked in lock.acquire (GIL released)
+#  - "waiter": wait_on_lock, blocked in lock.acquire (GIL released); it names
+#    its OS thread "pt_waiter" first, as PyTorch names its threads
 #  - "spinner": spin_holding_gil, a pure-Python loop: the only thread that
 #    wants the GIL, so it holds it whenever the process is stopped
+import ctypes
 import os
 import sys
 import threading
@@ -16,6 +18,7 @@ started = threading.Barrier(3)
 
 
 def wait_on_lock():
+    ctypes.CDLL(None).prctl(15, b"pt_waiter", 0, 0, 0)  # PR_SET_NAME
     started.wait()
     lock.acquire()  # MARK:lock
 

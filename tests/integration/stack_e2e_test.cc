@@ -1,7 +1,8 @@
 // End to end: the supervisor collects the stacks of every rank of a real
 // 4-rank simulated Python job, on a hang and on POST /dump/stacks, writes one
 // .stacktrace per rank and the rank-merged flame graphs, reports them under
-// "stacks" in GET /hang and hang.json, and leaves every rank running.
+// "stacks" in GET /hang and hang.json, and leaves every rank running. And
+// the threads of a stack file have their Python names, under each CPython.
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <gtest/gtest.h>
@@ -294,6 +295,81 @@ TEST(StackE2E, PostDumpStacksOnAHealthyJobCollectsEveryRank) {
   };
   const uint64_t before = completed();
   EXPECT_TRUE(wait_until([&] { return completed() > before; }, 10s));
+}
+
+// sim_trainer.py --named-threads under `py` (one rank), its stacks taken on
+// POST /dump/stacks once its loop is done: the name in the stack file of the
+// thread running each of the trainer's functions (main, NamedThreads.*).
+std::map<std::string, std::string> thread_names_by_function(const PythonInterpreter& py,
+                                                            const std::string& name,
+                                                            std::vector<std::string> env) {
+  std::map<std::string, std::string> names;
+  env.push_back("XPU_TIMER_OPTIMIZER_HOOK=__main__:register_step_hook");
+  SupervisedJob job(name, {"--hang-timeout", "300"},
+                    python_sim_job(1, py.path,
+                                   {"--steps", "3", "--gemms-per-step", "1", "--bytes", "4096",
+                                    "--optimizer-steps", "--await-probes", "--named-threads",
+                                    "--end-sleep-s", "60"}),
+                    env);
+  EXPECT_TRUE(job.wait_python_loops(1)) << job.log();
+  const auto reply = http_post(job.port(), "/dump/stacks");
+  EXPECT_TRUE(reply.has_value() && reply->status == 202) << job.log();
+  if (!reply.has_value() || reply->status != 202) return names;
+  const std::string dir = nlohmann::json::parse(reply->body).at("dir").get<std::string>();
+  const nlohmann::json stacks = wait_stacks_done(job, dir, std::chrono::seconds(30));
+  EXPECT_TRUE(stacks.is_object()) << job.log();
+  if (!stacks.is_object()) return names;
+  const auto file = nlohmann::json::parse(
+      read_file(stacks.at("ranks").at(0).at("file").get<std::string>()), nullptr, false);
+  EXPECT_TRUE(file.is_object()) << stacks.dump(2);
+  if (!file.is_object()) return names;
+  for (const auto& t : file.at("threads")) {
+    for (const auto& f : t.value("python", nlohmann::json::array())) {
+      const std::string func = f.value("func", "");
+      if (func == "main" || func == "prefetch" || func == "prefetch_worker" || func == "own_name")
+        names[func] = t.value("name", "");
+    }
+  }
+  return names;
+}
+
+std::string process_name(const PythonInterpreter& py) {
+  const std::string path = py.path;
+  return path.substr(path.rfind('/') + 1).substr(0, 15);  // the main thread's comm
+}
+
+// Before 3.14 CPython gives OS threads no names; the library's probes give
+// each threading.Thread its Python name, cut to 15 bytes, unless it named
+// itself; the main thread keeps the process's name. A thread started after
+// the probes (by a renamed thread, whose name it inherits) gets its own at
+// the next optimizer step.
+class ThreadNamesE2E : public ::testing::TestWithParam<PythonInterpreter> {};
+
+TEST_P(ThreadNamesE2E, StackFileNamesPythonThreadsByTheirPythonNames) {
+  const PythonInterpreter& py = GetParam();
+  if (access(py.path, X_OK) != 0) GTEST_SKIP() << py.path << " is not installed";
+  const auto names = thread_names_by_function(py, std::string("names-") + py.name, {});
+  const std::map<std::string, std::string> want = {{"main", process_name(py)},
+                                                   {"prefetch", "data-prefetch"},
+                                                   {"prefetch_worker", "prefetch-worker"},
+                                                   {"own_name", "pt_selfnamed"}};
+  EXPECT_EQ(names, want);
+}
+
+INSTANTIATE_TEST_SUITE_P(Interpreters, ThreadNamesE2E, ::testing::ValuesIn(python_interpreters()),
+                         [](const ::testing::TestParamInfo<PythonInterpreter>& info) {
+                           return std::string(info.param.name);
+                         });
+
+TEST(ThreadNamesE2E, OptedOutThreadsKeepTheirOsNames) {
+  const PythonInterpreter py = python_interpreters().at(0);
+  if (access(py.path, X_OK) != 0) GTEST_SKIP() << py.path << " is not installed";
+  const auto names = thread_names_by_function(py, "names-off", {"XPU_TIMER_NAME_THREADS=0"});
+  const std::map<std::string, std::string> want = {{"main", process_name(py)},
+                                                   {"prefetch", process_name(py)},
+                                                   {"prefetch_worker", process_name(py)},
+                                                   {"own_name", "pt_selfnamed"}};
+  EXPECT_EQ(names, want);
 }
 
 }  // namespace

@@ -112,6 +112,12 @@ def parse_args(argv):
                    help="call the hooks registered with register_step_hook after each step, "
                         "as torch calls optimizer step post-hooks (run with "
                         "XPU_TIMER_OPTIMIZER_HOOK=__main__:register_step_hook)")
+    p.add_argument("--named-threads", action="store_true",
+                   help="Python only: before the first CUDA call start the threading.Threads "
+                        "'data-prefetch' (blocked on an Event) and 'self-named' (which names "
+                        "its OS thread 'pt_selfnamed' first, as PyTorch names its threads); "
+                        "after --await-probes, 'data-prefetch' starts 'prefetch-worker-1' "
+                        "(blocked): threads for xpu-timer's Python thread names")
     p.add_argument("--pipeline-1f1b", type=int, default=0, metavar="M",
                    help="Python only: each step is one 1F1B pipeline-parallel schedule over M "
                         "micro-batches instead (rank s is stage s of WORLD_SIZE stages; see "
@@ -343,6 +349,40 @@ def pipeline_step(lib, args, rank, world, range_name):
 STEP_HOOKS = []
 
 
+class NamedThreads:
+    """--named-threads: threads that block until the process exits."""
+
+    def __init__(self):
+        import threading
+        self.threading = threading
+        self.stop, self.spawn, self.spawned = (threading.Event() for _ in range(3))
+        self_named = threading.Event()
+        threading.Thread(target=self.prefetch, name="data-prefetch", daemon=True).start()
+        threading.Thread(target=self.own_name, args=(self_named,), name="self-named",
+                         daemon=True).start()
+        self_named.wait()
+
+    def prefetch(self):
+        self.spawn.wait()
+        # Started by a thread xpu-timer may have renamed: it inherits that name.
+        self.threading.Thread(target=self.prefetch_worker, name="prefetch-worker-1",
+                              daemon=True).start()
+        self.spawned.set()
+        self.stop.wait()
+
+    def prefetch_worker(self):
+        self.stop.wait()
+
+    def own_name(self, named):
+        ctypes.CDLL(None).prctl(15, b"pt_selfnamed", 0, 0, 0)  # PR_SET_NAME
+        named.set()
+        self.stop.wait()
+
+    def start_worker(self):
+        self.spawn.set()
+        self.spawned.wait()
+
+
 def register_step_hook(hook):
     STEP_HOOKS.append(hook)
 
@@ -414,6 +454,7 @@ def main(argv):
         GEMM_APIS.index(args.gemm_api)]
     if args.comm_name:
         check(lib, lib.sim_set_comm_name(args.comm_name.encode()), "sim_set_comm_name")
+    named_threads = NamedThreads() if args.named_threads else None
     check(lib, lib.sim_init(rank, world, local_rank), "sim_init")
     rng = random.Random(rank * 7919 + 17)
     if args.gc_per_step > 0:
@@ -427,6 +468,8 @@ def main(argv):
             time.sleep(0.01)
         print("rank %d probes %s" % (rank, "installed" if probes_installed(args) else "absent"),
               flush=True)
+    if named_threads is not None:
+        named_threads.start_worker()  # after the probes started: named at a step
     if args.pipeline_1f1b > 0:
         args.api = apis[0]
         # One step in a range of another name first, as training jobs warm
