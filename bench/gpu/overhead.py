@@ -252,9 +252,14 @@ def micro_gemm(dev, calls, chunks):
 def micro_torch(ctl, dev, calls, chunks):
     """Added host time per torch launch of a small matmul and all_reduce."""
     a = torch.ones(64, 64, device=dev, dtype=torch.bfloat16)
+    bias = torch.zeros(64, device=dev, dtype=torch.bfloat16)
+    x = torch.zeros(64, 64, device=dev, dtype=torch.bfloat16)
     g = torch.ones(256, device=dev)
     out = {}
-    for name, fn in (("torch_mm", lambda: torch.mm(a, a)), ("torch_all_reduce", lambda: dist.all_reduce(g))):
+    # torch_addmm: a bias addmm, which PyTorch runs through cublasLtMatmul;
+    # torch_add: a plain kernel launch (the runtime's launch hook only).
+    for name, fn in (("torch_mm", lambda: torch.mm(a, a)), ("torch_addmm", lambda: torch.addmm(bias, a, a)),
+                     ("torch_add", lambda: x.add_(1)), ("torch_all_reduce", lambda: dist.all_reduce(g))):
         per = {True: [], False: []}
         for i in range(chunks):
             for timed in ((True, False) if i % 2 == 0 else (False, True)):
