@@ -62,6 +62,7 @@ struct WorkloadApi {
   int (*collective_ex)(int, long, int, int);
   int (*split_allreduce)(int, long);
   int (*sync)();
+  int (*sync_lagged)(int);
   int (*finalize)();
   void (*crash_segv)();
   void (*crash_abort)();
@@ -95,6 +96,7 @@ WorkloadApi load(const std::string& dir) {
   bind(lib, "sim_collective_ex", &api.collective_ex);
   bind(lib, "sim_split_allreduce", &api.split_allreduce);
   bind(lib, "sim_sync", &api.sync);
+  bind(lib, "sim_sync_lagged", &api.sync_lagged);
   bind(lib, "sim_finalize", &api.finalize);
   bind(lib, "sim_crash_segv", &api.crash_segv);
   bind(lib, "sim_crash_abort", &api.crash_abort);
@@ -216,7 +218,11 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
     if (opt.second_comm_bytes > 0) {
       check(api, api.split_allreduce(1, opt.second_comm_bytes), "sim_split_allreduce");
     }
-    check(api, api.sync(), "sim_sync");
+    if (opt.sync_lag > 0) {
+      check(api, api.sync_lagged(opt.sync_lag), "sim_sync_lagged");
+    } else {
+      check(api, api.sync(), "sim_sync");
+    }
     if (opt.verbose) {
       printf("rank %d step %d done\n", id.rank, step);
       fflush(stdout);

@@ -58,6 +58,10 @@ int sim_collective(int kind, long bytes);
 int sim_collective_ex(int kind, long bytes, int dtype, int root);
 /* Waits until both streams are idle. */
 int sim_sync(void);
+/* Marks the end of a step and waits until the step `lag` steps before this
+ * one is done (lag 0: this one), so the host stays up to `lag` steps ahead of
+ * the GPU, whose streams then never run dry while the host is descheduled. */
+int sim_sync_lagged(int lag);
 /* cudaMemcpyAsync of `bytes` on the compute stream (kind: SimMemcpyKind). */
 int sim_memcpy(long bytes, int kind);
 /* Captures one GemmEx on the compute stream into a CUDA graph (the hook

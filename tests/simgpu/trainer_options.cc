@@ -77,6 +77,10 @@ constexpr FlagHelp kFlags[] = {
      "XPU_TIMER_SIM_SLOW_LINK_FACTOR"},
     {"--jitter-ms", "J", "random 0..J milliseconds added to every rank's step", "0", nullptr},
     {"--step-ms", "T", "host milliseconds per step besides the GPU work", "0", nullptr},
+    {"--sync-lag", "L",
+     "end each step by waiting for the step L steps earlier instead of for this one (the host "
+     "stays up to L steps ahead, so the GPU's queue never runs dry when the host is descheduled)",
+     "0", nullptr},
     {"--crash-rank", "R", "this rank crashes at --crash-step", "-1 (none)", nullptr},
     {"--crash-step", "S", "step at which --crash-rank crashes", "-1 (none)", nullptr},
     {"--crash-kind", "KIND", "segv|abort|abort-in-thread|sigkill-self|exception", "segv", nullptr},
@@ -112,7 +116,7 @@ const char* trainer_usage() {
          "allreduce|allgather|reducescatter|broadcast|reduce|mixed]\n"
          "  [--bytes B] [--hang-rank R --hang-step S] [--slow-rank R --slow-ms T] [--jitter-ms J]\n"
          "  [--slow-gpu-rank R --slow-gpu-factor F] [--slow-link-rank R --slow-link-factor F]\n"
-         "  [--step-ms T] [--crash-rank R --crash-step S --crash-kind KIND]\n"
+         "  [--step-ms T] [--sync-lag L] [--crash-rank R --crash-step S --crash-kind KIND]\n"
          "  [--mismatch-rank R --mismatch-step S --mismatch-kind op|count|dtype|root]\n"
          "  [--mismatch-hold PATH]\n"
          "  [--second-comm-bytes B] [--comm-name NAME] [--exit-code C] [--verbose]\n"
@@ -221,6 +225,8 @@ bool parse_trainer_options(int argc, char** argv, TrainerOptions* o, std::string
       o->hang_file = v;
     } else if (flag == "--stall-step") {
       if (!to_int(v, &o->stall_step)) expected = "a whole number (-1: none)";
+    } else if (flag == "--sync-lag") {
+      if (!to_int(v, &o->sync_lag) || o->sync_lag < 0) expected = "a whole number >= 0";
     } else if (flag == "--slow-ms" || flag == "--jitter-ms" || flag == "--step-ms") {
       double* field = flag == "--slow-ms"     ? &o->slow_ms
                       : flag == "--jitter-ms" ? &o->jitter_ms

@@ -17,6 +17,7 @@ struct TrainerOptions {
   long bytes = 1 << 20;
   int hang_rank = -1, hang_step = -1;
   std::string hang_file;  // "" = none
+  int sync_lag = 0;       // --sync-lag: steps the host may run ahead of the GPU
   int stall_step = -1;    // every rank stops in host code there, nothing in flight
   int slow_rank = -1;
   double slow_ms = 0;

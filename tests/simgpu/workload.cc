@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <deque>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -43,6 +44,8 @@ struct Workload {
   size_t copy_bytes = 0;
   // sim_device_malloc's buffers, freed last first by sim_device_free.
   std::vector<void*> user_buffers;
+  // sim_sync_lagged's step-end events, oldest first.
+  std::deque<cudaEvent_t> step_ends;
   std::vector<char> user_host;  // host side of sim_copy
 };
 
@@ -313,6 +316,25 @@ int sim_sync(void) {
   return 0;
 }
 
+int sim_sync_lagged(int lag) {
+  if (int rc = require_init(); rc != 0) return rc;
+  if (lag < 0) return fail("sim_sync_lagged", "negative lag");
+  // The compute stream waits for each collective (on_comm_stream), so an
+  // event on it after the step marks the whole step done.
+  cudaEvent_t end = nullptr;
+  SIM_CUDA(cudaEventCreateWithFlags(&end, cudaEventDisableTiming));
+  SIM_CUDA(cudaEventRecord(end, g.compute));
+  g.step_ends.push_back(end);
+  while (g.step_ends.size() > static_cast<size_t>(lag)) {
+    cudaEvent_t oldest = g.step_ends.front();
+    g.step_ends.pop_front();
+    const cudaError_t rc = cudaEventSynchronize(oldest);
+    cudaEventDestroy(oldest);
+    if (rc != cudaSuccess) return fail("sim_sync_lagged", cudaGetErrorString(rc));
+  }
+  return 0;
+}
+
 int sim_memcpy(long bytes, int kind) {
   if (int rc = require_init(); rc != 0) return rc;
   if (bytes < 0 || kind < SIM_H2D || kind > SIM_D2D) return fail("sim_memcpy", "invalid argument");
@@ -425,6 +447,7 @@ int sim_split_allreduce(int ngroups, long bytes) {
 int sim_finalize(void) {
   if (int rc = require_init(); rc != 0) return rc;
   if (int rc = sim_sync(); rc != 0) return rc;
+  for (cudaEvent_t e : g.step_ends) cudaEventDestroy(e);
   if (g.split_comm != nullptr) ncclCommDestroy(g.split_comm);
   ncclCommDestroy(g.comm);
   cublasLtDestroy(g.lt);
