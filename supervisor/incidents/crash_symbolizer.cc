@@ -68,7 +68,8 @@ class CrashSymbolizer::ElfSymbols {
     Elf64_Ehdr eh;
     memcpy(&eh, base, sizeof(eh));
     if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64) return;
-    if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff == 0 ||
+    // No section headers: nothing to read (and no copy from an empty vector).
+    if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff == 0 || eh.e_shnum == 0 ||
         eh.e_shoff > size || eh.e_shnum > (size - eh.e_shoff) / sizeof(Elf64_Shdr)) {
       return;
     }
