@@ -3,6 +3,7 @@
 // forwards to the real one found in the loaded libcublas.
 #include <cublas_v2.h>
 
+#include "common/cublas_gemm_types.h"
 #include "common/recorder_ring.h"
 #include "inject/cublas_hook_template.h"
 #include "inject/dtype_mapping.h"
@@ -15,16 +16,6 @@ using proto::OpName;
 
 RealFunction<decltype(&::cublasGetStream_v2)> real_get_stream(RealLib::kCublas,
                                                               "cublasGetStream_v2");
-// cublas_api.h adds C++ inline overloads of these two taking a cudaDataType
-// compute type, so decltype(&name) would be ambiguous: spell the C types.
-using GemmExFn = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
-                                    int, const void*, const void*, cudaDataType, int, const void*,
-                                    cudaDataType, int, const void*, void*, cudaDataType, int,
-                                    cublasComputeType_t, cublasGemmAlgo_t);
-using GemmStridedBatchedExFn = cublasStatus_t (*)(
-    cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*, const void*,
-    cudaDataType, int, long long int, const void*, cudaDataType, int, long long int, const void*,
-    void*, cudaDataType, int, long long int, int, cublasComputeType_t, cublasGemmAlgo_t);
 
 RealFunction<GemmExFn> real_gemm_ex(RealLib::kCublas, "cublasGemmEx");
 RealFunction<GemmStridedBatchedExFn> real_gemm_sb_ex(RealLib::kCublas,

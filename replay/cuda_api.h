@@ -11,17 +11,9 @@
 
 #include <string>
 
-namespace xpu_timer::replay {
+#include "common/cublas_gemm_types.h"
 
-// cublas_api.h overloads GemmEx with C++ inlines: spell the C signatures.
-using GemmExFn = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
-                                    int, const void*, const void*, cudaDataType, int, const void*,
-                                    cudaDataType, int, const void*, void*, cudaDataType, int,
-                                    cublasComputeType_t, cublasGemmAlgo_t);
-using GemmStridedBatchedExFn = cublasStatus_t (*)(
-    cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*, const void*,
-    cudaDataType, int, long long int, const void*, cudaDataType, int, long long int, const void*,
-    void*, cudaDataType, int, long long int, int, cublasComputeType_t, cublasGemmAlgo_t);
+namespace xpu_timer::replay {
 
 struct CudaApi {
   decltype(&::cudaSetDevice) set_device = nullptr;
