@@ -13,6 +13,19 @@ and of B, the median and spread of the per-pair ratios A/B, and checks through
 the status page counters that the A rounds were really timed and the B rounds
 were not.
 
+With --pairs N the modes alternate at every step instead (A B B A ... one
+step each, each between two cuda synchronizations): drift of the machine
+slower than a step (clocks, neighbours, other processes) then falls on both
+arms of a pair alike, which rounds of many steps cannot give a host-bound
+loop. The result adds the bootstrap 95% interval of the median of the N
+per-pair ratios (resampling pairs).
+
+--one-gpu runs every rank on GPU 0 and gives each its own NCCL_HOSTID, so
+NCCL takes the ranks for separate hosts and connects them through its socket
+transport on the loopback interface: a collective of world 2 that really
+communicates (proxy thread, network transport, profiler-plugin callbacks),
+on a machine with one GPU.
+
 Workloads:
   ddp       GPT-style decoder (bf16) with DDP all-reduce
   tp        tensor-parallel style: all-reduces on a second stream overlapping matmuls
@@ -168,6 +181,73 @@ def issued_total(rank):
     return None
 
 
+def bootstrap_median_ci(ratios, n=4000, seed=1):
+    """95% interval of the median of `ratios`, resampling them (numpy)."""
+    import numpy as np
+    x = np.asarray(ratios)
+    rng = np.random.default_rng(seed)
+    meds = np.median(x[rng.integers(0, len(x), size=(n, len(x)))], axis=1)
+    return float(np.quantile(meds, 0.025)), float(np.quantile(meds, 0.975))
+
+
+def switch(ctl, timed, world):
+    """Between two steps: with one rank no collective, so nothing but the step is timed."""
+    if world > 1:
+        set_mode(ctl, timed)
+    elif ctl(0 if timed else 1) != 0:
+        raise SystemExit("xpu_timer_bench_set_paused refused: is the job running under the supervisor?")
+
+
+def ab_steps(name, step, args, ctl, rank, world):
+    """--pairs: A and B alternate at every step (A B B A ...)."""
+    for _ in range(args.warmup * args.steps):
+        step()
+    a_times, b_times = [], []
+    for i in range(args.pairs):
+        for mode in ("A", "B") if i % 2 == 0 else ("B", "A"):
+            switch(ctl, mode == "A", world)
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            step()
+            torch.cuda.synchronize()
+            (a_times if mode == "A" else b_times).append(time.perf_counter() - t0)
+    # Were the A steps timed and the B steps not: xpu-timer's count of recorded
+    # operations over a few steps of each.
+    counted = {}
+    for mode in ("A", "B"):
+        switch(ctl, mode == "A", world)
+        before = issued_total(rank) if rank == 0 else None
+        for _ in range(3):
+            step()
+        torch.cuda.synchronize()
+        after = issued_total(rank) if rank == 0 else None
+        counted[mode] = after - before if before is not None and after is not None else None
+    switch(ctl, True, world)
+    ratios = [a / b for a, b in zip(a_times, b_times)]
+    med = statistics.median(ratios)
+    q = statistics.quantiles(ratios, n=4)
+    lo, hi = bootstrap_median_ci(ratios)
+    diffs = [a - b for a, b in zip(a_times, b_times)]
+    res = {
+        "workload": name,
+        "interleave": "step",
+        "pairs": len(ratios),
+        "world": world,
+        "median_step_ms_with": statistics.median(a_times) * 1e3,
+        "median_step_ms_without": statistics.median(b_times) * 1e3,
+        "median_ratio": med,
+        "ci95": [lo, hi],
+        "ratio_p25": q[0],
+        "ratio_p75": q[-1],
+        "median_diff_us": statistics.median(diffs) * 1e6,
+        "recorded_ops_3_steps_with": counted["A"],
+        "recorded_ops_3_steps_without": counted["B"],
+    }
+    if rank == 0:
+        print(json.dumps(res), flush=True)
+    return res
+
+
 def ab_rounds(name, step, args, ctl, rank):
     for _ in range(args.warmup):
         timed_round(step, args.steps)
@@ -290,10 +370,18 @@ def main():
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--micro-calls", type=int, default=2000)
     p.add_argument("--micro-chunks", type=int, default=10)
+    p.add_argument("--pairs", type=int, default=0,
+                   help="alternate A and B at every step, this many pairs (instead of --rounds)")
+    p.add_argument("--one-gpu", action="store_true",
+                   help="every rank on GPU 0, connected by NCCL's socket transport (see above)")
     args = p.parse_args()
 
     rank = int(os.environ["RANK"])
-    local_rank = int(os.environ["LOCAL_RANK"])
+    world = int(os.environ["WORLD_SIZE"])
+    local_rank = 0 if args.one_gpu else int(os.environ["LOCAL_RANK"])
+    if args.one_gpu:
+        os.environ.update({"NCCL_HOSTID": "xpu-bench-host%d" % rank, "NCCL_SOCKET_IFNAME": "lo",
+                           "NCCL_IB_DISABLE": "1", "NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1"})
     torch.cuda.set_device(local_rank)
     dev = torch.device("cuda", local_rank)
     dist.init_process_group("nccl", device_id=dev)
@@ -305,18 +393,25 @@ def main():
         step = WORKLOADS[name](args, dev)
         step()  # first hooked calls start the injected runtime
         torch.cuda.synchronize()
-        results.append(ab_rounds(name, step, args, ctl, rank))
+        if args.pairs:
+            results.append(ab_steps(name, step, args, ctl, rank, world))
+        else:
+            results.append(ab_rounds(name, step, args, ctl, rank))
         del step
         torch.cuda.empty_cache()
-    micro = micro_gemm(dev, args.micro_calls, args.micro_chunks)
-    micro.update(micro_torch(ctl, dev, args.micro_calls // 4, args.micro_chunks))
+    micro = {}
+    if args.micro_calls:
+        micro = micro_gemm(dev, args.micro_calls, args.micro_chunks)
+        micro.update(micro_torch(ctl, dev, args.micro_calls // 4, args.micro_chunks))
     if rank == 0:
         print(json.dumps({"micro": micro}), flush=True)
-        print("\n%-8s %12s %12s %10s %18s" % ("workload", "with ms", "without ms", "ratio", "ratio p25..p75"))
+        print("\n%-8s %12s %12s %10s %18s %18s" % ("workload", "with ms", "without ms", "ratio", "ratio p25..p75",
+                                                "95% interval"))
         for r in results:
-            print("%-8s %12.3f %12.3f %10.4f %8.4f..%-8.4f" % (
+            ci = r.get("ci95")
+            print("%-8s %12.3f %12.3f %10.4f %8.4f..%-8.4f %s" % (
                 r["workload"], r["median_step_ms_with"], r["median_step_ms_without"], r["median_ratio"],
-                r["ratio_p25"], r["ratio_p75"]))
+                r["ratio_p25"], r["ratio_p75"], "%.4f..%.4f" % tuple(ci) if ci else "-"))
         for k, v in micro.items():
             print("%-28s %8.2f us" % (k, v))
     dist.destroy_process_group()
