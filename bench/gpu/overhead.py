@@ -181,6 +181,32 @@ def issued_total(rank):
     return None
 
 
+def metric_sums(names):
+    """Sum over labels of each named series of the supervisor's /metrics (or None)."""
+    port = os.environ.get("XPU_TIMER_BENCH_PORT")
+    if not port:
+        return None
+    import urllib.request
+    time.sleep(0.05)  # the poller publishes within a few ms of completion
+    with urllib.request.urlopen("http://127.0.0.1:%s/metrics" % port, timeout=10) as r:
+        text = r.read().decode()
+    sums = dict.fromkeys(names, 0.0)
+    for line in text.splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        if name in sums:
+            sums[name] += float(line.rsplit(" ", 1)[1])
+    return sums
+
+
+# What one timed (A) step makes our hooks do, from the supervisor's counters.
+PER_STEP_SERIES = ("xpu_timer_kernel_launches_total", "xpu_timer_operations_total",
+                   "xpu_timer_operations_timed_total", "xpu_timer_python_gc_collections_total",
+                   "xpu_timer_self_hook_seconds_total", "xpu_timer_self_poller_cpu_seconds_total",
+                   "xpu_timer_python_function_calls_total")
+
+
 def bootstrap_median_ci(ratios, n=4000, seed=1):
     """95% interval of the median of `ratios`, resampling them (numpy)."""
     import numpy as np
@@ -203,6 +229,7 @@ def ab_steps(name, step, args, ctl, rank, world):
     for _ in range(args.warmup * args.steps):
         step()
     a_times, b_times = [], []
+    m0 = metric_sums(PER_STEP_SERIES) if rank == 0 else None
     for i in range(args.pairs):
         for mode in ("A", "B") if i % 2 == 0 else ("B", "A"):
             switch(ctl, mode == "A", world)
@@ -211,6 +238,7 @@ def ab_steps(name, step, args, ctl, rank, world):
             step()
             torch.cuda.synchronize()
             (a_times if mode == "A" else b_times).append(time.perf_counter() - t0)
+    m1 = metric_sums(PER_STEP_SERIES) if m0 is not None else None
     # Were the A steps timed and the B steps not: xpu-timer's count of recorded
     # operations over a few steps of each.
     counted = {}
@@ -242,6 +270,8 @@ def ab_steps(name, step, args, ctl, rank, world):
         "median_diff_us": statistics.median(diffs) * 1e6,
         "recorded_ops_3_steps_with": counted["A"],
         "recorded_ops_3_steps_without": counted["B"],
+        # Paused steps count nothing: per A step (the supervisor's counters lag by a poll).
+        "per_timed_step": {k[len("xpu_timer_"):]: (m1[k] - m0[k]) / args.pairs for k in m0} if m1 else None,
     }
     if rank == 0:
         print(json.dumps(res), flush=True)
@@ -329,8 +359,10 @@ def micro_gemm(dev, calls, chunks):
             "cublasGemmEx_added_us": statistics.median(diffs) * 1e6}
 
 
-def micro_torch(ctl, dev, calls, chunks):
-    """Added host time per torch launch of a small matmul and all_reduce."""
+def micro_torch(ctl, dev, calls, chunks, world):
+    """Added host time per torch launch of a small matmul and all_reduce:
+    chunks of `calls` calls alternated timed / paused (A B B A ...), the
+    median of the per-chunk-pair differences with its bootstrap interval."""
     a = torch.ones(64, 64, device=dev, dtype=torch.bfloat16)
     bias = torch.zeros(64, device=dev, dtype=torch.bfloat16)
     x = torch.zeros(64, 64, device=dev, dtype=torch.bfloat16)
@@ -343,18 +375,21 @@ def micro_torch(ctl, dev, calls, chunks):
         per = {True: [], False: []}
         for i in range(chunks):
             for timed in ((True, False) if i % 2 == 0 else (False, True)):
-                set_mode(ctl, timed)
+                switch(ctl, timed, world)
                 torch.cuda.synchronize()
                 t0 = time.perf_counter()
                 for _ in range(calls):
                     fn()
                 per[timed].append((time.perf_counter() - t0) / calls)
                 torch.cuda.synchronize()
-        set_mode(ctl, True)
+        switch(ctl, True, world)
         diffs = [t - u for t, u in zip(per[True], per[False])]
         out[name + "_untimed_us"] = statistics.median(per[False]) * 1e6
         out[name + "_timed_us"] = statistics.median(per[True]) * 1e6
         out[name + "_added_us"] = statistics.median(diffs) * 1e6
+        if len(diffs) >= 20:
+            lo, hi = bootstrap_median_ci(diffs)
+            out[name + "_added_us_ci95"] = [lo * 1e6, hi * 1e6]
     return out
 
 
@@ -402,7 +437,7 @@ def main():
     micro = {}
     if args.micro_calls:
         micro = micro_gemm(dev, args.micro_calls, args.micro_chunks)
-        micro.update(micro_torch(ctl, dev, args.micro_calls // 4, args.micro_chunks))
+        micro.update(micro_torch(ctl, dev, args.micro_calls // 4, args.micro_chunks, world))
     if rank == 0:
         print(json.dumps({"micro": micro}), flush=True)
         print("\n%-8s %12s %12s %10s %18s %18s" % ("workload", "with ms", "without ms", "ratio", "ratio p25..p75",
@@ -413,7 +448,7 @@ def main():
                 r["workload"], r["median_step_ms_with"], r["median_step_ms_without"], r["median_ratio"],
                 r["ratio_p25"], r["ratio_p75"], "%.4f..%.4f" % tuple(ci) if ci else "-"))
         for k, v in micro.items():
-            print("%-28s %8.2f us" % (k, v))
+            print("%-28s %s us" % (k, "%.3f..%.3f" % tuple(v) if isinstance(v, list) else "%8.3f" % v))
     dist.destroy_process_group()
 
 
