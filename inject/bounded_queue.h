@@ -11,6 +11,9 @@
 // A reserved cell that is never published blocks the consumer at that cell,
 // so every successful reserve must be followed by publish() on all paths.
 //
+// CellAlign aligns each cell (the record queue: 64, so that a cell's
+// sequence number and the start of its item share one cache line).
+//
 // Never allocates after construction, never blocks, never throws.
 #pragma once
 
@@ -22,12 +25,12 @@
 
 namespace xpu_timer::inject {
 
-template <typename T>
+template <typename T, size_t CellAlign = alignof(std::atomic<uint64_t>)>
 class BoundedQueue {
   static_assert(std::is_trivially_copyable_v<T>, "items are copied with plain stores");
 
  public:
-  struct Cell {
+  struct alignas(CellAlign) Cell {
     std::atomic<uint64_t> seq;
     T item;
   };
@@ -79,6 +82,13 @@ class BoundedQueue {
 
   // False when empty or when the next cell is reserved but not yet published.
   bool try_pop(T* out) {
+    return try_pop_with([out](const T& item) { *out = item; });
+  }
+
+  // try_pop() where `read(const T&)` copies out what it needs of the item
+  // (it runs before the cell is handed back to the producers).
+  template <typename Read>
+  bool try_pop_with(Read&& read) {
     uint64_t pos = dequeue_pos_.load(std::memory_order_relaxed);
     for (;;) {
       Cell* cell = &cells_[pos & mask_];
@@ -86,7 +96,7 @@ class BoundedQueue {
       const int64_t diff = static_cast<int64_t>(seq) - static_cast<int64_t>(pos + 1);
       if (diff == 0) {
         if (dequeue_pos_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
-          *out = cell->item;
+          read(static_cast<const T&>(cell->item));
           cell->seq.store(pos + mask_ + 1, std::memory_order_release);
           return true;
         }

@@ -3,8 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstddef>
+#include <cstring>
 #include <thread>
 #include <vector>
+
+#include "inject/op_record.h"
 
 namespace xpu_timer::inject {
 namespace {
@@ -110,6 +114,89 @@ TEST(BoundedQueue, MultiConsumerTakesEachItemOnce) {
   }
   for (auto& t : consumers) t.join();
   for (uint32_t i = 0; i < kItems; ++i) EXPECT_EQ(seen[i].load(), 1) << i;
+}
+
+}  // namespace
+}  // namespace xpu_timer::inject
+
+namespace xpu_timer::inject {
+namespace {
+
+// The record queue's cells start on a cache line, and a head-only record
+// (a sampled-out GEMM or copy) lies in the cell's first line with its
+// sequence number.
+TEST(BoundedQueue, RecordCellsAreLineAlignedAndTheHeadSharesTheFirstLine) {
+  using Q = BoundedQueue<OpRecord, 64>;
+  static_assert(alignof(Q::Cell) == 64);
+  static_assert(sizeof(Q::Cell) % 64 == 0);
+  EXPECT_EQ(offsetof(Q::Cell, item) + kOpRecordHeadBytes, 64u);
+  Q q(4);
+  uint64_t pos = 0;
+  Q::Cell* a = q.try_reserve(&pos);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 64, 0u);
+  q.publish(a, pos);
+  Q::Cell* b = q.try_reserve(&pos);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b) % 64, 0u);
+  q.publish(b, pos);
+}
+
+// try_pop_with hands the item in its cell to the reader, once, in order.
+TEST(BoundedQueue, PopWithReadsEachItemInItsCell) {
+  BoundedQueue<int> q(4);
+  ASSERT_TRUE(q.try_push(7));
+  ASSERT_TRUE(q.try_push(8));
+  std::vector<int> seen;
+  const auto read = [&seen](const int& v) { seen.push_back(v); };
+  EXPECT_TRUE(q.try_pop_with(read));
+  EXPECT_TRUE(q.try_pop_with(read));
+  EXPECT_FALSE(q.try_pop_with(read));
+  EXPECT_EQ(seen, (std::vector<int>{7, 8}));
+}
+
+// A head-only record reads back with the tail's defaults whatever an
+// earlier record left in the cell's tail; a full record reads back whole.
+TEST(OpRecord, HeadOnlyRecordReadsTheDefaultsOverAStaleTail) {
+  OpRecord cell;
+  std::memset(static_cast<void*>(&cell), 0xAB, sizeof(cell));  // an earlier record's bytes
+  cell.valid = 1;
+  cell.flags = OpRecord::kUntimed | OpRecord::kHeadOnly | OpRecord::kCountIsBytes;
+  cell.nmarks = 0;
+  cell.bytes = 4096;
+  cell.m = 64;
+  OpRecord out;
+  std::memset(static_cast<void*>(&out), 0x5C, sizeof(out));
+  read_record(cell, &out);
+  EXPECT_EQ(out.bytes, 4096u);
+  EXPECT_EQ(out.m, 64u);
+  EXPECT_EQ(out.count, 4096u);  // a copy's count is its bytes
+  EXPECT_EQ(out.device, -1);
+  EXPECT_EQ(out.group_size, 1u);
+  EXPECT_EQ(out.peer, -1);
+  EXPECT_EQ(out.red_op, 0);
+  EXPECT_EQ(out.pair_index, 0u);
+  EXPECT_EQ(out.nranks, 0u);
+  EXPECT_EQ(out.comm_hash, 0u);
+  EXPECT_EQ(out.seq, 0u);
+  EXPECT_EQ(out.marks[0].seq, 0u);
+  cell.flags = OpRecord::kUntimed | OpRecord::kHeadOnly;  // a GEMM: no count
+  read_record(cell, &out);
+  EXPECT_EQ(out.count, 0u);
+
+  OpRecord full{};
+  full.valid = 1;
+  full.flags = OpRecord::kHasPair;
+  full.device = 3;
+  full.seq = 42;
+  full.nmarks = 1;
+  full.marks[0] = CommMark{5, 0, 42};
+  read_record(full, &out);
+  EXPECT_EQ(std::memcmp(&out, &full, sizeof(full)), 0);
+  EXPECT_FALSE(tail_is_default(/*device=*/0, 1, 0, 0, -1, 0));
+  EXPECT_FALSE(tail_is_default(-1, 2, 0, 0, -1, 0));
+  EXPECT_FALSE(tail_is_default(-1, 1, 7, 8, -1, 0));
+  EXPECT_TRUE(tail_is_default(-1, 1, 8, 8, -1, 0));
 }
 
 }  // namespace

@@ -118,7 +118,8 @@ void Poller::run() {
 
 void Poller::drain_queue() {
   OpRecord rec;
-  for (int i = 0; i < kMaxDrainPerPass && state_->queue.try_pop(&rec); ++i) {
+  const auto read = [&rec](const OpRecord& in_cell) { read_record(in_cell, &rec); };
+  for (int i = 0; i < kMaxDrainPerPass && state_->queue.try_pop_with(read); ++i) {
     if (!rec.valid) {
       if (rec.flags & OpRecord::kHasPair) return_pair(rec);
       continue;

@@ -56,7 +56,7 @@ struct RuntimeState {
 
   RankIdentity identity;
   pid_t pid = 0;
-  BoundedQueue<OpRecord> queue{kQueueCapacity};
+  BoundedQueue<OpRecord, 64> queue{kQueueCapacity};
   // Finished NVTX ranges and steps (inject/nvtx_ranges.h), for the Poller.
   BoundedQueue<RangeRecord> ranges{kQueueCapacity};
   EventPools pools;

@@ -111,16 +111,39 @@ void TimedCall::publish_untimed(RuntimeState* st, const OpDesc& d, cudaStream_t 
     st->counters.dropped_queue_full.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  OpRecord rec{};
-  rec.valid = 1;
-  rec.flags = OpRecord::kUntimed;
-  describe(d, &rec);
-  rec.device = d.device;
   // The Poller completes an untimed record when it drains it (no FIFO): the
   // stream only reaches the flight recorder.
-  rec.stream = reinterpret_cast<uintptr_t>(stream);
-  rec.launch_ns = now_ns_;
-  cell->item = rec;
+  if (!tail_is_default(d.device, d.group_size, d.count, d.bytes, d.peer, d.red_op)) {
+    OpRecord rec{};
+    rec.valid = 1;
+    rec.flags = OpRecord::kUntimed;
+    describe(d, &rec);
+    rec.device = d.device;
+    rec.stream = reinterpret_cast<uintptr_t>(stream);
+    rec.launch_ns = now_ns_;
+    cell->item = rec;
+    st->queue.publish(cell, pos);
+    return;
+  }
+  // The usual case: the head alone, written in place (one cache line of the
+  // cell; the tail keeps whatever an earlier record left, never read).
+  OpRecord& r = cell->item;
+  r.valid = 1;
+  r.kind = static_cast<uint8_t>(proto::op_kind_of(d.name));
+  r.name = static_cast<uint16_t>(d.name);
+  r.dtype = static_cast<uint8_t>(d.dtype);
+  r.nmarks = 0;
+  r.flags = static_cast<uint8_t>(OpRecord::kUntimed | OpRecord::kHeadOnly |
+                                 (d.count != 0 ? OpRecord::kCountIsBytes : 0));
+  r.gemm_ops = d.gemm_ops;
+  r.launch_ns = now_ns_;
+  r.bytes = d.bytes;
+  r.flops = d.flops;
+  r.m = d.m;
+  r.n = d.n;
+  r.k = d.k;
+  r.batch = d.batch;
+  r.stream = reinterpret_cast<uintptr_t>(stream);
   st->queue.publish(cell, pos);
 }
 
