@@ -252,23 +252,27 @@ SlowReport StragglerAnalyzer::analyze(uint64_t now_ns) {
     report.ranks.push_back(rl);
   }
   standing_.clear();
+  std::map<int, SlowCause> causes;
   for (auto& [rank, st] : best) {
     standing_.insert(rank);
     const auto node = node_of_.find(rank);
     st.node = node != node_of_.end() ? node->second : -1;
     const auto name = comm_names_.find(st.comm);
     if (name != comm_names_.end()) st.comm_name = name->second;
-    find_cause(&st, st.comm);
+    const auto before = causes_.find(rank);
+    find_cause(&st, st.comm, before != causes_.end() ? before->second : SlowCause::kUnknown);
+    causes[rank] = st.cause;
     st.summary = straggler_sentence(st);
     report.stragglers.push_back(st);
   }
+  causes_ = std::move(causes);
   std::sort(report.stragglers.begin(), report.stragglers.end(),
             [](const Straggler& a, const Straggler& b) { return a.wait_caused_s > b.wait_caused_s; });
   report.summary = stragglers_summary(report.stragglers);
   return report;
 }
 
-void StragglerAnalyzer::find_cause(Straggler* s, uint64_t comm) const {
+void StragglerAnalyzer::find_cause(Straggler* s, uint64_t comm, SlowCause previous) const {
   SlowEvidence& e = s->evidence;
   const auto w = window_.find(comm);
   if (w == window_.end()) return;
@@ -372,19 +376,34 @@ void StragglerAnalyzer::find_cause(Straggler* s, uint64_t comm) const {
   // The cause: what explains at least half of its lateness. A slow link
   // first: a rank whose collectives end late after everyone arrived also
   // starts its next work late, which would look like a late host.
+  // The cause the last verdict gave this rank stays while it explains a
+  // quarter of the lateness, unless a cause checked before it explains
+  // half: with evidence near the bar (a GPU shared by two ranks makes both
+  // its collectives and its arrival slow) the verdict keeps one name
+  // instead of alternating between two from one analysis to the next.
   const double lateness = e.arrival_late_s;
   const bool gemm_slow = e.gemm_ratio > 0 && e.gemm_shapes > 0 &&
                          std::log(e.gemm_ratio) > std::max(std::log(1.02), 3 * e.gemm_peer_spread);
-  if (lateness <= 0) {
-    s->cause = SlowCause::kUnknown;
-  } else if (e.transfer_s - e.peer_transfer_s >= 0.5 * lateness) {
-    s->cause = SlowCause::kLink;
-  } else if (e.launch_late_s >= 0.5 * lateness) {
-    s->cause = SlowCause::kHost;
-  } else if (gemm_slow || e.queue_excess_s >= 0.5 * lateness) {
-    s->cause = SlowCause::kGpu;
-  } else {
-    s->cause = SlowCause::kUnknown;
+  const auto explains = [&](SlowCause c, double share) {
+    switch (c) {
+      case SlowCause::kLink:
+        return e.transfer_s - e.peer_transfer_s >= share * lateness;
+      case SlowCause::kHost:
+        return e.launch_late_s >= share * lateness;
+      case SlowCause::kGpu:
+        return gemm_slow || e.queue_excess_s >= share * lateness;
+      default:
+        return false;
+    }
+  };
+  constexpr double kNameShare = 0.5, kKeepShare = 0.25;
+  s->cause = SlowCause::kUnknown;
+  if (lateness <= 0) return;
+  for (SlowCause c : {SlowCause::kLink, SlowCause::kHost, SlowCause::kGpu}) {
+    if (explains(c, c == previous ? kKeepShare : kNameShare)) {
+      s->cause = c;
+      return;
+    }
   }
 }
 

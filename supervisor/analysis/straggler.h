@@ -156,7 +156,8 @@ class StragglerAnalyzer {
   };
   void judge(uint64_t comm, Pending&& p);
   void expire(uint64_t now_ns);
-  void find_cause(Straggler* s, uint64_t comm) const;
+  // `previous`: the cause the last verdict gave the rank (kUnknown if none).
+  void find_cause(Straggler* s, uint64_t comm, SlowCause previous) const;
 
   StragglerOptions options_;
   std::map<uint64_t, std::set<int>> members_;
@@ -172,6 +173,7 @@ class StragglerAnalyzer {
   std::map<int, std::deque<Pause>> pauses_;
   std::map<int, double> wait_total_s_;
   std::set<int> standing_;  // the stragglers of the last verdict
+  std::map<int, SlowCause> causes_;  // and their causes
   uint64_t judged_ = 0;
 };
 
