@@ -296,6 +296,7 @@ bool JobView::read_others(const std::optional<NodeProgress>& mine,
   if (all) {  // what is not read now is gone
     docs_.clear();
     unreadable_docs_.clear();
+    untrusted_docs_.clear();
   }
   read_all_docs_ = false;
   docs_revision_ = revision;
@@ -305,6 +306,7 @@ bool JobView::read_others(const std::optional<NodeProgress>& mine,
     NodeProgress p;
     std::string why;
     const int key_node = node_of_key(kv.key, nodes);
+    untrusted_docs_.erase(key_node);  // what the key held before is gone
     if (!parse_node_progress(kv.value, &p, &why)) {
       ignore_key(kv, why);
       unreadable_docs_.insert(kv.key);
@@ -320,10 +322,26 @@ bool JobView::read_others(const std::optional<NodeProgress>& mine,
       doc_leases_[p.node] = kv.lease;
       docs_[p.node] = std::move(p);
       continue;
+    } else {
+      untrusted_docs_[key_node] = {std::move(p), kv.lease};
     }
     // The node's document read before stays: a forger overwriting a real
     // node's key must not take the node out of the view.
     unreadable_docs_.insert(kv.key);
+  }
+  // A document refused for its lease counts once that lease owns its node
+  // (the owners are read every round): it was put under the owner's lease,
+  // only read before this node knew so.
+  for (auto it = untrusted_docs_.begin(); it != untrusted_docs_.end();) {
+    const auto owner = owners_.find(it->first);
+    if (owner == owners_.end() || owner->second != it->second.second) {
+      ++it;
+      continue;
+    }
+    unreadable_docs_.erase(nodes + std::to_string(it->first));
+    doc_leases_[it->first] = it->second.second;
+    docs_[it->first] = std::move(it->second.first);
+    it = untrusted_docs_.erase(it);
   }
   // A document counts while its node's owner is the one that wrote it.
   for (auto it = docs_.begin(); it != docs_.end();) {

@@ -260,6 +260,12 @@ class JobView {
   int64_t docs_revision_ = 0;              // the store's revision at the last read of them
   bool read_all_docs_ = true;              // the next read takes every document
   std::set<std::string> unreadable_docs_;  // keys of documents that did not parse
+  // Documents that parsed but were not written under their node's owner
+  // lease as this node knew the owners when it read them (a forger's, or a
+  // node's own read between its owner key and an earlier read of the
+  // owners): kept with their lease, and taken once that lease owns the node.
+  // Nothing else reads an unchanged document again.
+  std::map<int, std::pair<NodeProgress, int64_t>> untrusted_docs_;
   // The fingerprint exchange (the view's thread only): the keys of this
   // node's windows in the store (oldest first), the mismatches seen, and
   // those this node put (unix time, key).

@@ -569,6 +569,9 @@ class Forger {
     ASSERT_TRUE(store_->create("/xpu_timer/job/" + key, "forger", &created)) << store_->error();
     keys_.push_back("/xpu_timer/job/" + key);
   }
+  // Its lease lapses 10 s after the last call (and the next call puts its
+  // keys again, as new): a writer that must not change its keys keeps it.
+  void keep_alive() { ASSERT_TRUE(store_->keep_alive()) << store_->error(); }
   void remove_all() {
     for (const std::string& k : keys_) ASSERT_TRUE(store_->remove(k)) << store_->error();
     keys_.clear();
@@ -695,6 +698,52 @@ TEST_F(JobViewProcessTest, WhatADeletedNodeSaidLeavesWithItsKeys) {
         return merged.ranks.size() == 1 && node0.status().nodes.empty();
       },
       seconds(30)));
+}
+
+// A node's document read before its owner key (a reader that read the owners,
+// then the node claimed its key and published, then the reader read the
+// document: what a loaded store once gave the steady-alarm test): refused
+// then, merged once the owner is known, although the document never changes
+// again (a steady hang) and so is never read again.
+TEST_F(JobViewProcessTest, ADocumentReadBeforeItsOwnerKeyCountsOnceTheOwnerIsKnown) {
+  Requests ignored;
+  JobView& node0 = view(&ignored);
+  SteadyNode n0(0, 0, 2.0);
+  Forger node1_writer(etcd_->url());  // node 1's supervisor, as far as the store can tell
+  NodeProgress node1 = forged_document(1, 1);
+  node1.host = "host1";
+  node1.snapshot.ranks[0].rank = 1;
+  node1.snapshot.now_unix_s = unix_now_s();
+  const auto stamp = [&] {
+    node1.snapshot.now_unix_s = unix_now_s();
+    node1.snapshot.now_ns = monotonic_ns();
+    node1_writer.put("stamps/1", node_stamp_text(node1));
+    node1_writer.keep_alive();  // else its keys are put again, and read again, as new
+  };
+  node1_writer.put("nodes/1", node_progress_text(node1));  // before its owner key
+  const uint64_t start = node0.status().rounds;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        stamp();
+        node0.offer(n0.now(), 0, 2, "host0", true);
+        return node0.status().rounds >= start + 3 && node0.status().docs_read >= 1;
+      },
+      seconds(30)));
+  Snapshot merged = node0.merge(n0.now());
+  ASSERT_EQ(merged.ranks.size(), 1u) << "a document without its owner key was merged";
+  node1_writer.claim("owners/1");  // the same lease the document was put under
+  ASSERT_TRUE(wait_until(
+      [&] {
+        stamp();
+        node0.offer(n0.now(), 0, 2, "host0", true);
+        merged = node0.merge(n0.now());
+        return merged.ranks.size() == 2 && merged.ranks[1].registered;
+      },
+      seconds(30)))
+      << "node 1's document, unchanged since its owner key appeared, never merged ("
+      << node0.status().docs_read << " document(s) read, " << node0.status().full_reads
+      << " full read(s))";
+  EXPECT_EQ(node0.status().nodes, std::vector<int>{1});
 }
 
 }  // namespace
