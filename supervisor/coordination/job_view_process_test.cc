@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -663,6 +664,16 @@ TEST_F(JobViewProcessTest, AForgerInTheJobsPrefixChangesNeitherTheVerdictNorTheD
   EXPECT_EQ(on1.size(), 0u);
 }
 
+// One round of node 0, in an alarm, while node 1's writer stamps: true once
+// node 1's rank is merged.
+bool merged_with_node1(JobView& node0, SteadyNode& n0, const std::function<void()>& stamp,
+                       Snapshot* merged) {
+  stamp();
+  node0.offer(n0.now(), 0, 2, "host0", true);
+  *merged = node0.merge(n0.now());
+  return merged->ranks.size() == 2 && merged->ranks[1].registered;
+}
+
 // A forger that holds the slot of a node that never started (and so looks
 // like that node): what it says lasts no longer than its keys.
 TEST_F(JobViewProcessTest, WhatADeletedNodeSaidLeavesWithItsKeys) {
@@ -683,12 +694,7 @@ TEST_F(JobViewProcessTest, WhatADeletedNodeSaidLeavesWithItsKeys) {
   };
   Snapshot merged;
   ASSERT_TRUE(wait_until(
-      [&] {
-        stamp();
-        node0.offer(n0.now(), 0, 2, "host0", true);
-        merged = node0.merge(n0.now());
-        return merged.ranks.size() == 2 && merged.ranks[1].registered;
-      },
+      [&] { return merged_with_node1(node0, n0, stamp, &merged); },
       seconds(30)));
   forger.remove_all();
   ASSERT_TRUE(wait_until(
@@ -733,12 +739,7 @@ TEST_F(JobViewProcessTest, ADocumentReadBeforeItsOwnerKeyCountsOnceTheOwnerIsKno
   ASSERT_EQ(merged.ranks.size(), 1u) << "a document without its owner key was merged";
   node1_writer.claim("owners/1");  // the same lease the document was put under
   ASSERT_TRUE(wait_until(
-      [&] {
-        stamp();
-        node0.offer(n0.now(), 0, 2, "host0", true);
-        merged = node0.merge(n0.now());
-        return merged.ranks.size() == 2 && merged.ranks[1].registered;
-      },
+      [&] { return merged_with_node1(node0, n0, stamp, &merged); },
       seconds(30)))
       << "node 1's document, unchanged since its owner key appeared, never merged ("
       << node0.status().docs_read << " document(s) read, " << node0.status().full_reads
