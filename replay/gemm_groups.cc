@@ -1,8 +1,10 @@
 #include "replay/gemm_groups.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <map>
+#include <vector>
 
 #include "common/protocol.h"
 #include "common/recorder_ring.h"
@@ -12,6 +14,7 @@ namespace xpu_timer::replay {
 
 std::vector<GemmGroup> group_gemms(const timeline::LoadedDumps& dumps) {
   std::map<GemmKey, GemmGroup> groups;
+  std::map<GemmKey, std::vector<uint64_t>> samples;  // each group's timed calls
   for (const timeline::RankTimeline& t : dumps.ranks) {
     for (const recorder::RecordData& r : t.ring.records) {
       if (!timeline::is_gemm(r)) continue;
@@ -30,12 +33,21 @@ std::vector<GemmGroup> group_gemms(const timeline::LoadedDumps& dumps) {
       if (const uint64_t ns = timeline::gpu_time_ns(r); ns > 0) {
         ++g.timed;
         g.timed_ns += ns;
+        samples[key].push_back(ns);
       }
     }
   }
   std::vector<GemmGroup> out;
   out.reserve(groups.size());
-  for (auto& [key, g] : groups) out.push_back(g);
+  for (auto& [key, g] : groups) {
+    std::vector<uint64_t>& v = samples[key];
+    if (!v.empty()) {  // the lower median of an even count
+      const auto mid = v.begin() + static_cast<std::ptrdiff_t>((v.size() - 1) / 2);
+      std::nth_element(v.begin(), mid, v.end());
+      g.median_ns = *mid;
+    }
+    out.push_back(g);
+  }
   std::stable_sort(out.begin(), out.end(), [](const GemmGroup& a, const GemmGroup& b) {
     return a.job_total_ns() > b.job_total_ns();
   });

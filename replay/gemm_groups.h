@@ -31,12 +31,20 @@ struct GemmGroup {
   uint64_t calls = 0;     // launched (not failed), over every rank of the dump
   uint64_t timed = 0;     // of which with a GPU time
   uint64_t timed_ns = 0;  // their GPU time, summed
-  double job_ns_per_call() const {
-    return timed > 0 ? static_cast<double>(timed_ns) / static_cast<double>(timed) : 0;
-  }
+  // The median GPU time of the timed calls (0: none): what the replay's
+  // median is compared with. A call that the stream started while idle also
+  // holds the host's gap between our start event and the kernel's launch
+  // (a descheduled thread: milliseconds), which a mean would spread over
+  // every call and a median leaves out.
+  uint64_t median_ns = 0;
+  double job_ns_per_call() const { return static_cast<double>(median_ns); }
   // Time in the job over all calls: calls x the timed calls' mean (the sum
   // itself when every call was timed).
-  double job_total_ns() const { return static_cast<double>(calls) * job_ns_per_call(); }
+  double job_total_ns() const {
+    return timed > 0 ? static_cast<double>(calls) * static_cast<double>(timed_ns) /
+                           static_cast<double>(timed)
+                     : 0;
+  }
 };
 
 // Every GEMM group of the dump, by job_total_ns() (largest first; ties, and

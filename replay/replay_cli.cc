@@ -39,7 +39,7 @@ void usage(FILE* to) {
       "Groups the GEMMs of a flight-recorder dump (RRRRR-WWWWW.timeline files, see\n"
       "xpu_timer_gen_trace_timeline) by API, dtype, transposes, m, n, k and batch, replays each\n"
       "group on this GPU with cuBLAS/cuBLASLt and prints, largest time in the job first: calls\n"
-      "in the dump, how many were timed, the job's time (sum and per call, timed calls only),\n"
+      "in the dump, how many were timed, the job's time (sum and median per call, timed calls only),\n"
       "this GPU's time per call now, both as TFLOP/s, and SLOWER where the job took more than\n"
       "15% longer per call than the replay. Leading dimensions are the tightest ones (the dump\n"
       "has none); a dump written before transposes were recorded is replayed as NN (TN for\n"

@@ -22,7 +22,7 @@ std::string report_table(const ReplayReport& r) {
   std::string out;
   char line[640];
   std::snprintf(line, sizeof(line),
-                "%s: %zu rank%s. Job: the dump's timed calls (sum, and per call); now: the median "
+                "%s: %zu rank%s. Job: the dump's timed calls (sum, and the median per call); now: the median "
                 "of %d calls\non GPU %s after %d warm-up calls (%s). SLOWER: the job took more "
                 "than %.0f%% longer per call.\n",
                 r.source.c_str(), r.ranks, r.ranks == 1 ? "" : "s", r.reps, r.device.c_str(),

@@ -80,6 +80,29 @@ TEST(GemmGroups, GroupsByApiDtypeTransposesAndShapeLargestTimeFirst) {
   EXPECT_EQ(key_label(unknown), "Sgemm fp32 ?? m=0 n=0 k=0 batch=0");
 }
 
+// A call that its stream started while idle holds the host's launch gap as
+// well (milliseconds on a loaded host): the per-call time compared with the
+// replay is the median of the timed calls; the total stays their sum.
+TEST(GemmGroups, PerCallIsTheMedianOfTheTimedCallsTheTotalTheirSum) {
+  timeline::LoadedDumps d;
+  d.ranks.resize(1);
+  const uint8_t nn = recorder::gemm_ops_of(0, 0);
+  for (const uint64_t ns : {100000ull, 101000ull, 99000ull, 5000000ull}) {
+    d.ranks[0].ring.records.push_back(gemm(OpName::kGemmEx, DType::kBF16, nn, 64, 32, 16, 1, ns));
+  }
+  const std::vector<GemmGroup> g = group_gemms(d);
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].timed, 4u);
+  EXPECT_EQ(g[0].timed_ns, 5300000u);
+  EXPECT_DOUBLE_EQ(g[0].job_ns_per_call(), 100000.0);  // the lower median of four
+  EXPECT_DOUBLE_EQ(g[0].job_total_ns(), 5300000.0);
+  ReplayRow row;
+  row.group = g[0];
+  row.now.ok = true;
+  row.now.ns_per_call = 100000;
+  EXPECT_FALSE(row.flagged()) << "one launch gap made the whole group slower";
+}
+
 TEST(ReplayReport, FlagsAJobMoreThan15PercentSlowerPerCall) {
   ReplayReport r;
   r.source = "DIR";
