@@ -1,6 +1,7 @@
 #include "common/cli_help.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace xpu_timer {
 namespace {
@@ -33,6 +34,11 @@ std::string format_flag_help(const FlagHelp* flags, size_t count) {
 
 std::string format_flag_help(std::initializer_list<FlagHelp> flags) {
   return format_flag_help(flags.begin(), flags.size());
+}
+
+int usage_error(const char* program, const std::string& what) {
+  std::fprintf(stderr, "%s: %s (see --help)\n", program, what.c_str());
+  return 2;
 }
 
 }  // namespace xpu_timer

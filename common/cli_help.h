@@ -24,4 +24,8 @@ struct FlagHelp {
 std::string format_flag_help(std::initializer_list<FlagHelp> flags);
 std::string format_flag_help(const FlagHelp* flags, size_t count);
 
+// A command line that cannot be run: "<program>: <what> (see --help)" on
+// stderr; returns 2, the exit status of a usage error.
+int usage_error(const char* program, const std::string& what);
+
 }  // namespace xpu_timer

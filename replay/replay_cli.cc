@@ -39,7 +39,8 @@ void usage(FILE* to) {
       "Groups the GEMMs of a flight-recorder dump (RRRRR-WWWWW.timeline files, see\n"
       "xpu_timer_gen_trace_timeline) by API, dtype, transposes, m, n, k and batch, replays each\n"
       "group on this GPU with cuBLAS/cuBLASLt and prints, largest time in the job first: calls\n"
-      "in the dump, how many were timed, the job's time (sum and median per call, timed calls only),\n"
+      "in the dump, how many were timed, the job's time (sum and median per call, timed calls "
+      "only),\n"
       "this GPU's time per call now, both as TFLOP/s, and SLOWER where the job took more than\n"
       "15% longer per call than the replay. Leading dimensions are the tightest ones (the dump\n"
       "has none); a dump written before transposes were recorded is replayed as NN (TN for\n"
@@ -50,8 +51,7 @@ void usage(FILE* to) {
 }
 
 int usage_error(const std::string& what) {
-  std::fprintf(stderr, "xpu_timer_gemm_replay: %s (see --help)\n", what.c_str());
-  return 2;
+  return xpu_timer::usage_error("xpu_timer_gemm_replay", what);
 }
 
 bool to_int(const std::string& s, int lo, int hi, int* out) {

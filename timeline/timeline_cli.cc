@@ -62,8 +62,7 @@ void usage(FILE* to) {
 }
 
 int usage_error(const std::string& what) {
-  std::fprintf(stderr, "xpu_timer_gen_trace_timeline: %s (see --help)\n", what.c_str());
-  return 2;
+  return xpu_timer::usage_error("xpu_timer_gen_trace_timeline", what);
 }
 
 void show_warnings(const std::vector<std::string>& warnings) {
