@@ -36,22 +36,27 @@ void advance_comms(const OpDesc& d, OpRecord* rec) {
   }
 }
 
-// The descriptive fields every published record carries.
-void describe(const OpDesc& d, OpRecord* rec) {
+// The descriptive fields of the record's head (inject/op_record.h).
+void describe_head(const OpDesc& d, OpRecord* rec) {
   rec->name = static_cast<uint16_t>(d.name);
   rec->kind = static_cast<uint8_t>(proto::op_kind_of(d.name));
   rec->dtype = static_cast<uint8_t>(d.dtype);
-  rec->group_size = d.group_size;
   rec->bytes = d.bytes;
   rec->flops = d.flops;
-  rec->count = d.count;
-  rec->peer = d.peer;
-  rec->red_op = d.red_op;
   rec->m = d.m;
   rec->n = d.n;
   rec->k = d.k;
   rec->batch = d.batch;
   rec->gemm_ops = d.gemm_ops;
+}
+
+// The descriptive fields every published record carries.
+void describe(const OpDesc& d, OpRecord* rec) {
+  describe_head(d, rec);
+  rec->group_size = d.group_size;
+  rec->count = d.count;
+  rec->peer = d.peer;
+  rec->red_op = d.red_op;
 }
 
 }  // namespace
@@ -112,37 +117,23 @@ void TimedCall::publish_untimed(RuntimeState* st, const OpDesc& d, cudaStream_t 
     return;
   }
   // The Poller completes an untimed record when it drains it (no FIFO): the
-  // stream only reaches the flight recorder.
-  if (!tail_is_default(d.device, d.group_size, d.count, d.bytes, d.peer, d.red_op)) {
-    OpRecord rec{};
-    rec.valid = 1;
-    rec.flags = OpRecord::kUntimed;
-    describe(d, &rec);
-    rec.device = d.device;
-    rec.stream = reinterpret_cast<uintptr_t>(stream);
-    rec.launch_ns = now_ns_;
-    cell->item = rec;
-    st->queue.publish(cell, pos);
-    return;
-  }
-  // The usual case: the head alone, written in place (one cache line of the
-  // cell; the tail keeps whatever an earlier record left, never read).
+  // stream only reaches the flight recorder. Usually the head alone, written
+  // in place (one cache line of the cell; the tail keeps whatever an earlier
+  // record left, never read); a record whose tail holds more, whole.
   OpRecord& r = cell->item;
+  if (tail_is_default(d.device, d.group_size, d.count, d.bytes, d.peer, d.red_op)) {
+    describe_head(d, &r);
+    r.nmarks = 0;
+    r.flags = static_cast<uint8_t>(OpRecord::kUntimed | OpRecord::kHeadOnly |
+                                   (d.count != 0 ? OpRecord::kCountIsBytes : 0));
+  } else {
+    r = OpRecord{};
+    describe(d, &r);
+    r.device = d.device;
+    r.flags = OpRecord::kUntimed;
+  }
   r.valid = 1;
-  r.kind = static_cast<uint8_t>(proto::op_kind_of(d.name));
-  r.name = static_cast<uint16_t>(d.name);
-  r.dtype = static_cast<uint8_t>(d.dtype);
-  r.nmarks = 0;
-  r.flags = static_cast<uint8_t>(OpRecord::kUntimed | OpRecord::kHeadOnly |
-                                 (d.count != 0 ? OpRecord::kCountIsBytes : 0));
-  r.gemm_ops = d.gemm_ops;
   r.launch_ns = now_ns_;
-  r.bytes = d.bytes;
-  r.flops = d.flops;
-  r.m = d.m;
-  r.n = d.n;
-  r.k = d.k;
-  r.batch = d.batch;
   r.stream = reinterpret_cast<uintptr_t>(stream);
   st->queue.publish(cell, pos);
 }
