@@ -24,18 +24,11 @@ namespace {
 using proto::DType;
 using proto::OpName;
 using testing::FakeSupervisor;
+using testing::find_metric;
 using testing::RegisteredRank;
 using xpu_timer::testing::Child;
 
 constexpr std::chrono::seconds kTimeout{30};
-
-const proto::MetricSlot* metric(const proto::StatusPage& p, OpName name, DType dtype) {
-  for (uint32_t i = 0; i < p.nmetrics; ++i) {
-    const proto::MetricSlot& s = p.metrics[i];
-    if (s.name == static_cast<uint16_t>(name) && s.dtype == static_cast<uint8_t>(dtype)) return &s;
-  }
-  return nullptr;
-}
 
 // The driver's "CALLS a b c d e" line: XpuSimCountedCall counts.
 std::vector<uint64_t> counted_calls(const std::string& out) {
@@ -94,9 +87,9 @@ TEST(InjectSimSampling, SampledOutCallsMakeNoLibraryCallsOfOurs) {
   } while (std::chrono::steady_clock::now() < deadline);
   ASSERT_NE(p, nullptr);
   ASSERT_EQ(p->completed_total, 900u);
-  const proto::MetricSlot* gemm = metric(*p, OpName::kGemmEx, DType::kBF16);
-  const proto::MetricSlot* lt = metric(*p, OpName::kLtMatmul, DType::kBF16);
-  const proto::MetricSlot* copy = metric(*p, OpName::kMemcpyH2D, DType::kU8);
+  const proto::MetricSlot* gemm = find_metric(*p, OpName::kGemmEx, DType::kBF16);
+  const proto::MetricSlot* lt = find_metric(*p, OpName::kLtMatmul, DType::kBF16);
+  const proto::MetricSlot* copy = find_metric(*p, OpName::kMemcpyH2D, DType::kU8);
   ASSERT_TRUE(gemm != nullptr && lt != nullptr && copy != nullptr);
   EXPECT_EQ(gemm->count + gemm->untimed_count, 300u);
   EXPECT_EQ(lt->count + lt->untimed_count, 300u);

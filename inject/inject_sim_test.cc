@@ -32,6 +32,7 @@ namespace {
 using proto::DType;
 using proto::OpName;
 using testing::FakeSupervisor;
+using testing::find_metric;
 using testing::RegisteredRank;
 using xpu_timer::testing::Child;
 
@@ -45,18 +46,6 @@ uint64_t expected_main_comm_hash(const std::string& job) {
   std::memset(&id, 0, sizeof(id));
   std::snprintf(id.internal, sizeof(id.internal), "xpu-timer-sim-job:%s", job.c_str());
   return comm_hash_from_unique_ids(&id, 1, sizeof(id));
-}
-
-const proto::MetricSlot* find_metric(const proto::StatusPage& p, OpName name, DType dtype,
-                                     int size_bucket = -1) {
-  for (uint32_t i = 0; i < p.nmetrics; ++i) {
-    const proto::MetricSlot& s = p.metrics[i];
-    if (s.name == static_cast<uint16_t>(name) && s.dtype == static_cast<uint8_t>(dtype) &&
-        (size_bucket < 0 || s.size_bucket == size_bucket)) {
-      return &s;
-    }
-  }
-  return nullptr;
 }
 
 const proto::CommSlot* find_comm(const proto::StatusPage& p, uint64_t hash) {

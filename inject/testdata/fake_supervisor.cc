@@ -125,4 +125,16 @@ std::vector<std::string> FakeSupervisor::page_files() const {
   return out;
 }
 
+const proto::MetricSlot* find_metric(const proto::StatusPage& p, proto::OpName name,
+                                     proto::DType dtype, int size_bucket) {
+  for (uint32_t i = 0; i < p.nmetrics; ++i) {
+    const proto::MetricSlot& s = p.metrics[i];
+    if (s.name == static_cast<uint16_t>(name) && s.dtype == static_cast<uint8_t>(dtype) &&
+        (size_bucket < 0 || s.size_bucket == size_bucket)) {
+      return &s;
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace xpu_timer::inject::testing

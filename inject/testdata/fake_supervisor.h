@@ -55,4 +55,9 @@ class FakeSupervisor {
   std::vector<int> extra_fds_;
 };
 
+// The page's metric slot of (name, dtype) and, when size_bucket >= 0, that
+// size bucket; nullptr if none.
+const proto::MetricSlot* find_metric(const proto::StatusPage& p, proto::OpName name,
+                                     proto::DType dtype, int size_bucket = -1);
+
 }  // namespace xpu_timer::inject::testing
