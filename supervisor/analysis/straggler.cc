@@ -251,21 +251,19 @@ SlowReport StragglerAnalyzer::analyze(uint64_t now_ns) {
     rl.wait_caused_total_s = wait_total_s_[rank];
     report.ranks.push_back(rl);
   }
-  standing_.clear();
   std::map<int, SlowCause> causes;
   for (auto& [rank, st] : best) {
-    standing_.insert(rank);
     const auto node = node_of_.find(rank);
     st.node = node != node_of_.end() ? node->second : -1;
     const auto name = comm_names_.find(st.comm);
     if (name != comm_names_.end()) st.comm_name = name->second;
-    const auto before = causes_.find(rank);
-    find_cause(&st, st.comm, before != causes_.end() ? before->second : SlowCause::kUnknown);
+    const auto before = standing_.find(rank);
+    find_cause(&st, st.comm, before != standing_.end() ? before->second : SlowCause::kUnknown);
     causes[rank] = st.cause;
     st.summary = straggler_sentence(st);
     report.stragglers.push_back(st);
   }
-  causes_ = std::move(causes);
+  standing_ = std::move(causes);
   std::sort(report.stragglers.begin(), report.stragglers.end(),
             [](const Straggler& a, const Straggler& b) { return a.wait_caused_s > b.wait_caused_s; });
   report.summary = stragglers_summary(report.stragglers);

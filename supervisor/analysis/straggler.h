@@ -172,8 +172,7 @@ class StragglerAnalyzer {
   };
   std::map<int, std::deque<Pause>> pauses_;
   std::map<int, double> wait_total_s_;
-  std::set<int> standing_;  // the stragglers of the last verdict
-  std::map<int, SlowCause> causes_;  // and their causes
+  std::map<int, SlowCause> standing_;  // the stragglers of the last verdict, and their causes
   uint64_t judged_ = 0;
 };
 
