@@ -167,29 +167,31 @@ def set_mode(ctl, timed):
     dist.barrier()
 
 
-def issued_total(rank):
-    """Operations rank `rank` pushed so far, from the supervisor's /ranks (or None)."""
-    port = os.environ.get("XPU_TIMER_BENCH_PORT")
-    if not port:
-        return None
-    import urllib.request
-    time.sleep(0.02)  # the poller publishes within a few ms of completion
-    with urllib.request.urlopen("http://127.0.0.1:%s/ranks" % port, timeout=5) as r:
-        for entry in json.loads(r.read().decode()):
-            if entry["rank"] == rank:
-                return entry["issued_total"]
-    return None
-
-
-def metric_sums(names):
-    """Sum over labels of each named series of the supervisor's /metrics (or None)."""
+def supervisor_get(path):
+    """The supervisor's answer to GET `path` (text), or None without XPU_TIMER_BENCH_PORT."""
     port = os.environ.get("XPU_TIMER_BENCH_PORT")
     if not port:
         return None
     import urllib.request
     time.sleep(0.05)  # the poller publishes within a few ms of completion
-    with urllib.request.urlopen("http://127.0.0.1:%s/metrics" % port, timeout=10) as r:
-        text = r.read().decode()
+    with urllib.request.urlopen("http://127.0.0.1:%s%s" % (port, path), timeout=10) as r:
+        return r.read().decode()
+
+
+def issued_total(rank):
+    """Operations rank `rank` pushed so far, from the supervisor's /ranks (or None)."""
+    text = supervisor_get("/ranks")
+    for entry in json.loads(text) if text is not None else []:
+        if entry["rank"] == rank:
+            return entry["issued_total"]
+    return None
+
+
+def metric_sums(names):
+    """Sum over labels of each named series of the supervisor's /metrics (or None)."""
+    text = supervisor_get("/metrics")
+    if text is None:
+        return None
     sums = dict.fromkeys(names, 0.0)
     for line in text.splitlines():
         if line.startswith("#") or not line.strip():
