@@ -41,4 +41,12 @@ int usage_error(const char* program, const std::string& what) {
   return 2;
 }
 
+bool split_inline_value(std::string* arg, std::string* value) {
+  const size_t eq = arg->find('=');
+  if (arg->rfind("--", 0) != 0 || eq == std::string::npos) return false;
+  *value = arg->substr(eq + 1);
+  arg->resize(eq);
+  return true;
+}
+
 }  // namespace xpu_timer

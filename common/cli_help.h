@@ -24,6 +24,11 @@ struct FlagHelp {
 std::string format_flag_help(std::initializer_list<FlagHelp> flags);
 std::string format_flag_help(const FlagHelp* flags, size_t count);
 
+// "--name=value" as given on a command line: splits it into *arg ("--name")
+// and *value ("value") and returns true; any other argument is left as it is
+// and false is returned (its value, if it takes one, is the next argument).
+bool split_inline_value(std::string* arg, std::string* value);
+
 // A command line that cannot be run: "<program>: <what> (see --help)" on
 // stderr; returns 2, the exit status of a usage error.
 int usage_error(const char* program, const std::string& what);

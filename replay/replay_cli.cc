@@ -71,12 +71,7 @@ struct Args {
 bool parse_args(int argc, const char* const* argv, Args* a, int* status) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i], v;
-    const size_t eq = arg.find('=');
-    const bool inline_value = arg.rfind("--", 0) == 0 && eq != std::string::npos;
-    if (inline_value) {
-      v = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-    }
+    const bool inline_value = split_inline_value(&arg, &v);
     if (arg == "-h" || arg == "--help") {
       a->help = true;
       continue;

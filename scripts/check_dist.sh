@@ -7,7 +7,7 @@ set -euo pipefail
 required=(
   VERSION README.md
   bin/xpu_timer_supervisor bin/xpu_timer_stack bin/xpu_timer_stacktrace_viewer
-  bin/xpu_timer_gen_trace_timeline
+  bin/xpu_timer_gen_trace_timeline bin/xpu_timer_slow_replay
   lib/libxpu_timer_inject.so
   share/xpu_timer/plugin_host.py share/xpu_timer/describe_hang.py
   docs/quickstart.md docs/architecture.md docs/usage.md docs/metrics.md

@@ -4,9 +4,10 @@
 
 #include <algorithm>
 
-#include "common/protocol.h"
 #include "common/clock.h"
+#include "common/protocol.h"
 #include "supervisor/analysis/slow_summary.h"
+#include "supervisor/analysis/straggler_feed.h"
 #include "supervisor/coordination/job_view.h"
 #include "supervisor/log_tee.h"
 
@@ -38,9 +39,9 @@ void SlowRankMonitor::poll(const std::vector<RankRecord>& records, const Snapsho
   analyzed_ns_ = snap.now_ns;
   const double analysis_start = thread_cpu_s();
   SlowReport mine = analyzer_.analyze(snap.now_ns);
-  auto report = std::make_shared<SlowReport>(
-      job_view_ != nullptr && node >= 0 ? job_wide(mine, node, world_size, snap.now_ns)
-                                        : std::move(mine));
+  auto report = std::make_shared<SlowReport>(job_view_ != nullptr && node >= 0
+                                                 ? job_wide(mine, node, world_size, snap.now_ns)
+                                                 : std::move(mine));
   announce(*report);
   cpu_s_ += thread_cpu_s() - analysis_start;
   report->analysis_cpu_s = cpu_s_;
@@ -58,29 +59,7 @@ void SlowRankMonitor::follow(const std::vector<RankRecord>& records, const Snaps
     }
   }
   follower_.follow(records, snap.now_ns, [&](int rank, const recorder::RecordData& d) {
-    using recorder::OpState;
-    const auto kind = static_cast<proto::OpKind>(d.kind);
-    const bool completed = d.state == static_cast<uint8_t>(OpState::kCompleted);
-    if (kind == proto::OpKind::kNccl && completed && d.gpu_start_ns != 0 && d.gpu_end_ns != 0) {
-      CollectiveArrival a;
-      a.rank = rank;
-      a.comm = d.comm_hash;
-      a.seq = d.seq;
-      a.name = d.name;
-      a.launch_ns = d.launch_ns;
-      a.arrival_ns = d.gpu_start_ns;
-      a.end_ns = d.gpu_end_ns;
-      analyzer_.add_collective(a, snap.now_ns);
-    } else if (kind == proto::OpKind::kGemm && completed && (d.flags & recorder::kRecTimed) &&
-               d.gpu_end_ns > d.gpu_start_ns && d.gpu_start_ns != 0) {
-      GemmShape shape{d.name, d.dtype, d.m, d.n, d.k, d.batch};
-      analyzer_.add_gemm(rank, shape, d.gpu_end_ns - d.gpu_start_ns, d.gpu_end_ns);
-    } else if (kind == proto::OpKind::kRange && d.gpu_end_ns > d.gpu_start_ns &&
-               (d.name == static_cast<uint16_t>(proto::OpName::kGcPause) ||
-                d.name == static_cast<uint16_t>(proto::OpName::kLoaderWait))) {
-      analyzer_.add_host_pause(rank, d.name == static_cast<uint16_t>(proto::OpName::kLoaderWait),
-                               d.gpu_end_ns - d.gpu_start_ns, d.gpu_end_ns);
-    }
+    feed_straggler_record(&analyzer_, rank, d, snap.now_ns);
   });
 }
 
@@ -124,8 +103,8 @@ void SlowRankMonitor::announce(const SlowReport& report) {
     if (now.count(rank) != 0) continue;
     std::string who = "rank " + std::to_string(rank);
     if (s.node >= 0) who += " on node " + std::to_string(s.node);
-    SUP_LOG_INFO("straggler cleared: %s no longer holds its peers up (it was %s: %s)",
-                 who.c_str(), slow_cause_name(s.cause), s.summary.c_str());
+    SUP_LOG_INFO("straggler cleared: %s no longer holds its peers up (it was %s: %s)", who.c_str(),
+                 slow_cause_name(s.cause), s.summary.c_str());
   }
   announced_ = std::move(now);
 }

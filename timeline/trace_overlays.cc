@@ -4,7 +4,10 @@
 #include <map>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
+#include "common/last_arrival.h"
 #include "timeline/op_describe.h"
 #include "timeline/trace_builder.h"
 #include "timeline/trace_slices.h"
@@ -41,19 +44,17 @@ json flow_event(const TraceContext& ctx, const Slice& s, const char* ph, uint64_
 // Ranks of several nodes compare through their wall clocks.
 void append_lateness(const TraceContext& ctx, const std::map<int, const Slice*>& ranks,
                      TraceSink* sink) {
-  if (ranks.size() < 2) return;
-  const Slice* last = nullptr;
-  const Slice* second = nullptr;
+  std::vector<std::pair<int, const Slice*>> members;
   for (const auto& [rank, s] : ranks) {
     if (s->place == Place::kPending) return;  // not arrived everywhere
-    if (last == nullptr || s->start > last->start) {
-      second = last;
-      last = s;
-    } else if (second == nullptr || s->start > second->start) {
-      second = s;
-    }
+    members.emplace_back(rank, s);
   }
-  const int64_t margin = last->start - second->start;
+  const LastArrival la = last_arrival(
+      members.size(), [&](size_t i) { return members[i].first; },
+      [&](size_t i) { return members[i].second->start; });
+  if (!la.valid) return;
+  const Slice* last = members[la.last].second;
+  const int64_t margin = la.margin_ns;
   if (margin <= 0) return;
   auto counter = [&](int64_t at, double ms) {
     sink->add({{"name", "arrived last (ms late)"},

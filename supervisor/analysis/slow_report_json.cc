@@ -20,6 +20,9 @@ nlohmann::json straggler_json(const Straggler& s) {
       {"peer_gc_s", e.peer_gc_s},
       {"dataloader_s", e.loader_s},
       {"peer_dataloader_s", e.peer_loader_s},
+      {"timed_ops", e.timed_ops},
+      {"host_bound_ops", e.host_bound_ops},
+      {"chains", e.chains},
   };
   return {
       {"rank", s.rank},

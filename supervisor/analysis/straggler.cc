@@ -6,16 +6,13 @@
 #include <tuple>
 
 #include "common/comm_names.h"
+#include "common/last_arrival.h"
 #include "common/protocol.h"
 
 namespace xpu_timer::supervisor {
 namespace {
 
 constexpr double kNsPerS = 1e9;
-// MAD to standard deviation for a normal distribution, and the standard error
-// of a median over that of a mean (sqrt(pi/2)).
-constexpr double kMadToSigma = 1.4826;
-constexpr double kMedianSe = 1.2533;
 
 double median_of(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -50,10 +47,14 @@ bool GemmShape::operator<(const GemmShape& o) const {
 
 const char* slow_cause_name(SlowCause c) {
   switch (c) {
-    case SlowCause::kGpu: return "gpu";
-    case SlowCause::kHost: return "host";
-    case SlowCause::kLink: return "link";
-    case SlowCause::kUnknown: break;
+    case SlowCause::kGpu:
+      return "gpu";
+    case SlowCause::kHost:
+      return "host";
+    case SlowCause::kLink:
+      return "link";
+    case SlowCause::kUnknown:
+      break;
   }
   return "unknown";
 }
@@ -97,16 +98,28 @@ void StragglerAnalyzer::add_host_pause(int rank, bool loader, uint64_t duration_
   pauses_[rank].push_back(Pause{end_ns, duration_ns, loader});
 }
 
+void StragglerAnalyzer::add_timed_op(int rank, uint64_t launch_ns, uint64_t gpu_start_ns,
+                                     uint64_t end_ns) {
+  if (launch_ns == 0 || gpu_start_ns == 0) return;
+  timed_ops_[rank].push_back(
+      TimedOp{end_ns, gpu_start_ns > launch_ns ? gpu_start_ns - launch_ns : 0});
+}
+
 void StragglerAnalyzer::judge(uint64_t comm, Pending&& p) {
   if (p.parts.size() < 2) return;
-  std::sort(p.parts.begin(), p.parts.end(),
-            [](const Part& a, const Part& b) { return a.arrival_ns < b.arrival_ns; });
+  std::sort(p.parts.begin(), p.parts.end(), [](const Part& a, const Part& b) {
+    return a.arrival_ns != b.arrival_ns ? a.arrival_ns < b.arrival_ns : a.rank < b.rank;
+  });
   Judged j{0, p.name, std::move(p.parts)};
   for (const Part& q : j.parts) j.end_ns = std::max(j.end_ns, q.end_ns);
-  const Part& last = j.parts.back();
+  const LastArrival la = last_arrival(
+      j.parts.size(), [&](size_t i) { return j.parts[i].rank; },
+      [&](size_t i) { return j.parts[i].arrival_ns; });
+  // The counter: every member's wait for the last one, in rank-seconds.
+  const uint64_t last_ns = j.parts[la.last].arrival_ns;
   double wait = 0;
-  for (const Part& q : j.parts) wait += to_s(static_cast<int64_t>(last.arrival_ns - q.arrival_ns));
-  wait_total_s_[last.rank] += wait;
+  for (const Part& q : j.parts) wait += to_s(static_cast<int64_t>(last_ns - q.arrival_ns));
+  wait_total_s_[j.parts[la.last].rank] += wait;
   ++judged_;
   window_[comm].push_back(std::move(j));
 }
@@ -128,6 +141,9 @@ void StragglerAnalyzer::expire(uint64_t now_ns) {
   for (auto& [rank, d] : pauses_) {
     while (!d.empty() && d.front().end_ns < from) d.pop_front();
   }
+  for (auto& [rank, d] : timed_ops_) {
+    while (!d.empty() && d.front().end_ns < from) d.pop_front();
+  }
 }
 
 namespace {
@@ -136,19 +152,23 @@ namespace {
 struct CommStats {
   size_t n = 0;
   size_t last = 0;
-  double expected_last = 0;  // sum of 1/members
-  double var_last = 0;       // sum of p(1-p)
   std::vector<double> margins;  // when last: over the next latest
-  std::vector<double> offsets;  // arrival - the collective's median arrival
-  double wait_caused = 0;
-  double peers_time = 0;  // sum over its collectives of (members - 1) x interval
+  double cost = 0;              // chains of lateness, seconds
   std::map<uint16_t, size_t> last_ops;
 };
 
-double median_arrival(const std::vector<double>& sorted_arrivals) {
-  const size_t n = sorted_arrivals.size();
-  return n % 2 != 0 ? sorted_arrivals[n / 2]
-                    : (sorted_arrivals[n / 2 - 1] + sorted_arrivals[n / 2]) / 2;
+// The median of `v` weighted by `w` (both the same size, weights > 0).
+double weighted_median(std::vector<std::pair<double, double>> vw) {
+  if (vw.empty()) return 0;
+  std::sort(vw.begin(), vw.end());
+  double total = 0;
+  for (const auto& [v, w] : vw) total += w;
+  double acc = 0;
+  for (const auto& [v, w] : vw) {
+    acc += w;
+    if (acc >= total / 2) return v;
+  }
+  return vw.back().first;
 }
 
 }  // namespace
@@ -169,41 +189,55 @@ SlowReport StragglerAnalyzer::analyze(uint64_t now_ns) {
   SlowReport report;
   report.window_s = options_.window_s;
   report.collectives_judged = judged_;
-  std::map<int, Straggler> best;  // per rank: the communicator it costs most on
+  struct Candidate {
+    Straggler s;
+    std::vector<ChainStart> starts;
+  };
+  std::map<int, Candidate> best;  // per rank: the communicator it costs most on
   std::map<int, RankLateness> lateness;
   std::map<int, std::vector<double>> all_margins;
   for (const auto& [comm, d] : window_) {
     std::map<int, CommStats> stats;
-    std::vector<double> pooled;  // every rank's offsets, for the spread of arrivals
-    uint64_t prev_end = 0;
+    std::map<int, std::vector<ChainStart>> starts;
+    // The open chain of lateness: its rank and value (seconds).
+    int chain_rank = -1;
+    double chain = 0;
+    std::map<int, uint64_t> prev_end;  // per member: the end of its previous collective here
+    uint64_t first_arrival = UINT64_MAX;
     for (const Judged& j : d) {
-      // A collective's interval: since the previous one of this communicator
-      // ended (the first one of the window counts nothing).
-      const double interval = prev_end != 0 && j.end_ns > prev_end ? to_s(j.end_ns - prev_end) : 0;
-      prev_end = j.end_ns;
-      std::vector<double> arrivals;
-      arrivals.reserve(j.parts.size());
-      for (const Part& q : j.parts) arrivals.push_back(static_cast<double>(q.arrival_ns));
-      const double med = median_arrival(arrivals);
-      const size_t n = j.parts.size();
-      const double p = 1.0 / static_cast<double>(n);
-      const Part& last = j.parts.back();
+      const LastArrival la = last_arrival(
+          j.parts.size(), [&](size_t i) { return j.parts[i].rank; },
+          [&](size_t i) { return j.parts[i].arrival_ns; });
+      const Part& last = j.parts[la.last];
+      const double margin = to_s(la.margin_ns);
+      // A new delay, rather than the last one persisting: the rank was not
+      // last before, or it launched this collective only after its previous
+      // one here had ended (its host had waited for it: whatever it is late
+      // by now arose since, while its peers had been released together).
+      const auto own = prev_end.find(last.rank);
+      const bool fresh =
+          chain_rank != last.rank || own == prev_end.end() || last.launch_ns >= own->second;
       for (const Part& q : j.parts) {
         CommStats& s = stats[q.rank];
         ++s.n;
-        s.expected_last += p;
-        s.var_last += p * (1 - p);
-        const double off = (static_cast<double>(q.arrival_ns) - med) / kNsPerS;
-        s.offsets.push_back(off);
-        pooled.push_back(off);
-        s.peers_time += static_cast<double>(n - 1) * interval;
+        prev_end[q.rank] = q.end_ns;
+        first_arrival = std::min(first_arrival, q.arrival_ns);
       }
       CommStats& ls = stats[last.rank];
       ++ls.last;
       ++ls.last_ops[j.name];
-      ls.margins.push_back(to_s(last.arrival_ns - j.parts[n - 2].arrival_ns));
-      for (const Part& q : j.parts) ls.wait_caused += to_s(last.arrival_ns - q.arrival_ns);
+      ls.margins.push_back(margin);
+      if (fresh) {
+        if (chain_rank >= 0) stats[chain_rank].cost += chain;
+        chain_rank = last.rank;
+        chain = margin;
+        if (margin > 0) starts[last.rank].push_back(ChainStart{&j, margin});
+      } else {
+        chain = std::max(chain, margin);
+      }
     }
+    if (chain_rank >= 0) stats[chain_rank].cost += chain;
+
     std::map<int, std::vector<double>> in_collective;
     for (const Judged& j : d) {
       for (const Part& q : j.parts) in_collective[q.rank].push_back(to_s(q.end_ns - q.arrival_ns));
@@ -211,39 +245,43 @@ SlowReport StragglerAnalyzer::analyze(uint64_t now_ns) {
     for (auto& [rank, v] : in_collective) {
       report.time_in_collective[comm][rank] = {v.size(), median_of(std::move(v))};
     }
-    const double pooled_median = median_of(pooled);
-    const double sigma = kMadToSigma * mad_of(pooled, pooled_median);
+    // The window's time on this communicator, at least min_span_s.
+    const double span = std::max(
+        options_.min_span_s,
+        first_arrival < now_ns ? std::min(options_.window_s, to_s(now_ns - first_arrival)) : 0.0);
     for (auto& [rank, s] : stats) {
       RankLateness& rl = lateness[rank];
       rl.rank = rank;
       rl.collectives += s.n;
       rl.last += s.last;
-      rl.wait_caused_s += s.wait_caused;
+      rl.wait_caused_s += s.cost;
       auto& m = all_margins[rank];
       m.insert(m.end(), s.margins.begin(), s.margins.end());
-      if (s.n < options_.min_collectives || s.var_last <= 0 || s.peers_time <= 0) continue;
+      if (s.n < options_.min_collectives || s.last == 0) continue;
+      // What the job's own arrivals cost: the median of the other members'.
+      std::vector<double> others;
+      for (const auto& [r, o] : stats) {
+        if (r != rank) others.push_back(o.cost);
+      }
+      const double impact = (s.cost - median_of(std::move(others))) / span;
       const bool standing = standing_.count(rank) != 0;
-      const double z_bar = standing ? options_.z_clear : options_.z;
-      const double impact_bar = standing ? options_.min_impact / 2 : options_.min_impact;
-      const double z = (static_cast<double>(s.last) - s.expected_last) / std::sqrt(s.var_last);
-      const double offset = median_of(s.offsets) - pooled_median;
-      const double se = kMedianSe * sigma / std::sqrt(static_cast<double>(s.n));
-      const double impact = s.wait_caused / s.peers_time;
-      if (z < z_bar || offset <= z_bar * se || impact < impact_bar) continue;
+      if (impact < (standing ? options_.clear_cost : options_.min_cost)) continue;
       Straggler st;
       st.rank = rank;
       st.comm = comm;
       st.collectives = s.n;
       st.late_share = static_cast<double>(s.last) / static_cast<double>(s.n);
       st.median_late_s = median_of(s.margins);
-      st.wait_caused_s = s.wait_caused;
+      st.wait_caused_s = s.cost;
       st.impact = impact;
-      st.z = z;
-      st.op = std::max_element(s.last_ops.begin(), s.last_ops.end(),
-                               [](const auto& a, const auto& b) { return a.second < b.second; })
-                  ->first;
+      st.op =
+          std::max_element(s.last_ops.begin(), s.last_ops.end(), [](const auto& a, const auto& b) {
+            return a.second < b.second;
+          })->first;
       auto it = best.find(rank);
-      if (it == best.end() || it->second.wait_caused_s < st.wait_caused_s) best[rank] = st;
+      if (it == best.end() || it->second.s.impact < st.impact) {
+        best[rank] = Candidate{st, std::move(starts[rank])};
+      }
     }
   }
   for (auto& [rank, rl] : lateness) {
@@ -252,61 +290,80 @@ SlowReport StragglerAnalyzer::analyze(uint64_t now_ns) {
     report.ranks.push_back(rl);
   }
   std::map<int, SlowCause> causes;
-  for (auto& [rank, st] : best) {
+  for (auto& [rank, c] : best) {
+    Straggler& st = c.s;
     const auto node = node_of_.find(rank);
     st.node = node != node_of_.end() ? node->second : -1;
     const auto name = comm_names_.find(st.comm);
     if (name != comm_names_.end()) st.comm_name = name->second;
     const auto before = standing_.find(rank);
-    find_cause(&st, st.comm, before != standing_.end() ? before->second : SlowCause::kUnknown);
+    find_cause(&st, st.comm, c.starts,
+               before != standing_.end() ? before->second : SlowCause::kUnknown);
     causes[rank] = st.cause;
     st.summary = straggler_sentence(st);
     report.stragglers.push_back(st);
   }
   standing_ = std::move(causes);
   std::sort(report.stragglers.begin(), report.stragglers.end(),
-            [](const Straggler& a, const Straggler& b) { return a.wait_caused_s > b.wait_caused_s; });
+            [](const Straggler& a, const Straggler& b) { return a.impact > b.impact; });
   report.summary = stragglers_summary(report.stragglers);
   return report;
 }
 
-void StragglerAnalyzer::find_cause(Straggler* s, uint64_t comm, SlowCause previous) const {
+void StragglerAnalyzer::find_cause(Straggler* s, uint64_t comm,
+                                   const std::vector<ChainStart>& starts,
+                                   SlowCause previous) const {
   SlowEvidence& e = s->evidence;
   const auto w = window_.find(comm);
   if (w == window_.end()) return;
-  std::vector<double> late, launch_late, queue, transfer, peer_transfer;
+  // Transfers: after the last arrival, over every collective of the window.
+  std::vector<double> transfer, peer_transfer;
   std::set<int> peers;
   for (const Judged& j : w->second) {
-    const Part* me = nullptr;
+    const uint64_t last_arrival_ns = j.parts.back().arrival_ns;
+    bool member = false;
+    for (const Part& q : j.parts) member = member || q.rank == s->rank;
+    if (!member) continue;
     for (const Part& q : j.parts) {
-      if (q.rank == s->rank) me = &q;
-    }
-    if (me == nullptr) continue;
-    const uint64_t last_arrival = j.parts.back().arrival_ns;
-    std::vector<double> a, l, qd;
-    for (const Part& q : j.parts) {
+      const double t = to_s(static_cast<int64_t>(q.end_ns - last_arrival_ns));
       if (q.rank == s->rank) {
-        transfer.push_back(to_s(static_cast<int64_t>(q.end_ns - last_arrival)));
+        transfer.push_back(t);
+      } else {
+        peers.insert(q.rank);
+        peer_transfer.push_back(t);
+      }
+    }
+  }
+  e.transfer_s = median_of(transfer);
+  e.peer_transfer_s = median_of(peer_transfer);
+  // Arrival, launch and GPU queue where its chains began, against its peers'
+  // medians, weighted by the chain's first margin.
+  std::vector<std::pair<double, double>> late, launch_late, queue;
+  for (const ChainStart& cs : starts) {
+    const Part* me = nullptr;
+    std::vector<double> a, l, qd;
+    for (const Part& q : cs.at->parts) {
+      if (q.rank == s->rank) {
+        me = &q;
         continue;
       }
-      peers.insert(q.rank);
-      peer_transfer.push_back(to_s(static_cast<int64_t>(q.end_ns - last_arrival)));
       a.push_back(static_cast<double>(q.arrival_ns));
       l.push_back(static_cast<double>(q.launch_ns));
       qd.push_back(static_cast<double>(q.arrival_ns) - static_cast<double>(q.launch_ns));
     }
-    if (j.parts.back().rank != s->rank) continue;
-    late.push_back((static_cast<double>(me->arrival_ns) - median_of(a)) / kNsPerS);
-    launch_late.push_back((static_cast<double>(me->launch_ns) - median_of(l)) / kNsPerS);
-    queue.push_back((static_cast<double>(me->arrival_ns) - static_cast<double>(me->launch_ns) -
-                     median_of(qd)) /
-                    kNsPerS);
+    if (me == nullptr || a.empty()) continue;
+    late.emplace_back((static_cast<double>(me->arrival_ns) - median_of(a)) / kNsPerS, cs.margin_s);
+    launch_late.emplace_back((static_cast<double>(me->launch_ns) - median_of(l)) / kNsPerS,
+                             cs.margin_s);
+    queue.emplace_back(
+        (static_cast<double>(me->arrival_ns) - static_cast<double>(me->launch_ns) - median_of(qd)) /
+            kNsPerS,
+        cs.margin_s);
   }
-  e.arrival_late_s = median_of(late);
-  e.launch_late_s = median_of(launch_late);
-  e.queue_excess_s = median_of(queue);
-  e.transfer_s = median_of(transfer);
-  e.peer_transfer_s = median_of(peer_transfer);
+  e.chains = static_cast<int>(late.size());
+  e.arrival_late_s = weighted_median(std::move(late));
+  e.launch_late_s = weighted_median(std::move(launch_late));
+  e.queue_excess_s = weighted_median(std::move(queue));
 
   // GEMMs of the same shapes: its median against its peers' pooled median.
   auto durations = [&](int rank, const GemmShape& shape) {
@@ -337,9 +394,9 @@ void StragglerAnalyzer::find_cause(Straggler* s, uint64_t comm, SlowCause previo
       if (peer_med <= 0) continue;
       const double my_med = median_of(durations(s->rank, shape));
       if (my_med <= 0) continue;
-      const double w = static_cast<double>(std::min(samples.size(), pool.size()));
-      log_sum += w * std::log(my_med / peer_med);
-      weight_sum += w;
+      const double wgt = static_cast<double>(std::min(samples.size(), pool.size()));
+      log_sum += wgt * std::log(my_med / peer_med);
+      weight_sum += wgt;
       ++e.gemm_shapes;
       for (const auto& [p, v] : per_peer) {
         if (v.size() >= kMinGemms && median_of(v) > 0) {
@@ -370,26 +427,43 @@ void StragglerAnalyzer::find_cause(Straggler* s, uint64_t comm, SlowCause previo
   }
   e.peer_gc_s = median_of(pg);
   e.peer_loader_s = median_of(pl);
+  const auto ops = timed_ops_.find(s->rank);
+  if (ops != timed_ops_.end() && !ops->second.empty()) {
+    uint64_t floor = UINT64_MAX;
+    for (const TimedOp& t : ops->second) floor = std::min(floor, t.queue_ns);
+    for (const TimedOp& t : ops->second) {
+      ++e.timed_ops;
+      if (floor <= options_.max_clock_error_ns && t.queue_ns <= floor + options_.host_bound_ns) {
+        ++e.host_bound_ops;
+      }
+    }
+  }
 
-  // The cause: what explains at least half of its lateness. A slow link
-  // first: a rank whose collectives end late after everyone arrived also
-  // starts its next work late, which would look like a late host.
+  // The cause: what explains at least half of its lateness where its chains
+  // began. A slow link first: a rank whose collectives end late after
+  // everyone arrived also starts its next work late. Then its GPU: the same
+  // GEMM shapes run longer, or launched on time its GPU reached the
+  // collective later than its peers' did (busy longer: more queued, or
+  // shared). The host only when its GPU was seen waiting for it (an
+  // operation that started as soon as it was launched): with launches
+  // running ahead of the GPU, a host that launches late while its GPU still
+  // has work queued delays nothing.
   // The cause the last verdict gave this rank stays while it explains a
   // quarter of the lateness, unless a cause checked before it explains
-  // half: with evidence near the bar (a GPU shared by two ranks makes both
-  // its collectives and its arrival slow) the verdict keeps one name
-  // instead of alternating between two from one analysis to the next.
+  // half: with evidence near the bar the verdict keeps one name instead of
+  // alternating between two from one analysis to the next.
   const double lateness = e.arrival_late_s;
   const bool gemm_slow = e.gemm_ratio > 0 && e.gemm_shapes > 0 &&
                          std::log(e.gemm_ratio) > std::max(std::log(1.02), 3 * e.gemm_peer_spread);
+  const bool gpu_waited = e.host_bound_ops > 0;
   const auto explains = [&](SlowCause c, double share) {
     switch (c) {
       case SlowCause::kLink:
         return e.transfer_s - e.peer_transfer_s >= share * lateness;
-      case SlowCause::kHost:
-        return e.launch_late_s >= share * lateness;
       case SlowCause::kGpu:
         return gemm_slow || e.queue_excess_s >= share * lateness;
+      case SlowCause::kHost:
+        return gpu_waited && e.launch_late_s >= share * lateness;
       default:
         return false;
     }
@@ -397,7 +471,7 @@ void StragglerAnalyzer::find_cause(Straggler* s, uint64_t comm, SlowCause previo
   constexpr double kNameShare = 0.5, kKeepShare = 0.25;
   s->cause = SlowCause::kUnknown;
   if (lateness <= 0) return;
-  for (SlowCause c : {SlowCause::kLink, SlowCause::kHost, SlowCause::kGpu}) {
+  for (SlowCause c : {SlowCause::kLink, SlowCause::kGpu, SlowCause::kHost}) {
     if (explains(c, c == previous ? kKeepShare : kNameShare)) {
       s->cause = c;
       return;
@@ -416,19 +490,24 @@ std::string straggler_sentence(const Straggler& s) {
   char buf[512];
   std::string who = "rank " + std::to_string(s.rank);
   if (s.node >= 0) who += " on node " + std::to_string(s.node);
-  std::snprintf(buf, sizeof buf, "%s arrived last at %.0f%% of %ss on %s, %s late (median)",
+  std::snprintf(buf, sizeof buf,
+                "%s arrived last at %.0f%% of %ss on %s, %s late (median), holding them back "
+                "%.1f%% of the time more than its peers do",
                 who.c_str(), s.late_share * 100, op_name_str(static_cast<proto::OpName>(s.op)),
-                comm_phrase(s.comm, s.comm_name).c_str(), ms_text(s.median_late_s).c_str());
+                comm_phrase(s.comm, s.comm_name).c_str(), ms_text(s.median_late_s).c_str(),
+                s.impact * 100);
   std::string out = buf;
   const SlowEvidence& e = s.evidence;
   switch (s.cause) {
     case SlowCause::kLink:
-      std::snprintf(buf, sizeof buf,
-                    "; its collectives ran %s after every rank had arrived, its peers' %s: slow link",
-                    ms_text(e.transfer_s).c_str(), ms_text(e.peer_transfer_s).c_str());
+      std::snprintf(
+          buf, sizeof buf,
+          "; its collectives ran %s after every rank had arrived, its peers' %s: slow link",
+          ms_text(e.transfer_s).c_str(), ms_text(e.peer_transfer_s).c_str());
       break;
     case SlowCause::kHost: {
-      std::snprintf(buf, sizeof buf, "; it launched them %s after its peers",
+      std::snprintf(buf, sizeof buf,
+                    "; it launched its work %s after its peers and its GPU waited for the host",
                     ms_text(e.launch_late_s).c_str());
       std::string host = buf;
       if (e.loader_s > e.peer_loader_s || e.gc_s > e.peer_gc_s) {
@@ -448,7 +527,8 @@ std::string straggler_sentence(const Straggler& s) {
                       (e.gemm_ratio - 1) * 100);
       } else {
         std::snprintf(buf, sizeof buf,
-                      "; launched on time, its GPU reached them %s after its peers': slow GPU",
+                      "; its GPU reached them %s later after their launch than its peers' "
+                      "(busy longer, or shared): slow GPU",
                       ms_text(e.queue_excess_s).c_str());
       }
       break;

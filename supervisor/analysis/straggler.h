@@ -1,21 +1,34 @@
-// Slow ranks: which rank the others wait for at their collectives, and why.
-// Pure logic over flight-recorder records (common/recorder_ring.h), fed by
-// the supervisor's SlowRankMonitor on the asio thread; no threads, sockets
-// or files. docs/usage.md "Slow ranks" says how to read the verdicts and
-// derives the thresholds; docs/architecture.md "Slow ranks" the data flow.
+// Slow ranks: which rank the others wait for at their collectives, whether
+// that wait costs the job, and why. Pure logic over flight-recorder records
+// (common/recorder_ring.h, fed through straggler_feed.h), run by the
+// supervisor's SlowRankMonitor on the asio thread and by the offline
+// xpu_timer_slow_replay over dump folders; no threads, sockets or files.
+// docs/usage.md "Slow ranks" says how to read the verdicts and where every
+// threshold comes from; docs/architecture.md "Slow ranks" the data flow.
 //
-// Method. A collective (communicator, sequence number) cannot finish before
+// Method. A collective (communicator, sequence number) cannot start before
 // its last member arrives, a member arriving when its start marker completed
 // on its GPU (the work before it had finished). The ranks of one node share
-// CLOCK_MONOTONIC, so their arrivals compare directly. Per collective the
-// last arrival is the rank the others waited for; over a sliding window
-// each rank gets the share of collectives at which it was last, its median
-// lateness (its margin over the next latest) and the wait it caused
-// (the others' waits for it, in rank-seconds). A straggler is a rank that is
-// last far more often than chance (1/N of N members) would make it, whose
-// arrivals are later than its peers' beyond what the window's own spread of
-// arrivals explains, and whose lateness costs its peers a noticeable share
-// of their time (see StragglerOptions).
+// CLOCK_MONOTONIC, so their arrivals compare directly; who arrived last is
+// common/last_arrival.h's rule. Real ranks are not interchangeable: a
+// healthy GPU can be last at most collectives by a fraction of a millisecond,
+// which any significance test over thousands of collectives finds
+// "significant". So no test of significance names a rank: its cost does.
+//
+// The cost of a rank is the time the collectives of a communicator were held
+// back by it alone (its margin over the next latest), counted once per
+// delay. A delay begins fresh when the rank becomes the last, or when it
+// launched the collective only after its previous one there had ended (its
+// peers and it had been released together, so whatever it is late by arose
+// since). While it stays last with its launches queued ahead of its GPU, the
+// delay persists, and counts once, at its largest: its peers' later
+// collectives queue behind it or wait for its compute, which the first delay
+// already set back. A data-parallel rank that is 15 ms late at the first
+// bucket of each step costs 15 ms a step, not 15 ms plus every later
+// bucket's margin; one a millisecond late at the first bucket that catches
+// up by the last costs a millisecond a step. A rank is a straggler when its
+// cost, less the median cost of the other members (what the job's own
+// arrivals cost), is at least StragglerOptions::min_cost of the window's time.
 #pragma once
 
 #include <cstdint>
@@ -29,20 +42,33 @@
 namespace xpu_timer::supervisor {
 
 struct StragglerOptions {
-  double window_s = 30;  // --slow-window-s
-  // A rank is last more often than chance by this many standard deviations
-  // of the binomial count (p = 1/N), and its median arrival offset is above
-  // its peers' median by this many standard errors of that median.
-  double z = 5;
-  // ... while it stays a straggler: the lower bar of the hysteresis.
-  double z_clear = 2.5;
-  // The wait it causes, as a share of its peers' time, at least this.
-  double min_impact = 0.01;
-  // Collectives in the window before anything is judged (per rank).
+  double window_s = 30;  // --slow-window
+  // Named when the wait it causes beyond its peers' median is this share of
+  // the window's time; cleared when it falls below clear_cost (hysteresis).
+  // Healthy real jobs cost at most 1.1% over seconds (2.9% over the worst
+  // single second, which min_span_s keeps out): docs/usage.md "Slow ranks"
+  // has the recordings and the derivation.
+  double min_cost = 0.03;
+  double clear_cost = 0.015;
+  // Collectives of a rank in the window before it is judged.
   size_t min_collectives = 20;
+  // The window's time counts at least this much, so that the first seconds
+  // of a job (a few steps, the warm-up's jitter) cannot name anybody.
+  double min_span_s = 10;
   // A collective is judged once every known local member reported it, or
   // this long after the first report (a member's record lost).
   uint64_t settle_ns = 2'000'000'000;
+  // An operation whose GPU start came within this of its launch, beyond the
+  // least such delay of the rank's operations in the window, found the GPU
+  // with nothing queued: the GPU waited for the host. The least delay is the
+  // error of the rank's mapping of GPU onto host time (inject/gpu_clock.h:
+  // microseconds on a real GPU, a few hundred on the simulated one), and it
+  // counts only up to max_clock_error_ns: the Poller looks at its events at
+  // least every millisecond while work is pending, so a mapping is never
+  // later than that, and a rank whose every operation waited longer in its
+  // queue never had a GPU waiting for it. 50 us: ten times a launch's latency.
+  uint64_t host_bound_ns = 50'000;
+  uint64_t max_clock_error_ns = 1'000'000;
 };
 
 // One rank's part in one collective, from its completed ring record.
@@ -69,16 +95,25 @@ const char* slow_cause_name(SlowCause c);
 // The numbers a cause rests on (0 where not measured). Seconds are medians
 // over the window unless said otherwise.
 struct SlowEvidence {
-  double arrival_late_s = 0;   // its arrival after its peers' median, when last
-  double launch_late_s = 0;    // its host launch after its peers' median, when last
-  double queue_excess_s = 0;   // (arrival - launch) beyond its peers'
-  double transfer_s = 0;       // its end after the last arrival
-  double peer_transfer_s = 0;  // the same for its peers
-  double gemm_ratio = 0;       // its GEMM time over its peers' on the same shapes (0: none)
-  int gemm_shapes = 0;         // shapes compared
-  double gemm_peer_spread = 0;  // the peers' own ratios' spread (MAD)
-  double gc_s = 0, peer_gc_s = 0;          // GC pause seconds in the window (peers: median)
+  // Where its chains of lateness began (the collective whose margin the
+  // chain's cost starts from; weighted by that margin): its arrival, its
+  // host launch and its GPU queue (arrival - launch) against its peers'
+  // medians. Later collectives of a chain are left out: its peers, queued
+  // behind it, arrive late there themselves.
+  double arrival_late_s = 0;
+  double launch_late_s = 0;
+  double queue_excess_s = 0;
+  double transfer_s = 0;           // its end after the last arrival
+  double peer_transfer_s = 0;      // the same for its peers
+  double gemm_ratio = 0;           // its GEMM time over its peers' on the same shapes (0: none)
+  int gemm_shapes = 0;             // shapes compared
+  double gemm_peer_spread = 0;     // the peers' own ratios' spread (MAD)
+  double gc_s = 0, peer_gc_s = 0;  // GC pause seconds in the window (peers: median)
   double loader_s = 0, peer_loader_s = 0;  // DataLoader wait seconds in the window
+  // Its timed GPU operations in the window, and those that started within
+  // host_bound_ns of their launch (its GPU had drained and waited for it).
+  int timed_ops = 0, host_bound_ops = 0;
+  int chains = 0;  // the chains of lateness the arrival, launch and queue figures come from
 };
 
 struct Straggler {
@@ -91,9 +126,8 @@ struct Straggler {
   size_t collectives = 0;    // of that communicator in the window
   double late_share = 0;     // share of them at which it arrived last
   double median_late_s = 0;  // its margin over the next latest, when last
-  double wait_caused_s = 0;  // its peers' waits for it in the window, rank-seconds
-  double impact = 0;         // wait_caused_s over its peers' time in the window
-  double z = 0;              // the consistency score
+  double wait_caused_s = 0;  // its cost in the window (chains of lateness), seconds
+  double impact = 0;         // that cost less its peers' median, over the window's time
   SlowEvidence evidence;
   std::string summary;
 };
@@ -103,9 +137,10 @@ struct RankLateness {
   int rank = 0;
   size_t collectives = 0;
   size_t last = 0;
-  double median_late_s = 0;        // when last
-  double wait_caused_s = 0;        // in the window
-  double wait_caused_total_s = 0;  // since the supervisor started (a counter)
+  double median_late_s = 0;  // when last
+  double wait_caused_s = 0;  // its cost in the window (chains of lateness)
+  double wait_caused_total_s =
+      0;  // its peers' waits for it since the start, rank-seconds (a counter)
 };
 
 struct SlowReport {
@@ -132,6 +167,8 @@ class StragglerAnalyzer {
   void note_comm_name(uint64_t comm, const std::string& name);
   void add_collective(const CollectiveArrival& a, uint64_t now_ns);
   void add_gemm(int rank, const GemmShape& shape, uint64_t duration_ns, uint64_t end_ns);
+  // A timed GPU operation (GEMM, copy): did the GPU wait for its launch?
+  void add_timed_op(int rank, uint64_t launch_ns, uint64_t gpu_start_ns, uint64_t end_ns);
   // A GC pause (`loader` false) or a DataLoader wait.
   void add_host_pause(int rank, bool loader, uint64_t duration_ns, uint64_t end_ns);
 
@@ -154,10 +191,17 @@ class StragglerAnalyzer {
     uint16_t name = 0;
     std::vector<Part> parts;
   };
+  // Where a rank's chain of lateness began (a fresh delay): the collective
+  // and its margin.
+  struct ChainStart {
+    const Judged* at;
+    double margin_s;
+  };
   void judge(uint64_t comm, Pending&& p);
   void expire(uint64_t now_ns);
   // `previous`: the cause the last verdict gave the rank (kUnknown if none).
-  void find_cause(Straggler* s, uint64_t comm, SlowCause previous) const;
+  void find_cause(Straggler* s, uint64_t comm, const std::vector<ChainStart>& starts,
+                  SlowCause previous) const;
 
   StragglerOptions options_;
   std::map<uint64_t, std::set<int>> members_;
@@ -165,12 +209,18 @@ class StragglerAnalyzer {
   std::map<uint64_t, std::string> comm_names_;
   std::map<std::pair<uint64_t, uint64_t>, Pending> pending_;
   std::map<uint64_t, std::deque<Judged>> window_;  // per communicator
-  std::map<int, std::map<GemmShape, std::deque<std::pair<uint64_t, uint64_t>>>> gemms_;  // (end, dur)
+  std::map<int, std::map<GemmShape, std::deque<std::pair<uint64_t, uint64_t>>>>
+      gemms_;  // (end, dur)
   struct Pause {
     uint64_t end_ns, duration_ns;
     bool loader;
   };
   std::map<int, std::deque<Pause>> pauses_;
+  struct TimedOp {
+    uint64_t end_ns;
+    uint64_t queue_ns;  // its GPU start after its launch
+  };
+  std::map<int, std::deque<TimedOp>> timed_ops_;
   std::map<int, double> wait_total_s_;
   std::map<int, SlowCause> standing_;  // the stragglers of the last verdict, and their causes
   uint64_t judged_ = 0;

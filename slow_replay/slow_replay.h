@@ -1,0 +1,39 @@
+// The straggler analysis replayed over flight-recorder dumps: the records of
+// one node's dump folders handed to the very analysis the supervisor runs
+// live (supervisor/analysis/straggler_feed.h, straggler.h), in the order they
+// completed, with a verdict taken every second of recorded time, as the
+// supervisor takes one every second of its poll. What a dump cannot carry is
+// said, not guessed: communicator names (not in a ring) are absent, and the
+// members of a communicator are the ranks whose records name it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "supervisor/analysis/straggler.h"
+#include "timeline/dump_loader.h"
+
+namespace xpu_timer::slow_replay {
+
+struct ReplayVerdict {
+  uint64_t at_ns = 0;    // the recorded CLOCK_MONOTONIC time it was taken at
+  double at_unix_s = 0;  // the same instant in wall-clock time (from the rings' headers)
+  supervisor::SlowReport report;
+};
+
+struct ReplayResult {
+  std::vector<ReplayVerdict> verdicts;  // oldest first
+  size_t records = 0;                   // records fed (each once, duplicates across dumps dropped)
+  std::vector<std::string> warnings;
+};
+
+// Replays `dumps` (one LoadedDumps per folder, of one node: their clocks must
+// agree) through a StragglerAnalyzer with `options`. Verdicts are taken every
+// `period_ns` while records flow, and once after the last; a stretch of time
+// no dump covers is skipped, not judged empty.
+ReplayResult replay(const std::vector<timeline::LoadedDumps>& dumps,
+                    const supervisor::StragglerOptions& options,
+                    uint64_t period_ns = 1'000'000'000);
+
+}  // namespace xpu_timer::slow_replay

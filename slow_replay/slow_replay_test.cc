@@ -1,0 +1,152 @@
+// The slow-rank analysis replayed over recordings of real multi-GPU jobs
+// (tests/data/real-gpu/README.md: 4 x H200, GPT-2 DDP under torchrun): the
+// truth of each recording is known, and every verdict of the replay must
+// hold it. Nothing here is tuned to a file: the options are the
+// supervisor's defaults.
+#include "slow_replay/slow_replay.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace xpu_timer::slow_replay {
+namespace {
+
+namespace fs = std::filesystem;
+using supervisor::SlowCause;
+
+// Runs `cmd` through the shell; its output (both streams) into *out.
+int run(const std::string& cmd, std::string* out) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (p == nullptr) return -1;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out->append(buf, n);
+  return pclose(p);
+}
+
+// The dump folders of one recording, oldest first.
+std::vector<std::string> dump_dirs(const std::string& recording) {
+  std::vector<std::string> dirs;
+  for (const auto& e : fs::directory_iterator(fs::path(XPU_TIMER_REAL_GPU_DIR) / recording)) {
+    if (e.is_directory() && e.path().filename().string().rfind("timeline-", 0) == 0) {
+      dirs.push_back(e.path().string());
+    }
+  }
+  std::sort(dirs.begin(), dirs.end());
+  return dirs;
+}
+
+timeline::LoadedDumps load(const std::string& dir) {
+  timeline::LoadedDumps d;
+  timeline::load_dumps({timeline::DumpSource{dir, -1}}, &d);
+  EXPECT_TRUE(d.warnings.empty()) << d.warnings.front();
+  EXPECT_EQ(d.ranks.size(), 4u) << dir;
+  return d;
+}
+
+// Every way of replaying a recording: each dump alone, and all of them as
+// one stream (as two dumps of one job are).
+std::vector<std::pair<std::string, ReplayResult>> replays(const std::string& recording) {
+  std::vector<std::pair<std::string, ReplayResult>> out;
+  std::vector<timeline::LoadedDumps> all;
+  const std::vector<std::string> dirs = dump_dirs(recording);
+  EXPECT_EQ(dirs.size(), 2u) << recording;
+  for (const std::string& dir : dirs) {
+    all.push_back(load(dir));
+    out.emplace_back(dir, replay({all.back()}, supervisor::StragglerOptions{}));
+  }
+  out.emplace_back(recording + " (all dumps)", replay(all, supervisor::StragglerOptions{}));
+  return out;
+}
+
+TEST(SlowReplayRealGpu, HealthyJobNamesNobodyInAnyWindow) {
+  for (const auto& [what, r] : replays("healthy")) {
+    ASSERT_GE(r.verdicts.size(), 3u) << what;
+    for (const ReplayVerdict& v : r.verdicts) {
+      EXPECT_TRUE(v.report.stragglers.empty())
+          << what << " at " << v.at_unix_s << ": " << v.report.summary;
+      EXPECT_GT(v.report.collectives_judged, 0u) << what;
+    }
+  }
+}
+
+// Every verdict names `rank` with `cause` or nobody; once named it stays
+// named (the cost a verdict needs builds up over the first seconds of a
+// window: StragglerOptions::min_span_s), and the last verdict names it.
+void expect_only(const std::string& recording, int rank, SlowCause cause) {
+  for (const auto& [what, r] : replays(recording)) {
+    ASSERT_GE(r.verdicts.size(), 3u) << what;
+    bool named_before = false;
+    for (const ReplayVerdict& v : r.verdicts) {
+      for (const supervisor::Straggler& s : v.report.stragglers) {
+        EXPECT_EQ(s.rank, rank) << what << ": " << s.summary;
+        EXPECT_EQ(s.cause, cause) << what << ": " << s.summary;
+      }
+      EXPECT_LE(v.report.stragglers.size(), 1u) << what << ": " << v.report.summary;
+      if (named_before) {
+        EXPECT_EQ(v.report.stragglers.size(), 1u)
+            << what << " at " << v.at_unix_s << ": cleared while the slowdown lasts";
+      }
+      named_before = named_before || !v.report.stragglers.empty();
+    }
+    const supervisor::SlowReport& last = r.verdicts.back().report;
+    ASSERT_EQ(last.stragglers.size(), 1u) << what << ": " << last.summary;
+    EXPECT_EQ(last.stragglers[0].rank, rank) << what;
+    EXPECT_EQ(last.stragglers[0].cause, cause) << what << ": " << last.summary;
+  }
+}
+
+TEST(SlowReplayRealGpu, SharedGpuNamesRank2WithCauseGpu) {
+  expect_only("gpuhog", 2, SlowCause::kGpu);
+}
+
+TEST(SlowReplayRealGpu, HostDelayNamesRank1WithCauseHost) {
+  expect_only("host", 1, SlowCause::kHost);
+}
+
+// The command prints GET /slow's document; --every one line per verdict.
+TEST(SlowReplayCli, PrintsTheVerdictAsGetSlowDoes) {
+  const std::vector<std::string> dirs = dump_dirs("host");
+  ASSERT_FALSE(dirs.empty());
+  std::string out;
+  const int status = run(std::string(XPU_TIMER_SLOW_REPLAY_BIN) + " --path " + dirs[0] +
+                             " --path " + dirs[1] + " --every",
+                         &out);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
+  size_t lines = 0, start = 0;
+  nlohmann::json last;
+  while (start < out.size()) {
+    const size_t nl = out.find('\n', start);
+    const std::string line = out.substr(start, nl - start);
+    start = nl == std::string::npos ? out.size() : nl + 1;
+    if (line.empty()) continue;
+    last = nlohmann::json::parse(line);
+    ++lines;
+    EXPECT_TRUE(last.contains("t_unix_s")) << line;
+  }
+  EXPECT_GE(lines, 6u);
+  ASSERT_EQ(last["stragglers"].size(), 1u) << last.dump();
+  EXPECT_EQ(last["stragglers"][0]["rank"], 1);
+  EXPECT_EQ(last["stragglers"][0]["cause"], "host");
+  EXPECT_GT(last["stragglers"][0]["evidence"]["host_bound_ops"].get<int>(), 0);
+}
+
+TEST(SlowReplayCli, AFolderWithoutDumpsIsOneClearError) {
+  const fs::path empty =
+      fs::temp_directory_path() / ("slow-replay-empty-" + std::to_string(getpid()));
+  fs::create_directories(empty);
+  std::string out;
+  const int status =
+      run(std::string(XPU_TIMER_SLOW_REPLAY_BIN) + " --path " + empty.string(), &out);
+  fs::remove_all(empty);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << out;
+  EXPECT_NE(out.find("no readable flight-recorder dump"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace xpu_timer::slow_replay
