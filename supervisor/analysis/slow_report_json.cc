@@ -23,6 +23,7 @@ nlohmann::json straggler_json(const Straggler& s) {
       {"timed_ops", e.timed_ops},
       {"host_bound_ops", e.host_bound_ops},
       {"chains", e.chains},
+      {"overlapped", e.overlapped},
   };
   return {
       {"rank", s.rank},

@@ -102,7 +102,7 @@ void StragglerAnalyzer::add_timed_op(int rank, uint64_t launch_ns, uint64_t gpu_
                                      uint64_t end_ns) {
   if (launch_ns == 0 || gpu_start_ns == 0) return;
   timed_ops_[rank].push_back(
-      TimedOp{end_ns, gpu_start_ns > launch_ns ? gpu_start_ns - launch_ns : 0});
+      TimedOp{gpu_start_ns, end_ns, gpu_start_ns > launch_ns ? gpu_start_ns - launch_ns : 0});
 }
 
 void StragglerAnalyzer::judge(uint64_t comm, Pending&& p) {
@@ -173,6 +173,30 @@ double weighted_median(std::vector<std::pair<double, double>> vw) {
 
 }  // namespace
 
+bool StragglerAnalyzer::overlapped(const std::deque<Judged>& d) const {
+  // Per member, its collectives' GPU intervals by arrival (already in order
+  // of their sequence numbers, which is the order they ran in).
+  std::map<int, std::vector<std::pair<uint64_t, uint64_t>>> inside;
+  for (const Judged& j : d) {
+    for (const Part& q : j.parts) inside[q.rank].emplace_back(q.arrival_ns, q.end_ns);
+  }
+  size_t ops = 0, within = 0;
+  for (auto& [rank, iv] : inside) {
+    const auto t = timed_ops_.find(rank);
+    if (t == timed_ops_.end()) continue;
+    std::sort(iv.begin(), iv.end());
+    for (const TimedOp& op : t->second) {
+      if (iv.empty() || op.end_ns < iv.front().first || op.start_ns > iv.back().second) continue;
+      ++ops;
+      // The last collective that began before the operation ended.
+      auto it = std::upper_bound(iv.begin(), iv.end(), std::make_pair(op.end_ns, UINT64_MAX));
+      if (it != iv.begin() && std::prev(it)->second > op.start_ns) ++within;
+    }
+  }
+  return ops > 0 &&
+         static_cast<double>(within) >= options_.overlap_share * static_cast<double>(ops);
+}
+
 SlowReport StragglerAnalyzer::analyze(uint64_t now_ns) {
   for (auto it = pending_.begin(); it != pending_.end();) {
     if (now_ns - std::min(now_ns, it->second.first_ns) < options_.settle_ns) {
@@ -204,6 +228,16 @@ SlowReport StragglerAnalyzer::analyze(uint64_t now_ns) {
     double chain = 0;
     std::map<int, uint64_t> prev_end;  // per member: the end of its previous collective here
     uint64_t first_arrival = UINT64_MAX;
+    const bool overlaps = overlapped(d);
+    // The spacing of the communicator's collectives: from one's earliest
+    // arrival to the next one's.
+    std::vector<double> intervals;
+    for (size_t i = 1; i < d.size(); ++i) {
+      const uint64_t a = d[i - 1].parts.front().arrival_ns, b = d[i].parts.front().arrival_ns;
+      intervals.push_back(b > a ? static_cast<double>(b - a) : 0.0);
+    }
+    const double burst_interval = options_.burst_factor * median_of(intervals);
+    uint64_t prev_first_arrival = 0;
     for (const Judged& j : d) {
       const LastArrival la = last_arrival(
           j.parts.size(), [&](size_t i) { return j.parts[i].rank; },
@@ -215,8 +249,12 @@ SlowReport StragglerAnalyzer::analyze(uint64_t now_ns) {
       // one here had ended (its host had waited for it: whatever it is late
       // by now arose since, while its peers had been released together).
       const auto own = prev_end.find(last.rank);
-      const bool fresh =
-          chain_rank != last.rank || own == prev_end.end() || last.launch_ns >= own->second;
+      const bool burst =
+          prev_first_arrival != 0 && j.parts.front().arrival_ns > prev_first_arrival &&
+          static_cast<double>(j.parts.front().arrival_ns - prev_first_arrival) > burst_interval;
+      const bool fresh = !overlaps || chain_rank != last.rank || own == prev_end.end() ||
+                         last.launch_ns >= own->second || burst;
+      prev_first_arrival = j.parts.front().arrival_ns;
       for (const Part& q : j.parts) {
         CommStats& s = stats[q.rank];
         ++s.n;
@@ -274,6 +312,7 @@ SlowReport StragglerAnalyzer::analyze(uint64_t now_ns) {
       st.median_late_s = median_of(s.margins);
       st.wait_caused_s = s.cost;
       st.impact = impact;
+      st.evidence.overlapped = overlaps;
       st.op =
           std::max_element(s.last_ops.begin(), s.last_ops.end(), [](const auto& a, const auto& b) {
             return a.second < b.second;
@@ -441,13 +480,14 @@ void StragglerAnalyzer::find_cause(Straggler* s, uint64_t comm,
 
   // The cause: what explains at least half of its lateness where its chains
   // began. A slow link first: a rank whose collectives end late after
-  // everyone arrived also starts its next work late. Then its GPU: the same
-  // GEMM shapes run longer, or launched on time its GPU reached the
-  // collective later than its peers' did (busy longer: more queued, or
-  // shared). The host only when its GPU was seen waiting for it (an
-  // operation that started as soon as it was launched): with launches
-  // running ahead of the GPU, a host that launches late while its GPU still
-  // has work queued delays nothing.
+  // everyone arrived also starts its next work late, which would look like a
+  // late host or a deep queue. Then the host, only when its GPU was seen
+  // waiting for it (an operation that started as soon as it was launched):
+  // with launches running ahead of the GPU, a host that launches late while
+  // its GPU still has work queued delays nothing. Then its GPU: launched on
+  // time, its GPU reached the collective later than its peers' did (busy
+  // longer: more work queued, slower, or shared), or the same GEMM shapes
+  // ran longer.
   // The cause the last verdict gave this rank stays while it explains a
   // quarter of the lateness, unless a cause checked before it explains
   // half: with evidence near the bar the verdict keeps one name instead of
@@ -471,7 +511,7 @@ void StragglerAnalyzer::find_cause(Straggler* s, uint64_t comm,
   constexpr double kNameShare = 0.5, kKeepShare = 0.25;
   s->cause = SlowCause::kUnknown;
   if (lateness <= 0) return;
-  for (SlowCause c : {SlowCause::kLink, SlowCause::kGpu, SlowCause::kHost}) {
+  for (SlowCause c : {SlowCause::kLink, SlowCause::kHost, SlowCause::kGpu}) {
     if (explains(c, c == previous ? kKeepShare : kNameShare)) {
       s->cause = c;
       return;

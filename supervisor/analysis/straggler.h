@@ -16,19 +16,29 @@
 // "significant". So no test of significance names a rank: its cost does.
 //
 // The cost of a rank is the time the collectives of a communicator were held
-// back by it alone (its margin over the next latest), counted once per
-// delay. A delay begins fresh when the rank becomes the last, or when it
-// launched the collective only after its previous one there had ended (its
-// peers and it had been released together, so whatever it is late by arose
-// since). While it stays last with its launches queued ahead of its GPU, the
-// delay persists, and counts once, at its largest: its peers' later
-// collectives queue behind it or wait for its compute, which the first delay
-// already set back. A data-parallel rank that is 15 ms late at the first
-// bucket of each step costs 15 ms a step, not 15 ms plus every later
-// bucket's margin; one a millisecond late at the first bucket that catches
-// up by the last costs a millisecond a step. A rank is a straggler when its
-// cost, less the median cost of the other members (what the job's own
-// arrivals cost), is at least StragglerOptions::min_cost of the window's time.
+// back by it alone (its margin over the next latest), counted per delay.
+// How a delay carries from one collective to the next depends on what the
+// ranks do meanwhile, which the window shows:
+// - On the critical path (no member's timed GEMM or copy ran while it was
+//   inside a collective of the communicator: its compute waits for the
+//   collective, as in tensor parallelism or a step that synchronises), every
+//   margin is a delay of its own: the peers waited with nothing else to do.
+// - Overlapped (a tenth or more of the members' timed operations ran inside
+//   its collectives, as data-parallel buckets overlap the backward pass), a
+//   delay persists while the rank stays last with its work queued ahead, and
+//   counts once, at its largest: its peers' later collectives queue behind
+//   it or wait for its compute, which the first delay already set back. A
+//   delay is fresh when the rank becomes the last, when it launched the
+//   collective only after its previous one there had ended (its host had
+//   waited for it), or when the collective starts a burst (it came over three
+//   times the communicator's usual spacing after the previous one, as the
+//   first bucket of a data-parallel step does). A rank 15 ms late at the first bucket of each
+//   step costs 15 ms a step, not 15 ms plus every later bucket's margin; one
+//   a millisecond late at the first bucket that catches up by the last costs
+//   a millisecond a step.
+// A rank is a straggler when its cost, less the median cost of the other
+// members (what the job's own arrivals cost), is at least
+// StragglerOptions::min_cost of the window's time.
 #pragma once
 
 #include <cstdint>
@@ -69,6 +79,16 @@ struct StragglerOptions {
   // queue never had a GPU waiting for it. 50 us: ten times a launch's latency.
   uint64_t host_bound_ns = 50'000;
   uint64_t max_clock_error_ns = 1'000'000;
+  // A communicator whose members ran at least this share of their timed
+  // GEMMs and copies inside its collectives overlaps them with compute. The
+  // real GPT-2 recordings: 40-55%; a job whose compute waits for every
+  // collective: none.
+  double overlap_share = 0.1;
+  // A collective starts a burst when its first member arrived more than this
+  // many times the communicator's median spacing after the previous one's
+  // first member (the gradient buckets of a step come milliseconds apart,
+  // the steps tens of milliseconds).
+  double burst_factor = 3;
 };
 
 // One rank's part in one collective, from its completed ring record.
@@ -114,6 +134,7 @@ struct SlowEvidence {
   // host_bound_ns of their launch (its GPU had drained and waited for it).
   int timed_ops = 0, host_bound_ops = 0;
   int chains = 0;  // the chains of lateness the arrival, launch and queue figures come from
+  bool overlapped = false;  // its communicator's collectives overlap compute (see above)
 };
 
 struct Straggler {
@@ -199,6 +220,9 @@ class StragglerAnalyzer {
   };
   void judge(uint64_t comm, Pending&& p);
   void expire(uint64_t now_ns);
+  // Whether the collectives of `d` overlap their members' compute (see the
+  // method above).
+  bool overlapped(const std::deque<Judged>& d) const;
   // `previous`: the cause the last verdict gave the rank (kUnknown if none).
   void find_cause(Straggler* s, uint64_t comm, const std::vector<ChainStart>& starts,
                   SlowCause previous) const;
@@ -217,8 +241,8 @@ class StragglerAnalyzer {
   };
   std::map<int, std::deque<Pause>> pauses_;
   struct TimedOp {
-    uint64_t end_ns;
-    uint64_t queue_ns;  // its GPU start after its launch
+    uint64_t start_ns, end_ns;  // on the GPU
+    uint64_t queue_ns;          // its GPU start after its launch
   };
   std::map<int, std::deque<TimedOp>> timed_ops_;
   std::map<int, double> wait_total_s_;

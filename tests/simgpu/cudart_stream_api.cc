@@ -10,8 +10,9 @@
 #include "tests/simgpu/error_state.h"
 #include "tests/simgpu/event.h"
 #include "tests/simgpu/kernel_launch.h"
-#include "tests/simgpu/sim_ext.h"
+#include "tests/simgpu/real_gpu_traits.h"
 #include "tests/simgpu/sim_clock.h"
+#include "tests/simgpu/sim_ext.h"
 #include "tests/simgpu/stream.h"
 
 namespace sim = xpu_timer::simgpu;
@@ -112,10 +113,13 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t handle, cudaEvent_t event_handle, u
   if (flags != 0 && flags != cudaEventWaitExternal) return sim::record_error(cudaErrorInvalidValue);
   const uint64_t seq = event->latest_record();
   if (seq == 0) return cudaSuccess;  // waiting on a never-recorded event is a no-op
-  // The stream resumes at the later of its own time and the event's time.
-  stream->enqueue([event, seq](uint64_t start) {
+  // The stream resumes at the later of its own time and the event's time
+  // (plus this rank's fixed skew, real_gpu_traits.h).
+  const uint64_t skew = sim::rank_skew_ns();
+  stream->enqueue([event, seq, skew](uint64_t start) {
     event->wait(seq);
-    const uint64_t t = event->time_ns();
+    const uint64_t t = event->time_ns() + skew;
+    if (t > start) sim::sleep_until_ns(t);
     return t > start ? t : start;
   });
   return cudaSuccess;

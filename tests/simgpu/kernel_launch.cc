@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "common/env_config.h"
+#include "tests/simgpu/real_gpu_traits.h"
 #include "tests/simgpu/sim_clock.h"
 #include "tests/simgpu/slow_rank.h"
 
@@ -26,7 +27,15 @@ void launch_kernel(Stream& stream, uint64_t duration_ns) {
       g_captured.fetch_add(1, std::memory_order_relaxed);
       return;
     }
-    if (stream.enqueue(kernel_task(scale_ns(duration_ns, gpu_factor())))) return;
+    const int device = stream.device();
+    const uint64_t scaled = scale_ns(duration_ns, gpu_factor());
+    // A second process on this GPU (real_gpu_traits.h) slows what runs while it is there.
+    const bool queued = stream.enqueue([device, scaled](uint64_t start) {
+      const uint64_t end = start + scale_ns(scaled, gpu_share_factor(device, start));
+      sleep_until_ns(end);
+      return end;
+    });
+    if (queued) return;
   }
 }
 

@@ -9,8 +9,8 @@
 #include <cstring>
 #include <vector>
 
-#include "tests/simgpu/sim_ext.h"
 #include "tests/harness/child_process.h"
+#include "tests/simgpu/sim_ext.h"
 
 namespace {
 
@@ -40,6 +40,9 @@ class StreamEventTest : public ::testing::Test {
 };
 
 TEST_F(StreamEventTest, EventsCompleteInStreamOrderAndTimeTheKernel) {
+  // The gate: a host descheduled between the start event and the kernel
+  // (a loaded machine) would otherwise open a gap the elapsed time counts.
+  ASSERT_EQ(xpu_sim_launch_kernel(stream_, 50 * kMs), cudaSuccess);
   ASSERT_EQ(cudaEventRecord(start_, stream_), cudaSuccess);
   ASSERT_EQ(xpu_sim_launch_kernel(stream_, 150 * kMs), cudaSuccess);
   ASSERT_EQ(cudaEventRecord(end_, stream_), cudaSuccess);
