@@ -214,6 +214,7 @@ def main():
     p.add_argument("--window", type=float, default=30)
     p.add_argument("--parallel", type=int, default=1)
     p.add_argument("--cpus-per-run", type=int, default=2, help="0: no pinning")
+    p.add_argument("--first-cpu", type=int, default=0, help="the runs' CPUs begin here")
     p.add_argument("--cpu-ranks", type=int, default=0,
                    help="also a healthy job of this many ranks, for the supervisor's CPU")
     p.add_argument("--cpu-s", type=float, default=60)
@@ -238,8 +239,8 @@ def main():
     slots = list(range(args.parallel))
 
     def worker(slot):
-        cpus = ("%d-%d" % (slot * args.cpus_per_run, slot * args.cpus_per_run + args.cpus_per_run - 1)
-                if args.cpus_per_run else "")
+        first = args.first_cpu + slot * args.cpus_per_run
+        cpus = "%d-%d" % (first, first + args.cpus_per_run - 1) if args.cpus_per_run else ""
         while True:
             with lock:
                 if not plan:

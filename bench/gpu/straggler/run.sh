@@ -20,7 +20,7 @@ for sc in "$@"; do
     healthy) dumps="120,300,$((secs - 60))" ;;
     gpuhog) dumps="$((onset - 10)),$((onset + 30)),$((onset + extra + 30))" ;;
     host) args+=(--host-delay-rank 1 --host-delay-share "$extra" --delay-after "$onset")
-          dumps="$((onset - 10)),$((onset + 30)),$((secs - 20))" ;;
+          dumps="$((onset - 10)),$((onset + 45)),$((secs - 10))" ;;
   esac
   echo "== $sc $(date +%s.%N)" | tee -a "$out/run.log"
   taskset -c 0-15 timeout $((secs + 120)) "$bin/xpu_timer_supervisor" --port 0 --dump-dir "$d" -- \

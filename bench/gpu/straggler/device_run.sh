@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The whole real-GPU straggler check on a 4-GPU machine, in two device calls
+# (each is limited to 10 minutes; the healthy job runs 10 minutes across both):
+#   device_run.sh start DIST_TARBALL SIMBUILD   # call 1
+#   device_run.sh finish DIST_TARBALL           # call 2, right after
+# `start` launches the 10-minute healthy GPT-2 job in a session of its own
+# (it outlives the call) on CPUs 0-15, then runs the simulated-GPU accuracy
+# bench (bench/straggler_accuracy.py) on CPUs 16-63 while it trains.
+# `finish` waits for the healthy job, then runs the shared-GPU and the
+# host-delay jobs; every result is tarred into $OUT.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+work=/tmp/straggler-check
+case $1 in
+  start)
+    mkdir -p "$work"
+    nvidia-smi -L > "$work/gpus.txt"; nproc >> "$work/gpus.txt"
+    setsid bash "$here/run.sh" "$2" "$work/gpu" healthy:600 > "$work/healthy-run.log" 2>&1 < /dev/null &
+    timeout 540 python3 "$root/bench/straggler_accuracy.py" --build "$3" \
+      --causes host,gpu,link,gpushare --shares 5,10 --runs 2 --ahead --onset-s 15 --limit 60 \
+      --healthy 1 --healthy-plain 2 --healthy-real 2 --healthy-s 240 \
+      --cpu-ranks 64 --cpu-s 60 --parallel 12 --cpus-per-run 4 --first-cpu 16 \
+      --json "$work/sim-accuracy.json" > "$work/sim-accuracy.md" 2> "$work/sim-accuracy.err"
+    echo "sim bench exit $?" >> "$work/sim-accuracy.err"
+    tar czf "$OUT/sim-accuracy.tgz" -C "$work" sim-accuracy.json sim-accuracy.md sim-accuracy.err gpus.txt
+    ;;
+  finish)
+    while pgrep -f "run.sh .* healthy:" > /dev/null; do sleep 2; done
+    bash "$here/run.sh" "$2" "$work/gpu" gpuhog:200:60:90 host:160:60:0.05 > "$work/run2.log" 2>&1
+    tar czf "$OUT/gpu-straggler.tgz" -C "$work" gpu healthy-run.log run2.log gpus.txt
+    ;;
+esac
