@@ -17,7 +17,9 @@ case $1 in
     mkdir -p "$work"
     nvidia-smi -L > "$work/gpus.txt"; nproc >> "$work/gpus.txt"
     setsid bash "$here/run.sh" "$2" "$work/gpu" healthy:600 > "$work/healthy-run.log" 2>&1 < /dev/null &
-    timeout 540 python3 "$root/bench/straggler_accuracy.py" --build "$3" \
+    sleep 75  # the job trains by then: show that it does
+    cat "$work/gpus.txt"; tail -5 "$work/gpu/healthy/console.log"; tail -c 600 "$work/gpu/healthy/slow.jsonl"; echo
+    timeout 460 python3 "$root/bench/straggler_accuracy.py" --build "$3" \
       --causes host,gpu,link,gpushare --shares 5,10 --runs 2 --ahead --onset-s 15 --limit 60 \
       --healthy 1 --healthy-plain 2 --healthy-real 2 --healthy-s 240 \
       --cpu-ranks 64 --cpu-s 60 --parallel 12 --cpus-per-run 4 --first-cpu 16 \
