@@ -22,6 +22,7 @@ nlohmann::json straggler_json(const Straggler& s) {
       {"peer_dataloader_s", e.peer_loader_s},
       {"timed_ops", e.timed_ops},
       {"host_bound_ops", e.host_bound_ops},
+      {"peer_host_bound_share", e.peer_host_bound_share},
       {"chains", e.chains},
       {"overlapped", e.overlapped},
   };

@@ -154,6 +154,15 @@ struct CommStats {
   size_t last = 0;
   std::vector<double> margins;  // when last: over the next latest
   double cost = 0;              // chains of lateness, seconds
+  double largest = 0;           // the largest of them
+  // What names a straggler: its cost without its largest delay (a job's
+  // first steps, a checkpoint, one long pause: no straggler holds its peers
+  // back only once).
+  double repeated() const { return cost - largest; }
+  void add(double chain) {
+    cost += chain;
+    largest = std::max(largest, chain);
+  }
   std::map<uint16_t, size_t> last_ops;
 };
 
@@ -266,7 +275,7 @@ SlowReport StragglerAnalyzer::analyze(uint64_t now_ns) {
       ++ls.last_ops[j.name];
       ls.margins.push_back(margin);
       if (fresh) {
-        if (chain_rank >= 0) stats[chain_rank].cost += chain;
+        if (chain_rank >= 0) stats[chain_rank].add(chain);
         chain_rank = last.rank;
         chain = margin;
         if (margin > 0) starts[last.rank].push_back(ChainStart{&j, margin});
@@ -274,7 +283,7 @@ SlowReport StragglerAnalyzer::analyze(uint64_t now_ns) {
         chain = std::max(chain, margin);
       }
     }
-    if (chain_rank >= 0) stats[chain_rank].cost += chain;
+    if (chain_rank >= 0) stats[chain_rank].add(chain);
 
     std::map<int, std::vector<double>> in_collective;
     for (const Judged& j : d) {
@@ -299,9 +308,9 @@ SlowReport StragglerAnalyzer::analyze(uint64_t now_ns) {
       // What the job's own arrivals cost: the median of the other members'.
       std::vector<double> others;
       for (const auto& [r, o] : stats) {
-        if (r != rank) others.push_back(o.cost);
+        if (r != rank) others.push_back(o.repeated());
       }
-      const double impact = (s.cost - median_of(std::move(others))) / span;
+      const double impact = (s.repeated() - median_of(std::move(others))) / span;
       const bool standing = standing_.count(rank) != 0;
       if (impact < (standing ? options_.clear_cost : options_.min_cost)) continue;
       Straggler st;
@@ -466,28 +475,43 @@ void StragglerAnalyzer::find_cause(Straggler* s, uint64_t comm,
   }
   e.peer_gc_s = median_of(pg);
   e.peer_loader_s = median_of(pl);
-  const auto ops = timed_ops_.find(s->rank);
-  if (ops != timed_ops_.end() && !ops->second.empty()) {
+  // How often each rank's GPU waited for its host (see host_bound_ns).
+  const auto waited = [&](int rank, int* timed, int* bound) {
+    *timed = *bound = 0;
+    const auto ops = timed_ops_.find(rank);
+    if (ops == timed_ops_.end() || ops->second.empty()) return;
     uint64_t floor = UINT64_MAX;
     for (const TimedOp& t : ops->second) floor = std::min(floor, t.queue_ns);
     for (const TimedOp& t : ops->second) {
-      ++e.timed_ops;
+      ++*timed;
       if (floor <= options_.max_clock_error_ns && t.queue_ns <= floor + options_.host_bound_ns) {
-        ++e.host_bound_ops;
+        ++*bound;
       }
     }
+  };
+  waited(s->rank, &e.timed_ops, &e.host_bound_ops);
+  std::vector<double> peer_shares;
+  for (int p : peers) {
+    int timed = 0, bound = 0;
+    waited(p, &timed, &bound);
+    if (timed > 0) peer_shares.push_back(static_cast<double>(bound) / timed);
   }
+  e.peer_host_bound_share = median_of(peer_shares);
 
   // The cause: what explains at least half of its lateness where its chains
   // began. A slow link first: a rank whose collectives end late after
   // everyone arrived also starts its next work late, which would look like a
   // late host or a deep queue. Then the host, only when its GPU was seen
-  // waiting for it (an operation that started as soon as it was launched):
-  // with launches running ahead of the GPU, a host that launches late while
-  // its GPU still has work queued delays nothing. Then its GPU: launched on
-  // time, its GPU reached the collective later than its peers' did (busy
-  // longer: more work queued, slower, or shared), or the same GEMM shapes
-  // ran longer.
+  // waiting for it (operations that started as soon as they were launched,
+  // min_host_bound_share of them): with launches running ahead
+  // of the GPU, a host that launches late while its GPU still has work
+  // queued delays nothing. Then its GPU: launched on time, its GPU reached
+  // the collective later than its peers' did (busy longer: more work queued,
+  // slower, or shared); or the same GEMM shapes ran longer; or it launched
+  // late while its GPU hardly ever waited for it: its host was held back by
+  // its own GPU (a full launch queue), as a GPU shared with another process
+  // holds it back on a real H100, whose kernels then run at full speed in
+  // their time slices.
   // The cause the last verdict gave this rank stays while it explains a
   // quarter of the lateness, unless a cause checked before it explains
   // half: with evidence near the bar the verdict keeps one name instead of
@@ -495,13 +519,16 @@ void StragglerAnalyzer::find_cause(Straggler* s, uint64_t comm,
   const double lateness = e.arrival_late_s;
   const bool gemm_slow = e.gemm_ratio > 0 && e.gemm_shapes > 0 &&
                          std::log(e.gemm_ratio) > std::max(std::log(1.02), 3 * e.gemm_peer_spread);
-  const bool gpu_waited = e.host_bound_ops > 0;
+  const double my_share =
+      e.timed_ops > 0 ? static_cast<double>(e.host_bound_ops) / e.timed_ops : 0.0;
+  const bool gpu_waited = my_share >= options_.min_host_bound_share;
   const auto explains = [&](SlowCause c, double share) {
     switch (c) {
       case SlowCause::kLink:
         return e.transfer_s - e.peer_transfer_s >= share * lateness;
       case SlowCause::kGpu:
-        return gemm_slow || e.queue_excess_s >= share * lateness;
+        return gemm_slow || e.queue_excess_s >= share * lateness ||
+               (!gpu_waited && e.timed_ops > 0 && e.launch_late_s >= share * lateness);
       case SlowCause::kHost:
         return gpu_waited && e.launch_late_s >= share * lateness;
       default:

@@ -36,9 +36,11 @@
 //   step costs 15 ms a step, not 15 ms plus every later bucket's margin; one
 //   a millisecond late at the first bucket that catches up by the last costs
 //   a millisecond a step.
-// A rank is a straggler when its cost, less the median cost of the other
-// members (what the job's own arrivals cost), is at least
-// StragglerOptions::min_cost of the window's time.
+// A rank is a straggler when its cost without its single largest delay (a
+// job's first steps, a checkpoint: no straggler holds its peers back only
+// once), less the median of the same for the other members (what the job's
+// own arrivals cost), is at least StragglerOptions::min_cost of the window's
+// time.
 #pragma once
 
 #include <cstdint>
@@ -79,6 +81,12 @@ struct StragglerOptions {
   // queue never had a GPU waiting for it. 50 us: ten times a launch's latency.
   uint64_t host_bound_ns = 50'000;
   uint64_t max_clock_error_ns = 1'000'000;
+  // A GPU waited for its host when at least this share of its timed
+  // operations (tens a second) did: fewer is a one-off, the first operation
+  // after a synchronisation, no host holding its GPU up. (Real GPT-2 DDP:
+  // 15-21% on an H200, where the forward pass is host-bound; 0.04% on an
+  // H100, where it is not; 0.5% on the H200 shared with another process.)
+  double min_host_bound_share = 0.01;
   // A communicator whose members ran at least this share of their timed
   // GEMMs and copies inside its collectives overlaps them with compute. The
   // real GPT-2 recordings: 40-55%; a job whose compute waits for every
@@ -133,6 +141,7 @@ struct SlowEvidence {
   // Its timed GPU operations in the window, and those that started within
   // host_bound_ns of their launch (its GPU had drained and waited for it).
   int timed_ops = 0, host_bound_ops = 0;
+  double peer_host_bound_share = 0;  // the median of its peers' host_bound_ops / timed_ops
   int chains = 0;  // the chains of lateness the arrival, launch and queue figures come from
   bool overlapped = false;  // its communicator's collectives overlap compute (see above)
 };
