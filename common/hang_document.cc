@@ -74,7 +74,22 @@ json rank_json(const Rank& v) {
     r["last_completed_seq"] = or_null(v.last_completed_seq);
   }
   r["where"] = where_json(v.where);
+  json waits = json::array();
+  for (const Rank::WaitFor& w : v.waits_for) {
+    waits.push_back({{"rank", w.rank},
+                     {"comm", w.comm ? json(comm_text(*w.comm)) : json(nullptr)},
+                     {"comm_name", name_or_null(w.comm_name)},
+                     {"seq", w.seq}});
+  }
+  r["waits_for"] = std::move(waits);
   return r;
+}
+
+json root_json(const Root& root) {
+  return {{"kind", root.kind},
+          {"ranks", root.ranks},
+          {"ranks_folded", fold_ranks(root.ranks)},
+          {"waiters", root.waiters}};
 }
 
 json group_json(const Group& g) {
@@ -187,7 +202,8 @@ class Fields {
   }
   // A list of ranks: an entry that is no rank number is dropped alone.
   void read(const char* key, std::vector<int>* out) const {
-    const json* v = typed(key, [](const json& a) { return a.is_array(); }, "an array of ranks");
+    const json* v = typed(
+        key, [](const json& a) { return a.is_array(); }, "an array of ranks");
     if (v == nullptr) return;
     for (const json& e : *v) {
       if (is_rank(e)) {
@@ -247,6 +263,9 @@ json to_json(const Document& doc) {
   json groups = json::array();
   for (const Group& g : doc.groups) groups.push_back(group_json(g));
   j["groups"] = std::move(groups);
+  json roots = json::array();
+  for (const Root& r : doc.roots) roots.push_back(root_json(r));
+  j["roots"] = std::move(roots);
   j["mismatches"] = doc.mismatches.is_array() ? doc.mismatches : json::array();
   j["mismatch_total"] = doc.mismatch_total;
   j["collectives_checked"] = doc.collectives_checked;
@@ -285,8 +304,8 @@ void read_rank(const json& e, const Fields& f, Rank* r, std::vector<std::string>
   f.read("local_rank", &r->local_rank);
   f.read("host", &r->host);
   f.read("heartbeat_age_s", &r->heartbeat_age_s);
-  if (const json* op = f.typed("operation", [](const json& v) { return v.is_object(); },
-                               "an object")) {
+  if (const json* op = f.typed(
+          "operation", [](const json& v) { return v.is_object(); }, "an object")) {
     r->operation = read_operation(Fields(*op, path + ".operation", warnings, dropped));
   }
   f.read("pending_s", &r->pending_s);
@@ -299,7 +318,8 @@ void read_rank(const json& e, const Fields& f, Rank* r, std::vector<std::string>
   f.read("issued_seq", &r->issued_seq);
   f.read("last_completed_seq", &r->last_completed_seq);
   // A frame of another shape is dropped alone; what is kept is bounded.
-  if (const json* w = f.typed("where", [](const json& v) { return v.is_array(); }, "an array")) {
+  if (const json* w = f.typed(
+          "where", [](const json& v) { return v.is_array(); }, "an array")) {
     static const json kNull;
     for (const json& frame_json : *w) {
       auto key = [&frame_json](const char* k) -> const json& {
@@ -324,6 +344,26 @@ void read_rank(const json& e, const Fields& f, Rank* r, std::vector<std::string>
       if (r->where.size() > kMaxWhereFrames) break;
     }
     r->where = bounded_where(std::move(r->where));
+  }
+  if (const json* w = f.typed(
+          "waits_for", [](const json& v) { return v.is_array(); }, "an array")) {
+    for (const json& e : *w) {
+      if (!e.is_object() || !e.contains("rank") || !is_rank(e["rank"])) {
+        f.drop("waits_for", "an array of {\"rank\", ...} (an entry)");
+        continue;
+      }
+      Rank::WaitFor wf;
+      wf.rank = e["rank"].get<int>();
+      const auto comm = e.find("comm");
+      if (comm != e.end() && is_comm(*comm))
+        wf.comm = std::stoull(comm->get<std::string>(), nullptr, 16);
+      const auto name = e.find("comm_name");
+      if (name != e.end() && name->is_string()) wf.comm_name = name->get<std::string>();
+      const auto seq = e.find("seq");
+      if (seq != e.end() && is_u64(*seq)) wf.seq = seq->get<uint64_t>();
+      r->waits_for.push_back(std::move(wf));
+      if (static_cast<int64_t>(r->waits_for.size()) > kMaxRank) break;
+    }
   }
 }
 
@@ -409,8 +449,8 @@ bool parse(std::string_view text, Document* out, std::string* error,
     read_rank(e, Fields(e, path, warnings, &dropped), &r, warnings, &dropped, path);
     out->ranks.push_back(std::move(r));
   }
-  if (const json* groups =
-          top.typed("groups", [](const json& v) { return v.is_array(); }, "an array")) {
+  if (const json* groups = top.typed(
+          "groups", [](const json& v) { return v.is_array(); }, "an array")) {
     for (size_t i = 0; i < groups->size(); ++i) {
       const json& e = (*groups)[i];
       const std::string path = "groups[" + std::to_string(i) + "]";
@@ -421,6 +461,43 @@ bool parse(std::string_view text, Document* out, std::string* error,
       Group g;
       read_group(Fields(e, path, warnings, &dropped), &g);
       out->groups.push_back(std::move(g));
+    }
+  }
+  if (const json* roots = top.typed(
+          "roots", [](const json& v) { return v.is_array(); }, "an array")) {
+    for (size_t i = 0; i < roots->size(); ++i) {
+      const json& e = (*roots)[i];
+      const std::string path = "roots[" + std::to_string(i) + "]";
+      const auto ranks_of = [](const json& a, std::vector<int>* out) {
+        if (!a.is_array()) return false;
+        for (const json& x : a) {
+          if (!is_rank(x)) return false;
+          out->push_back(x.get<int>());
+        }
+        return true;
+      };
+      Root root;
+      bool ok = e.is_object() && e.contains("kind") && e["kind"].is_string() &&
+                e.contains("ranks") && ranks_of(e["ranks"], &root.ranks);
+      if (ok) {
+        root.kind = e["kind"].get<std::string>();
+        const auto waiters = e.find("waiters");
+        if (waiters != e.end() && waiters->is_array()) {
+          for (const json& level : *waiters) {
+            std::vector<int> ranks;
+            if (!ranks_of(level, &ranks)) {
+              ok = false;
+              break;
+            }
+            root.waiters.push_back(std::move(ranks));
+          }
+        }
+      }
+      if (!ok) {
+        top.drop(path, "{\"kind\", \"ranks\", \"waiters\"}");
+        continue;
+      }
+      out->roots.push_back(std::move(root));
     }
   }
   top.read("mismatch_total", &out->mismatch_total);

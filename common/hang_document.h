@@ -82,7 +82,7 @@ struct Rank {
   // The stuck communicator it is in. Written when comm is set, and (null
   // where unset) for every missing rank.
   std::optional<uint64_t> comm;
-  std::string comm_name;  // "" = unknown (written as null)
+  std::string comm_name;        // "" = unknown (written as null)
   std::optional<uint64_t> seq;  // the collective the stuck ranks are in
   std::optional<uint64_t> issued_seq;
   std::optional<uint64_t> last_completed_seq;
@@ -92,6 +92,26 @@ struct Rank {
   // "python"|"native"}). Written for every rank, [] while unknown (no stacks
   // yet, a rank that is no culprit, a node that could not take them).
   std::vector<CodeFrame> where;
+  // A stuck rank: the members of its collective it waits for ("waits_for":
+  // [{"rank", "comm", "comm_name", "seq"}], [] for every other rank).
+  struct WaitFor {
+    int rank = 0;
+    std::optional<uint64_t> comm;
+    std::string comm_name;  // "" = unknown (written as null)
+    uint64_t seq = 0;
+  };
+  std::vector<WaitFor> waits_for;
+};
+
+// What every stuck rank ultimately waits on ("roots[]"): a rank (missing,
+// exited, unresponsive, or stuck in an operation nobody else holds up), a
+// collective with every member in it, or a cycle of ranks (a deadlock by
+// order); and who waits on it, level by level ("waiters": [[direct], [next],
+// ...]).
+struct Root {
+  std::string kind;  // "rank", "collective", "cycle"
+  std::vector<int> ranks;
+  std::vector<std::vector<int>> waiters;
 };
 
 // Stuck ranks waiting in the same operation ("groups[]").
@@ -128,6 +148,7 @@ struct Document {
   std::string summary;  // the verdict in one sentence
   std::vector<Rank> ranks;
   std::vector<Group> groups;
+  std::vector<Root> roots;  // the culprits first: the roots of the waits
   // What the supervisor adds beside the verdict, opaque here (their shapes
   // are the supervisor's: docs/architecture.md "Hang document").
   nlohmann::json mismatches = nlohmann::json::array();  // collective mismatches

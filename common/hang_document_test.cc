@@ -68,6 +68,8 @@ Document example() {
   g.pending_s = 3;
   g.waiting_s = 2.5;
   d.groups = {g};
+  d.ranks[0].waits_for = {Rank::WaitFor{1, 0xabc, "tp", 4}};
+  d.roots = {Root{"rank", {1}, {{0, 3, 4}}}};
   d.mismatches = json::array({{{"comm", "0000000000000abc"}, {"seq", 9}}});
   d.mismatch_total = 1;
   d.collectives_checked = 77;
@@ -96,7 +98,7 @@ TEST(HangDocument, WriterWritesTheDocumentedKeys) {
       "local_rank":0,"host":"h","heartbeat_age_s":0.25,"operation":{"kind":"nccl",
       "name":"AllGather","comm":"0000000000000abc","seq":4,"dtype":"fp32","bytes":4096,
       "flops":0,"group_size":1},"pending_s":3.0,"running_s":2.5,"not_started":false,
-      "where":[]})"));
+      "where":[],"waits_for":[{"rank":1,"comm":"0000000000000abc","comm_name":"tp","seq":4}]})"));
   EXPECT_EQ(j["ranks"][1]["comm"], "0000000000000abc");
   EXPECT_EQ(j["ranks"][1]["comm_name"], "tp");
   EXPECT_EQ(j["ranks"][1]["reason"], "behind");
@@ -106,7 +108,9 @@ TEST(HangDocument, WriterWritesTheDocumentedKeys) {
   // Every missing rank has the communicator keys, null when it is in none.
   EXPECT_EQ(j["ranks"][2], json::parse(R"({"rank":2,"state":"missing","registered":false,
       "node":null,"reason":"never_registered","comm":null,"comm_name":null,"seq":null,
-      "issued_seq":null,"last_completed_seq":null,"where":[]})"));
+      "issued_seq":null,"last_completed_seq":null,"where":[],"waits_for":[]})"));
+  EXPECT_EQ(j["roots"], json::parse(R"([{"kind":"rank","ranks":[1],"ranks_folded":"1",
+      "waiters":[[0,3,4]]}])"));
   EXPECT_EQ(j["groups"][0]["ranks_folded"], "0/2-4");
   EXPECT_EQ(j["groups"][0]["comm"], "0000000000000abc");
   EXPECT_EQ(j["mismatch_total"], 1);
@@ -120,11 +124,11 @@ TEST(HangDocument, WriterWritesTheDocumentedKeys) {
   const json none = json::parse(to_text(Document{}));
   for (const char* key :
        {"version", "hung", "detected_at", "frozen_since", "timeout_s", "stalled", "stalled_since",
-        "summary", "ranks", "groups", "mismatches", "mismatch_total", "collectives_checked",
-        "coordinator", "stacks", "timeline"}) {
+        "summary", "ranks", "groups", "roots", "mismatches", "mismatch_total",
+        "collectives_checked", "coordinator", "stacks", "timeline"}) {
     EXPECT_TRUE(none.contains(key)) << key;
   }
-  EXPECT_EQ(none.size(), 16u);
+  EXPECT_EQ(none.size(), 17u);
   EXPECT_EQ(none["stalled"], false);
   EXPECT_TRUE(none["stalled_since"].is_null());
   EXPECT_TRUE(none["detected_at"].is_null());
@@ -157,6 +161,15 @@ TEST(HangDocument, ReadsBackWhatTheWriterWrote) {
   EXPECT_EQ(r0.pending_s, 3);
   EXPECT_EQ(r0.running_s, 2.5);
   EXPECT_FALSE(r0.comm);
+  ASSERT_EQ(r0.waits_for.size(), 1u);
+  EXPECT_EQ(r0.waits_for[0].rank, 1);
+  EXPECT_EQ(r0.waits_for[0].comm, 0xabcu);
+  EXPECT_EQ(r0.waits_for[0].comm_name, "tp");
+  EXPECT_EQ(r0.waits_for[0].seq, 4u);
+  ASSERT_EQ(out.roots.size(), 1u);
+  EXPECT_EQ(out.roots[0].kind, "rank");
+  EXPECT_EQ(out.roots[0].ranks, (std::vector<int>{1}));
+  EXPECT_EQ(out.roots[0].waiters, (std::vector<std::vector<int>>{{0, 3, 4}}));
   const Rank& r1 = *out.find(1);
   EXPECT_EQ(r1.reason, "behind");
   EXPECT_EQ(r1.comm, 0xabcu);
@@ -305,8 +318,8 @@ TEST(HangDocument, WhatIsNoHangDocumentIsRefusedInOneLine) {
   EXPECT_EQ(error, "no \"ranks\" array: not a hang report");
   EXPECT_FALSE(parse(R"({"ranks":7})", &d, &error, &warnings));
   EXPECT_EQ(error, "no \"ranks\" array: not a hang report");
-  const std::string deep = R"({"ranks":[],"stacks":)" + std::string(100, '[') +
-                           std::string(100, ']') + "}";
+  const std::string deep =
+      R"({"ranks":[],"stacks":)" + std::string(100, '[') + std::string(100, ']') + "}";
   EXPECT_FALSE(parse(deep, &d, &error, &warnings));
   EXPECT_EQ(error, "nested deeper than 64 levels: not a hang document");
 }
@@ -320,6 +333,33 @@ TEST(HangDocument, BytesThatAreNotUtf8AreWrittenAsReplacementCharacters) {
   d.ranks = {r};
   const Document back = parsed(to_text(d));
   EXPECT_EQ(back.ranks[0].host, "bad\xEF\xBF\xBD");
+}
+
+}  // namespace
+}  // namespace xpu_timer::hang_document
+
+namespace xpu_timer::hang_document {
+namespace {
+
+// Roots and waits of another shape are dropped with a line, never misread.
+TEST(HangDocument, MalformedRootsAndWaitsAreDropped) {
+  Document d;
+  std::string error;
+  std::vector<std::string> warnings;
+  ASSERT_TRUE(parse(R"({"ranks":[{"rank":0,"state":"stuck","waits_for":[{"rank":-1},
+      {"rank":2,"comm":"xyz","seq":"a"},7]}],
+      "roots":[{"kind":"rank","ranks":[1]},{"kind":"cycle","ranks":[0,"x"]},
+      {"kind":"rank","ranks":[3],"waiters":[[0],[-5]]},"no"]})",
+                    &d, &error, &warnings))
+      << error;
+  ASSERT_EQ(d.ranks.size(), 1u);
+  ASSERT_EQ(d.ranks[0].waits_for.size(), 1u);  // rank 2 kept, its bad comm and seq not
+  EXPECT_EQ(d.ranks[0].waits_for[0].rank, 2);
+  EXPECT_FALSE(d.ranks[0].waits_for[0].comm);
+  EXPECT_EQ(d.ranks[0].waits_for[0].seq, 0u);
+  ASSERT_EQ(d.roots.size(), 1u);
+  EXPECT_EQ(d.roots[0].ranks, (std::vector<int>{1}));
+  EXPECT_FALSE(warnings.empty());
 }
 
 }  // namespace

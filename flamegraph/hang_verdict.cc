@@ -63,8 +63,15 @@ std::optional<HangVerdict> verdict_of(const hang_document::Document& doc) {
     if (n > best) largest = g;
     tie = n == best ? true : (n > best ? false : tie);
   }
-  for (size_t g = 0; g < doc.groups.size() && !tie; ++g) {
+  for (size_t g = 0; g < doc.groups.size() && !tie && doc.roots.empty(); ++g) {
     if (g != largest) elsewhere.insert(doc.groups[g].ranks.begin(), doc.groups[g].ranks.end());
+  }
+  // A document that names the roots of the waits says it exactly: the ranks
+  // of a deadlock by order are culprits, every other stuck rank waits on a
+  // root (the largest group is no guide: a waiter two communicators away
+  // may be alone in its group).
+  for (const hang_document::Root& root : doc.roots) {
+    if (root.kind == "cycle") elsewhere.insert(root.ranks.begin(), root.ranks.end());
   }
   for (const hang_document::Rank& r : doc.ranks) {
     if (r.state == "stuck") {
@@ -82,8 +89,8 @@ std::optional<HangVerdict> verdict_of(const hang_document::Document& doc) {
   for (int r : mismatched_ranks(doc.mismatches)) {
     if (named.count(r) == 0) v.mismatched.push_back(r);
   }
-  for (std::vector<int>* list : {&v.stuck, &v.missing, &v.stuck_elsewhere, &v.unresponsive,
-                                 &v.exited, &v.mismatched}) {
+  for (std::vector<int>* list :
+       {&v.stuck, &v.missing, &v.stuck_elsewhere, &v.unresponsive, &v.exited, &v.mismatched}) {
     sort_unique(list);
   }
   if (v.stuck.empty() && v.stuck_elsewhere.empty() && !v.stalled && v.mismatched.empty()) {
@@ -107,8 +114,7 @@ std::optional<HangVerdict> find_hang_verdict(const std::string& dir, std::string
   const std::string parent = parent_of(dir.empty() ? std::string(".") : dir) + "/hang.json";
   for (const std::string& path : {own, parent}) {
     std::string text, error;
-    const ReadFileStatus status =
-        read_regular_file(path, hang_document::kMaxBytes, &text, &error);
+    const ReadFileStatus status = read_regular_file(path, hang_document::kMaxBytes, &text, &error);
     if (status == ReadFileStatus::kMissing) continue;
     if (status != ReadFileStatus::kOk) {
       *warning = path + ": " + error + "; the graphs name no hang";

@@ -43,6 +43,7 @@
 #include "common/comm_names.h"
 #include "supervisor/analysis/rank_sample.h"
 #include "supervisor/analysis/stall_tracker.h"
+#include "supervisor/analysis/wait_graph.h"
 
 namespace xpu_timer::supervisor {
 
@@ -89,6 +90,8 @@ struct RankVerdict {
   // Where it was when its stacks were taken (RankSample::where): named in the
   // sentence for a culprit (missing, unresponsive, stalled).
   std::vector<CodeFrame> where;
+  // kStuck in a collective: the members it waits for (wait_graph.h).
+  std::vector<WaitEdge> waits_for;
 };
 
 // Stuck ranks that wait in the same operation (same communicator and
@@ -124,6 +127,8 @@ struct HangReport {
   std::string summary = "no hang";
   std::vector<RankVerdict> ranks;  // every expected rank, sorted
   std::vector<StuckGroup> groups;
+  // What every stuck rank ultimately waits on (wait_graph.h): the culprits.
+  std::vector<HangRoot> roots;
   // A stall (see above; never with `hung`): unix seconds since which nothing
   // was issued or completed (as first judged), and for how long as of this
   // report.
@@ -135,6 +140,11 @@ struct HangReport {
 // One snapshot classified with no history (the core of the detector).
 HangReport classify_snapshot(const Snapshot& snap, double timeout_s);
 
+// When the waits span several communicators or levels (wait_graph_is_deep),
+// the roots first, then who waits on them: "rank 3 missing (last completed
+// #20 on comm 6c0a... (tp)), in wait_for_shard (tpdp.py:15); waiting on it:
+// rank 2 in AllReduce #21 on tp, rank 1 in AllReduce #21 on dp; behind them:
+// rank 0 in AllReduce #21 on dp". Else, one communicator:
 // "ranks 0,1,3 stuck in AllReduce #6 on comm 1a2b3c4d5e6f7a8b (tp_group) for
 // 5.2 s; rank 2 missing (last completed #5 on that comm), in
 // stuck_in_host_code (sim_trainer.py:181) <- train_step (sim_trainer.py:226)"

@@ -49,6 +49,14 @@ hd::Rank rank_of(const RankVerdict& v) {
     r.last_completed_seq = v.last_completed_seq;
   }
   r.where = v.where;
+  for (const WaitEdge& e : v.waits_for) {
+    hd::Rank::WaitFor w;
+    w.rank = e.rank;
+    w.comm = e.comm_hash;
+    w.comm_name = e.comm_name;
+    w.seq = e.seq;
+    r.waits_for.push_back(std::move(w));
+  }
   return r;
 }
 
@@ -82,6 +90,9 @@ hang_document::Document hang_document_of(const HangReport& report) {
   d.summary = report.summary;
   for (const RankVerdict& v : report.ranks) d.ranks.push_back(rank_of(v));
   for (const StuckGroup& g : report.groups) d.groups.push_back(group_of(g));
+  for (const HangRoot& root : report.roots) {
+    d.roots.push_back(hd::Root{root_kind_name(root.kind), root.ranks, root.waiters});
+  }
   return d;
 }
 

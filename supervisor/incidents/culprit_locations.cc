@@ -38,7 +38,7 @@ size_t CulpritLocations::learn(const StackDumpReport& dump, const HangReport& ve
   std::set<int> culprits;
   std::map<int, pid_t> pids;
   for (const RankVerdict& v : verdict.ranks) {
-    if (!is_culprit(v) || !v.registered) continue;
+    if (!(is_culprit(v) || is_root_rank(verdict, v.rank)) || !v.registered) continue;
     culprits.insert(v.rank);
     pids[v.rank] = v.pid;
   }

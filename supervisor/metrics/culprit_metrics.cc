@@ -28,8 +28,10 @@ std::string culprit_metrics_text(const HangReport& report, const std::vector<Ran
   size_t series = 0;
   for (const RankVerdict& v : report.ranks) {
     if (series == kMaxCulpritSeries) break;
+    // The roots of the waits are the culprits (a stuck rank of a deadlock
+    // too), never a rank that waits on them.
     const bool culprit = v.state == RankState::kMissing || v.state == RankState::kUnresponsive ||
-                         v.state == RankState::kStalled;
+                         v.state == RankState::kStalled || is_root_rank(report, v.rank);
     if (!culprit || v.where.empty() || local_ranks.count(v.rank) == 0) continue;
     if (series++ == 0) {
       out.append(

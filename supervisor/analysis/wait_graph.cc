@@ -1,0 +1,223 @@
+#include "supervisor/analysis/wait_graph.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "supervisor/analysis/hang_detector.h"
+
+namespace xpu_timer::supervisor {
+namespace {
+
+bool is_nccl_op(const proto::OpRef& op) {
+  return op.kind == static_cast<uint8_t>(proto::OpKind::kNccl);
+}
+
+// Whether verdict `w` (sample `s`) is in collective (comm, seq): stuck in it,
+// or running it without having waited for the timeout yet.
+bool in_collective(const RankVerdict& w, const RankSample& s, uint64_t comm, uint64_t seq) {
+  const proto::OpRef& op = w.has_op ? w.op : s.oldest_inflight;
+  return (w.state == RankState::kStuck || op.started_ns != 0) && is_nccl_op(op) &&
+         op.comm_hash == comm && op.seq == seq;
+}
+
+}  // namespace
+
+const proto::CommSlot* comm_slot_of(const RankSample& s, uint64_t comm_hash) {
+  for (const proto::CommSlot& c : s.comms) {
+    if (c.flags & proto::kCommFlagUnknownIdentity) continue;
+    if (c.comm_hash == comm_hash) return &c;
+  }
+  return nullptr;
+}
+
+const char* root_kind_name(RootKind k) {
+  switch (k) {
+    case RootKind::kRank:
+      return "rank";
+    case RootKind::kCollective:
+      return "collective";
+    case RootKind::kCycle:
+      return "cycle";
+  }
+  return "rank";
+}
+
+void build_wait_graph(const Snapshot& snap, HangReport* report) {
+  std::vector<RankVerdict>& ranks = report->ranks;
+  const size_t n = std::min(ranks.size(), snap.ranks.size());
+  std::map<int, size_t> pos;
+  for (size_t i = 0; i < n; ++i) pos[ranks[i].rank] = i;
+  // Edges of every stuck rank in a collective.
+  for (size_t i = 0; i < n; ++i) {
+    RankVerdict& v = ranks[i];
+    v.waits_for.clear();
+    if (v.state != RankState::kStuck || !v.has_op || !is_nccl_op(v.op)) continue;
+    const uint64_t comm = v.op.comm_hash, seq = v.op.seq;
+    const proto::CommSlot* own = comm_slot_of(snap.ranks[i], comm);
+    std::string name = own != nullptr ? comm_slot_name(*own) : std::string();
+    // Members the pages do not show (never registered ranks may be some).
+    int known = 0;
+    for (size_t j = 0; j < n; ++j) known += comm_slot_of(snap.ranks[j], comm) != nullptr ? 1 : 0;
+    const bool unknown_members = own != nullptr && own->nranks > known;
+    for (size_t j = 0; j < n; ++j) {
+      if (j == i) continue;
+      const RankVerdict& w = ranks[j];
+      const RankSample& s = snap.ranks[j];
+      bool waits = false;
+      if (!s.registered) {
+        waits = unknown_members;
+      } else if (const proto::CommSlot* slot = comm_slot_of(s, comm)) {
+        if (in_collective(w, s, comm, seq)) continue;  // arrived
+        waits = w.state == RankState::kExited || w.state == RankState::kUnresponsive ||
+                slot->issued_seq < seq || slot->completed_seq < seq;
+      }
+      if (waits) v.waits_for.push_back(WaitEdge{w.rank, comm, name, seq});
+    }
+  }
+  // Roots: ranks waited for that wait for nobody, stuck ranks with nobody to
+  // wait for (their collective, or an operation that is no collective).
+  report->roots.clear();
+  std::set<size_t> targets;
+  for (size_t i = 0; i < n; ++i) {
+    for (const WaitEdge& e : ranks[i].waits_for) targets.insert(pos[e.rank]);
+  }
+  std::vector<bool> is_root(n, false);
+  std::map<std::pair<uint64_t, uint64_t>, size_t> collective_root;
+  for (size_t i = 0; i < n; ++i) {
+    const RankVerdict& v = ranks[i];
+    const bool stuck = v.state == RankState::kStuck;
+    if (!v.waits_for.empty()) continue;
+    if (!stuck && targets.count(i) == 0) continue;
+    is_root[i] = true;
+    if (stuck && v.has_op && is_nccl_op(v.op)) {
+      const auto key = std::make_pair(v.op.comm_hash, v.op.seq);
+      const auto it = collective_root.find(key);
+      if (it != collective_root.end()) {
+        report->roots[it->second].ranks.push_back(v.rank);
+        continue;
+      }
+      collective_root[key] = report->roots.size();
+      report->roots.push_back(HangRoot{RootKind::kCollective, {v.rank}, {}});
+    } else {
+      report->roots.push_back(HangRoot{RootKind::kRank, {v.rank}, {}});
+    }
+  }
+  // Which stuck ranks reach a root; those that do not wait in cycles.
+  std::vector<std::vector<size_t>> back(n);  // who waits on whom, reversed
+  for (size_t i = 0; i < n; ++i) {
+    for (const WaitEdge& e : ranks[i].waits_for) back[pos[e.rank]].push_back(i);
+  }
+  std::vector<bool> reaches(n, false);
+  std::vector<size_t> queue;
+  for (size_t i = 0; i < n; ++i) {
+    if (is_root[i]) {
+      reaches[i] = true;
+      queue.push_back(i);
+    }
+  }
+  for (size_t q = 0; q < queue.size(); ++q) {
+    for (size_t w : back[queue[q]]) {
+      if (!reaches[w]) {
+        reaches[w] = true;
+        queue.push_back(w);
+      }
+    }
+  }
+  // Strongly connected components among the rest (Tarjan); a component that
+  // waits on no other is a cycle root.
+  std::vector<int> index(n, -1), low(n, 0), comp(n, -1);
+  std::vector<bool> on_stack(n, false);
+  std::vector<size_t> stack;
+  int counter = 0, comps = 0;
+  std::function<void(size_t)> connect = [&](size_t v) {
+    index[v] = low[v] = counter++;
+    stack.push_back(v);
+    on_stack[v] = true;
+    for (const WaitEdge& e : ranks[v].waits_for) {
+      const size_t w = pos[e.rank];
+      if (reaches[w]) continue;
+      if (index[w] < 0) {
+        connect(w);
+        low[v] = std::min(low[v], low[w]);
+      } else if (on_stack[w]) {
+        low[v] = std::min(low[v], index[w]);
+      }
+    }
+    if (low[v] == index[v]) {
+      for (;;) {
+        const size_t w = stack.back();
+        stack.pop_back();
+        on_stack[w] = false;
+        comp[w] = comps;
+        if (w == v) break;
+      }
+      ++comps;
+    }
+  };
+  for (size_t i = 0; i < n; ++i) {
+    if (!reaches[i] && ranks[i].state == RankState::kStuck && index[i] < 0) connect(i);
+  }
+  std::vector<std::vector<int>> members(static_cast<size_t>(comps));
+  std::vector<bool> sink(static_cast<size_t>(comps), true);
+  for (size_t i = 0; i < n; ++i) {
+    if (comp[i] < 0) continue;
+    members[static_cast<size_t>(comp[i])].push_back(ranks[i].rank);
+    for (const WaitEdge& e : ranks[i].waits_for) {
+      const int c = comp[pos[e.rank]];
+      if (c != comp[i]) sink[static_cast<size_t>(comp[i])] = false;
+    }
+  }
+  for (size_t c = 0; c < members.size(); ++c) {
+    if (!sink[c] || members[c].size() < 2) continue;
+    std::sort(members[c].begin(), members[c].end());
+    report->roots.push_back(HangRoot{RootKind::kCycle, members[c], {}});
+  }
+  // The waiters of each root, level by level; each rank once.
+  std::vector<bool> seen(n, false);
+  for (HangRoot& root : report->roots) {
+    for (int r : root.ranks) seen[pos[r]] = true;
+  }
+  for (HangRoot& root : report->roots) {
+    std::vector<size_t> level;
+    for (int r : root.ranks) level.push_back(pos[r]);
+    for (;;) {
+      std::vector<size_t> next;
+      for (size_t v : level) {
+        for (size_t w : back[v]) {
+          if (seen[w]) continue;
+          seen[w] = true;
+          next.push_back(w);
+        }
+      }
+      if (next.empty()) break;
+      std::vector<int> ranks_here;
+      for (size_t w : next) ranks_here.push_back(ranks[w].rank);
+      std::sort(ranks_here.begin(), ranks_here.end());
+      root.waiters.push_back(std::move(ranks_here));
+      level = std::move(next);
+    }
+  }
+}
+
+bool is_root_rank(const HangReport& report, int rank) {
+  for (const HangRoot& r : report.roots) {
+    if (std::find(r.ranks.begin(), r.ranks.end(), rank) != r.ranks.end()) return true;
+  }
+  return false;
+}
+
+bool wait_graph_is_deep(const HangReport& report) {
+  std::set<uint64_t> comms;
+  for (const RankVerdict& v : report.ranks) {
+    for (const WaitEdge& e : v.waits_for) comms.insert(e.comm_hash);
+  }
+  if (comms.size() > 1) return true;
+  for (const HangRoot& r : report.roots) {
+    if (r.kind == RootKind::kCycle || r.waiters.size() > 1) return true;
+  }
+  return false;
+}
+
+}  // namespace xpu_timer::supervisor

@@ -1,0 +1,153 @@
+// The wait-for graph of a hang across communicators (wait_graph.h): the
+// roots named first, then who waits on them.
+#include "supervisor/analysis/wait_graph.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "supervisor/analysis/hang_detector.h"
+
+namespace xpu_timer::supervisor {
+namespace {
+
+constexpr uint64_t kSec = 1000000000ull;
+constexpr uint64_t kNow = 1000 * kSec;
+constexpr uint64_t kTp01 = 0x46a42d0625321e38ull, kTp23 = 0x29910e90c8e99933ull;
+constexpr uint64_t kDp02 = 0x6c0a24ef172edbc8ull, kDp13 = 0x7d1b35f0283fecd9ull;
+
+proto::CommSlot slot(uint64_t comm, int rank_in_comm, uint64_t issued, uint64_t completed,
+                     const char* name) {
+  proto::CommSlot c{comm, 2, rank_in_comm, issued, completed, 0, 0, {}};
+  std::strncpy(c.name, name, sizeof(c.name) - 1);
+  return c;
+}
+
+RankSample rank_sample(int rank) {
+  RankSample s;
+  s.rank = rank;
+  s.registered = true;
+  s.local_rank = rank;
+  s.pid = 1000 + rank;
+  s.alive = true;
+  s.connected = true;
+  s.page_ok = true;
+  s.registered_ns = kNow - 100 * kSec;
+  s.heartbeat_ns = kNow - kSec / 100;
+  return s;
+}
+
+// Stuck in AllReduce #seq of `comm` for 15 s.
+void stuck_in(RankSample* s, uint64_t comm, uint64_t seq) {
+  s->inflight_count = 1;
+  proto::OpRef& op = s->oldest_inflight;
+  op.name = static_cast<uint16_t>(proto::OpName::kAllReduce);
+  op.kind = static_cast<uint8_t>(proto::OpKind::kNccl);
+  op.comm_hash = comm;
+  op.seq = seq;
+  op.started_ns = kNow - 15 * kSec;
+  op.launch_ns = op.started_ns - kSec / 10;
+}
+
+Snapshot snapshot(std::vector<RankSample> ranks) {
+  Snapshot snap;
+  snap.now_ns = kNow;
+  snap.now_unix_s = 1700000000;
+  snap.ranks = std::move(ranks);
+  return snap;
+}
+
+// The job of the real run (2 x 2 tensor x data parallel): rank 3 waits in
+// Python before tp all-reduce #21; rank 2 waits for it in tp #21, rank 1 in
+// dp #21 (rank 3 never issued dp #21), rank 0 in dp #21 for rank 2, which is
+// stuck in tp and never issued dp #21.
+Snapshot tp_dp_hang() {
+  RankSample r0 = rank_sample(0), r1 = rank_sample(1), r2 = rank_sample(2), r3 = rank_sample(3);
+  r0.comms = {slot(kTp01, 0, 21, 21, "tp"), slot(kDp02, 0, 21, 20, "dp")};
+  r1.comms = {slot(kTp01, 1, 21, 21, "tp"), slot(kDp13, 0, 21, 20, "dp")};
+  r2.comms = {slot(kTp23, 0, 21, 20, "tp"), slot(kDp02, 1, 20, 20, "dp")};
+  r3.comms = {slot(kTp23, 1, 20, 20, "tp"), slot(kDp13, 1, 20, 20, "dp")};
+  stuck_in(&r0, kDp02, 21);
+  stuck_in(&r1, kDp13, 21);
+  stuck_in(&r2, kTp23, 21);
+  r3.where = {CodeFrame{"wait_for_shard_from_storage", "tpdp.py", 15, true},
+              CodeFrame{"<module>", "tpdp.py", 17, true}};
+  return snapshot({r0, r1, r2, r3});
+}
+
+TEST(WaitGraph, TheRootLeadsAndTheChainFollows) {
+  const HangReport r = classify_snapshot(tp_dp_hang(), 5.0);
+  ASSERT_TRUE(r.hung);
+  ASSERT_EQ(r.roots.size(), 1u);
+  EXPECT_EQ(r.roots[0].kind, RootKind::kRank);
+  EXPECT_EQ(r.roots[0].ranks, (std::vector<int>{3}));
+  ASSERT_EQ(r.roots[0].waiters.size(), 2u);
+  EXPECT_EQ(r.roots[0].waiters[0], (std::vector<int>{1, 2}));
+  EXPECT_EQ(r.roots[0].waiters[1], (std::vector<int>{0}));
+  ASSERT_EQ(r.ranks[0].waits_for.size(), 1u);
+  EXPECT_EQ(r.ranks[0].waits_for[0].rank, 2);
+  EXPECT_EQ(r.ranks[0].waits_for[0].comm_name, "dp");
+  ASSERT_EQ(r.ranks[2].waits_for.size(), 1u);
+  EXPECT_EQ(r.ranks[2].waits_for[0].rank, 3);
+  EXPECT_EQ(r.ranks[2].waits_for[0].comm_hash, kTp23);
+  EXPECT_TRUE(r.ranks[3].waits_for.empty());
+  EXPECT_EQ(r.summary,
+            "rank 3 missing (last completed #20 on comm 7d1b35f0283fecd9 (dp)), in "
+            "wait_for_shard_from_storage (tpdp.py:15) <- <module> (tpdp.py:17); waiting on it: "
+            "rank 1 in AllReduce #21 on dp, rank 2 in "
+            "AllReduce #21 on tp; behind them: rank 0 in AllReduce #21 on dp");
+}
+
+// A deadlock by order: rank 0 waits for rank 1 in tp while rank 1 waits for
+// rank 0 in dp, each having issued the other collective after its own.
+TEST(WaitGraph, ACycleIsADeadlockByOrder) {
+  RankSample r0 = rank_sample(0), r1 = rank_sample(1);
+  r0.comms = {slot(kTp01, 0, 5, 4, "tp"), slot(kDp02, 0, 5, 4, "dp")};
+  r1.comms = {slot(kTp01, 1, 4, 4, "tp"), slot(kDp02, 1, 5, 4, "dp")};
+  r0.comms[1].issued_seq = 4;  // rank 0 has not issued dp #5: it is stuck in tp #5 before it
+  stuck_in(&r0, kTp01, 5);
+  stuck_in(&r1, kDp02, 5);
+  const HangReport r = classify_snapshot(snapshot({r0, r1}), 5.0);
+  ASSERT_TRUE(r.hung);
+  ASSERT_EQ(r.roots.size(), 1u) << r.summary;
+  EXPECT_EQ(r.roots[0].kind, RootKind::kCycle);
+  EXPECT_EQ(r.roots[0].ranks, (std::vector<int>{0, 1}));
+  EXPECT_EQ(r.summary,
+            "deadlock by order among ranks 0-1: rank 0 waits for rank 1 in AllReduce #5 on tp, "
+            "rank 1 waits for rank 0 in AllReduce #5 on dp");
+}
+
+// Every member in the collective and nobody to wait for: the collective itself.
+TEST(WaitGraph, ACollectiveWithEveryMemberInItIsItsOwnRoot) {
+  RankSample r0 = rank_sample(0), r1 = rank_sample(1);
+  r0.comms = {slot(kTp01, 0, 5, 4, "tp")};
+  r1.comms = {slot(kTp01, 1, 5, 4, "tp")};
+  stuck_in(&r0, kTp01, 5);
+  stuck_in(&r1, kTp01, 5);
+  const HangReport r = classify_snapshot(snapshot({r0, r1}), 5.0);
+  ASSERT_EQ(r.roots.size(), 1u);
+  EXPECT_EQ(r.roots[0].kind, RootKind::kCollective);
+  EXPECT_EQ(r.roots[0].ranks, (std::vector<int>{0, 1}));
+  EXPECT_TRUE(r.roots[0].waiters.empty());
+}
+
+// One communicator, one level: the verdict keeps its familiar shape, and
+// the root is still the missing rank.
+TEST(WaitGraph, OneCommunicatorKeepsTheSentenceAndNamesTheRoot) {
+  RankSample r0 = rank_sample(0), r1 = rank_sample(1), r2 = rank_sample(2);
+  for (RankSample* s : {&r0, &r1}) {
+    s->comms = {slot(kTp01, s->rank, 6, 5, "")};
+    stuck_in(s, kTp01, 6);
+  }
+  r2.comms = {slot(kTp01, 2, 5, 5, "")};
+  const HangReport r = classify_snapshot(snapshot({r0, r1, r2}), 5.0);
+  ASSERT_EQ(r.roots.size(), 1u);
+  EXPECT_EQ(r.roots[0].ranks, (std::vector<int>{2}));
+  EXPECT_EQ(r.roots[0].waiters, (std::vector<std::vector<int>>{{0, 1}}));
+  EXPECT_FALSE(wait_graph_is_deep(r));
+  EXPECT_EQ(r.summary.rfind("ranks 0,1 stuck in AllReduce #6 on comm 46a42d0625321e38 for ", 0), 0u)
+      << r.summary;
+}
+
+}  // namespace
+}  // namespace xpu_timer::supervisor
