@@ -34,9 +34,33 @@ void CollectiveMonitor::read_rings(const std::vector<RankRecord>& records,
   for (const RankRecord& r : records) {
     if (!r.ring) continue;
     RingCursor& cur = ring_cursors_[r.reg.rank];
-    if (cur.pid != r.reg.pid) cur = RingCursor{r.reg.pid, 0, 0};  // a new process: its own ring
+    if (cur.pid != r.reg.pid) {  // a new process: its own ring
+      cur = RingCursor{};
+      cur.pid = r.reg.pid;
+    }
     std::string error;
     if (!r.ring->read(&snap, &error, cur.next)) continue;  // truncated: the rank is going away
+    const uint64_t now = monotonic_ns();
+    if (cur.read_ns != 0 && now > cur.read_ns && snap.head >= cur.head) {
+      cur.per_s =
+          static_cast<double>(snap.head - cur.head) * 1e9 / static_cast<double>(now - cur.read_ns);
+    }
+    cur.read_ns = now;
+    cur.head = snap.head;
+    cur.capacity = snap.capacity;
+    // Positions before the ring's window were overwritten unread.
+    const uint64_t window_start = snap.head > snap.capacity ? snap.head - snap.capacity : 0;
+    if (cur.next < window_start) {
+      cur.lost += window_start - cur.next;
+      if (!cur.lost_said) {
+        cur.lost_said = true;
+        SUP_LOG_WARN(
+            "rank %d: %llu flight-recorder records were overwritten before the collective check "
+            "read them (its ring holds %u; XPU_TIMER_RECORDER_SIZE): their collectives are not "
+            "checked",
+            r.reg.rank, static_cast<unsigned long long>(window_start - cur.next), snap.capacity);
+      }
+    }
     for (const recorder::RecordData& d : snap.records) {
       checker_.add(r.reg.rank, d);
       if (job_view_ != nullptr) fingerprints_.add(r.reg.rank, d);
@@ -69,6 +93,31 @@ void CollectiveMonitor::read_rings(const std::vector<RankRecord>& records,
     }
   }
   for (Mismatch& m : found) report_once(std::move(m));
+}
+
+uint64_t CollectiveMonitor::next_read_delay_ns(uint64_t min_ns, uint64_t max_ns) const {
+  uint64_t delay = max_ns;
+  for (const auto& [rank, cur] : ring_cursors_) {
+    if (cur.read_ns == 0) continue;
+    if (cur.per_s <= 0) {
+      delay = std::min(delay, 4 * min_ns);  // its rate unknown yet
+      continue;
+    }
+    const double quarter_s = static_cast<double>(cur.capacity) / 4 / cur.per_s;
+    delay = std::min(delay, static_cast<uint64_t>(quarter_s * 1e9));
+  }
+  return std::max(delay, min_ns);
+}
+
+bool CollectiveMonitor::follows(int rank, pid_t pid) const {
+  const auto it = ring_cursors_.find(rank);
+  return it != ring_cursors_.end() && it->second.pid == pid && it->second.read_ns != 0;
+}
+
+uint64_t CollectiveMonitor::records_lost() const {
+  uint64_t n = 0;
+  for (const auto& [rank, cur] : ring_cursors_) n += cur.lost;
+  return n;
 }
 
 void CollectiveMonitor::note_snapshot(const Snapshot& snap, int node) {

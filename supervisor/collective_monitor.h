@@ -77,6 +77,16 @@ class CollectiveMonitor {
 
   CollectiveStatus published() const;
 
+  // How soon the rings should be read again (between `min_ns` and
+  // `max_ns`): before the fastest rank's ring has a quarter of it rewritten,
+  // so that no collective is overwritten unread, however fast the job (a
+  // rank seen first is read again soon, its rate unknown).
+  uint64_t next_read_delay_ns(uint64_t min_ns, uint64_t max_ns) const;
+  // Whether the ring of `rank` (process `pid`) was read already.
+  bool follows(int rank, pid_t pid) const;
+  // Records of the rings overwritten before they could be read, in all.
+  uint64_t records_lost() const;
+
  private:
   void exchange_fingerprints(int node);
   void report_once(Mismatch m);
@@ -84,7 +94,13 @@ class CollectiveMonitor {
   struct RingCursor {
     pid_t pid = 0;
     uint64_t next = 0;
-    int retries = 0;  // times the same torn position was retried
+    int retries = 0;       // times the same torn position was retried
+    uint64_t read_ns = 0;  // when it was read last (0: never)
+    uint64_t head = 0;     // the ring's head then
+    double per_s = 0;      // records appended a second, as of the last two reads
+    uint32_t capacity = 0;
+    uint64_t lost = 0;       // records overwritten before they were read
+    bool lost_said = false;  // said once in the log
   };
   JobView* const job_view_;
   const ReportFn report_;

@@ -47,6 +47,7 @@ constexpr int kCoordinatorPublishMs = 1000;
 Supervisor::Supervisor(Options options)
     : options_(std::move(options)),
       poll_timer_(io_),
+      ring_timer_(io_),
       detector_(options_.hang_timeout_s, options_.stall_factor),
       poll_scratch_(std::make_unique<proto::StatusSnapshot>()),
       published_report_(std::make_shared<HangReport>()) {
@@ -69,7 +70,8 @@ JobExit Supervisor::run() {
   start_coordinator();
   collectives_ = std::make_unique<CollectiveMonitor>(
       job_view_.get(), [this](Mismatch m) { mismatches_->on_mismatch(m); });
-  slow_ = std::make_unique<SlowRankMonitor>(StragglerOptions{options_.slow_window_s}, job_view_.get());
+  slow_ =
+      std::make_unique<SlowRankMonitor>(StragglerOptions{options_.slow_window_s}, job_view_.get());
   plugins_ = std::make_unique<CrashPluginRunner>(io_, std::move(plugin_settings));
   crashes_ = std::make_unique<CrashTracker>(dump_dir_, plugins_.get(), &io_);
   dumps_ = std::make_unique<IncidentDumps>(dump_dir_, [this] { return registry_.snapshot(); });
@@ -137,9 +139,11 @@ JobExit Supervisor::run() {
 
   serve_http();  // accepts only after the fork: no connection can leak into the job
   schedule_poll();
+  schedule_ring_read();
   io_.run();
 
   poll_timer_.cancel();
+  ring_timer_.cancel();
   http_->stop();
   if (link_server_) link_server_->close();
   return result;
@@ -209,27 +213,29 @@ bool Supervisor::prepare(std::string* error) {
   dump_dir_ = open_dump_dir(options_.dump_dir, error);
   if (dump_dir_.empty()) return false;
   SUP_LOG_INFO("%s", options_summary(options_).c_str());
-  HttpHandlers handlers{
-      [this] { return hang_json(); }, [this] { return ranks_json_text(); },
-      [this] { return metrics_text(); },
-      [this](std::string* body) {
-        return dumps_->stacks_request(
-            [this](std::shared_ptr<const StackDumpReport> r) {
-              boost::asio::post(io_, [this, r] { hang_->on_stacks_done(r); });
-            },
-            body);
-      },
-      [this](std::string* body) {
-        const std::shared_ptr<const HangReport> r = published_report();
-        return dumps_->timeline_request(r->hung || r->stalled ? hang_json() : std::string(), body);
-      }};
+  HttpHandlers handlers{[this] { return hang_json(); }, [this] { return ranks_json_text(); },
+                        [this] { return metrics_text(); },
+                        [this](std::string* body) {
+                          return dumps_->stacks_request(
+                              [this](std::shared_ptr<const StackDumpReport> r) {
+                                boost::asio::post(io_, [this, r] { hang_->on_stacks_done(r); });
+                              },
+                              body);
+                        },
+                        [this](std::string* body) {
+                          const std::shared_ptr<const HangReport> r = published_report();
+                          return dumps_->timeline_request(
+                              r->hung || r->stalled ? hang_json() : std::string(), body);
+                        }};
   handlers.slow_json = [this] { return json_text(slow_report_json(*slow_->published()), 2); };
   http_ = std::make_unique<HttpServer>(handlers);
   if (http_->listen(options_.host, options_.port, error)) return true;
   if (options_.port_given || !http_->address_in_use() || !http_->listen(options_.host, 0, error))
     return false;
-  SUP_LOG_WARN("default port %d in use: listening on port %d instead (%s/supervisor.port); give "
-               "--port to choose one", options_.port, http_->port(), dump_dir_.c_str());
+  SUP_LOG_WARN(
+      "default port %d in use: listening on port %d instead (%s/supervisor.port); give "
+      "--port to choose one",
+      options_.port, http_->port(), dump_dir_.c_str());
   return true;
 }
 
@@ -259,6 +265,33 @@ void Supervisor::schedule_poll() {
     if (ec) return;
     poll();
     schedule_poll();
+  });
+}
+
+void Supervisor::schedule_ring_read() {
+  // At least 5 ms apart; a rank not followed yet (just registered) soon.
+  constexpr uint64_t kMinNs = 5'000'000;
+  const uint64_t poll_ns = static_cast<uint64_t>(options_.poll_ms) * 1'000'000;
+  uint64_t delay = collectives_ ? collectives_->next_read_delay_ns(kMinNs, poll_ns) : poll_ns;
+  for (const RankRecord& r : registry_.snapshot()) {
+    if (collectives_ && r.ring && !collectives_->follows(r.reg.rank, r.reg.pid)) {
+      delay = std::min(delay, 4 * kMinNs);
+    }
+  }
+  const bool read = delay < poll_ns;  // else the poll reads them in time
+  ring_timer_.expires_after(std::chrono::nanoseconds(read ? delay : poll_ns));
+  ring_timer_.async_wait([this, read](const boost::system::error_code& ec) {
+    if (ec) return;
+    if (read && collectives_ && job_running_) {
+      try {
+        const std::vector<RankRecord> records = registry_.snapshot();
+        collectives_->read_rings(records,
+                                 [&] { return take_snapshot(records, poll_scratch_.get()); });
+      } catch (const std::exception& e) {
+        SUP_LOG_ERROR("reading the rings failed: %s", e.what());
+      }
+    }
+    schedule_ring_read();
   });
 }
 
@@ -318,6 +351,17 @@ void Supervisor::finish_after_job(const JobExit& exit, JobExit* result) {
   } catch (const std::exception& e) {
     SUP_LOG_ERROR("crash bookkeeping at exit failed: %s", e.what());
   }
+  try {
+    // The rings once more: a job shorter than a poll, or collectives issued
+    // between the last poll and the end, are checked all the same.
+    const std::vector<RankRecord> records = registry_.snapshot();
+    if (!records.empty()) {
+      collectives_->read_rings(records,
+                               [&] { return take_snapshot(records, poll_scratch_.get()); });
+    }
+  } catch (const std::exception& e) {
+    SUP_LOG_ERROR("the last check of the collectives failed: %s", e.what());
+  }
   // Nobody scraped during the job, or somebody asked us to stop: no wait
   // for a last scrape (metrics_linger.h).
   const bool linger = scraped_while_running_.load() && !stopped_by_signal_;
@@ -352,8 +396,8 @@ HangDocumentParts Supervisor::hang_document_parts() const {
   parts.mismatch_total = collectives.mismatch_total;
   parts.collectives_checked = collectives.collectives_checked;
   if (job_view_) {
-    parts.coordinator = coordinator_json(job_view_->status(), collectives.compared_through,
-                                         collectives.unaligned);
+    parts.coordinator =
+        coordinator_json(job_view_->status(), collectives.compared_through, collectives.unaligned);
   }
   return parts;
 }

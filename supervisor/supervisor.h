@@ -72,6 +72,9 @@ class Supervisor {
 
   bool on_register(uint64_t connection_id, const RankRegistration& reg);
   void schedule_poll();
+  // The rings read between polls when a job fills them faster than the poll
+  // comes round (CollectiveMonitor::next_read_delay_ns).
+  void schedule_ring_read();
   void poll();
   // Asio thread: another node asked every node to dump (job_view.h).
   void on_remote_dump_request(const std::string& reason, int from_node);
@@ -91,6 +94,7 @@ class Supervisor {
   std::string dump_dir_;  // empty when it could not be created
   boost::asio::io_context io_;
   boost::asio::steady_timer poll_timer_;
+  boost::asio::steady_timer ring_timer_;
   RankRegistry registry_;
   HangDetector detector_;
   std::unique_ptr<proto::StatusSnapshot> poll_scratch_;

@@ -6,7 +6,6 @@
 // leave the job's exit status alone. A long healthy job with mixed
 // collectives on two communicators over the same ranks gets no mismatch.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <fstream>
@@ -42,16 +41,19 @@ TEST_P(MismatchE2E, NamesTheCollectiveTheRanksAndTheirFingerprintsOnce) {
   const int odd = c.nranks - 1;
   const std::string collective = std::string(c.kind) == "root" ? "broadcast" : "allreduce";
   const std::string expected_op = collective == "broadcast" ? "Broadcast" : "AllReduce";
-  std::vector<std::string> trainer = {"--steps", "20", "--step-ms", "20", "--collective",
-                                      collective, "--bytes", "65536", "--mismatch-rank",
-                                      std::to_string(odd), "--mismatch-step",
-                                      std::to_string(kMismatchStep), "--mismatch-kind", c.kind};
+  std::vector<std::string> trainer = {"--steps",         "20",
+                                      "--step-ms",       "20",
+                                      "--collective",    collective,
+                                      "--bytes",         "65536",
+                                      "--mismatch-rank", std::to_string(odd),
+                                      "--mismatch-step", std::to_string(kMismatchStep),
+                                      "--mismatch-kind", c.kind};
   if (c.comm_name != nullptr) trainer.insert(trainer.end(), {"--comm-name", c.comm_name});
   // With an odd rank, it waits right after its odd collective until this
   // file exists (the sim trainer's --mismatch-hold), so that the mismatch's
   // stacks find it there: the test creates it once the place was reported.
-  const std::string release = ::testing::TempDir() + "mismatch-release-" +
-                              std::to_string(getpid()) + "-" + case_name_of(c);
+  const std::string release =
+      ::testing::TempDir() + "mismatch-release-" + std::to_string(getpid()) + "-" + case_name_of(c);
   ::unlink(release.c_str());
   if (c.nranks > 2) trainer.insert(trainer.end(), {"--mismatch-hold", release});
   SupervisedJob job("mismatch-" + std::string(c.kind),
@@ -75,8 +77,9 @@ TEST_P(MismatchE2E, NamesTheCollectiveTheRanksAndTheirFingerprintsOnce) {
         std::chrono::seconds(60)))
         << job.log();
     metrics = job.metrics_when([](const std::string& text) {
-                     return text.find("xpu_timer_mismatch_culprit_info{") != std::string::npos;
-                   }).first;
+                   return text.find("xpu_timer_mismatch_culprit_info{") != std::string::npos;
+                 })
+                  .first;
     std::ofstream(release) << "go\n";
   }
   auto status = job.child().wait_for(std::chrono::seconds(120));
@@ -171,17 +174,16 @@ TEST_P(MismatchE2E, NamesTheCollectiveTheRanksAndTheirFingerprintsOnce) {
   ASSERT_TRUE(m.at("where").contains(key)) << m.dump(2);
   EXPECT_EQ(where_by_base_name(m.at("where").at(key)), expected_where) << m.dump(2);
   const std::string file = c.python ? "sim_trainer.py:" : "sim_trainer_main.cc:";
-  const std::string place = "held_after_odd_collective (" + file +
-                            std::to_string(expected_where[0]["line"].get<int>()) + ") <- " +
-                            caller + " (" + file +
-                            std::to_string(expected_where[1]["line"].get<int>()) + ")";
+  const std::string place =
+      "held_after_odd_collective (" + file + std::to_string(expected_where[0]["line"].get<int>()) +
+      ") <- " + caller + " (" + file + std::to_string(expected_where[1]["line"].get<int>()) + ")";
   const std::string said = "collective mismatch #" + std::to_string(kMismatchStep + 1) +
                            " on comm " + m.at("comm").get<std::string>() + ": rank " + key +
                            " (odd) in " + place + "\n";
   EXPECT_NE(log.find(said), std::string::npos) << said << "\n" << log;
-  EXPECT_NE(metrics.find("xpu_timer_mismatch_culprit_info{rank=\"" + key + "\",where=\"" +
-                         place + "\""),
-            std::string::npos)
+  EXPECT_NE(
+      metrics.find("xpu_timer_mismatch_culprit_info{rank=\"" + key + "\",where=\"" + place + "\""),
+      std::string::npos)
       << metrics;
 }
 
@@ -195,15 +197,45 @@ INSTANTIATE_TEST_SUITE_P(
                       MismatchCase{"root", 4, false}, MismatchCase{"root", 8, false}),
     case_name);
 
+// A fast job (the plain sim trainer: a step well under a millisecond, its
+// flight recorder of 4,096 records rewritten within half a second) whose odd
+// rank disagrees at its very first collective: named while the job runs, as
+// one at the thousandth would be (the rings are read as often as they fill,
+// not only at each poll), with its collective number and odd rank.
+TEST(MismatchE2EFast, AMismatchAtTheFirstCollectiveOfAFastJobIsNamedWhileItRuns) {
+  SupervisedJob job("mismatch-first", {"--hang-timeout", "120"},  // the default poll: 500 ms
+                    sim_job(8, false,
+                            {"--steps", "4000", "--mismatch-rank", "6", "--mismatch-step", "0",
+                             "--mismatch-kind", "count"}));
+  auto status = job.child().wait_for(std::chrono::seconds(120));
+  ASSERT_TRUE(status.has_value()) << job.log();
+  EXPECT_TRUE(status->exited && status->code == 0) << describe(*status) << "\n" << job.log();
+  const std::string path = job.dump_dir() + "/mismatch.json";
+  ASSERT_TRUE(file_exists(path)) << job.log();
+  const auto doc = nlohmann::json::parse(read_file(path));
+  ASSERT_EQ(doc.at("mismatches").size(), 1u) << doc.dump(2);
+  const auto& m = doc.at("mismatches")[0];
+  EXPECT_EQ(m.at("seq").get<uint64_t>(), 1u) << m.dump(2);
+  EXPECT_EQ(m.at("kind").get<std::string>(), "count") << m.dump(2);
+  EXPECT_EQ(m.at("odd_ranks"), nlohmann::json::array({6})) << m.dump(2);
+  // Named before the job ended, not only by the last look at its end.
+  const std::string log = job.log();
+  const size_t named = log.find("collective mismatch:");
+  const size_t ended = log.find("ended with exit code");
+  ASSERT_NE(named, std::string::npos) << log;
+  ASSERT_NE(ended, std::string::npos) << log;
+  EXPECT_LT(named, ended) << log;
+}
+
 TEST(MismatchE2EHealthy, ThreeMinutesOfMixedCollectivesOnTwoCommunicatorsGiveNone) {
   // All five collectives in turn on the job's communicator, plus an
   // all-reduce on a second communicator of the same ranks every step: the
   // same sequence numbers on two communicators must never be compared.
-  SupervisedJob job("mismatch-healthy", {"--hang-timeout", "120", "--poll-ms", "100"},
-                    sim_job(4, false,
-                            {"--steps", "1000000", "--step-ms", "20", "--collective", "mixed",
-                             "--bytes", "65536", "--second-comm-bytes", "32768", "--comm-name",
-                             "world"}));
+  SupervisedJob job(
+      "mismatch-healthy", {"--hang-timeout", "120", "--poll-ms", "100"},
+      sim_job(4, false,
+              {"--steps", "1000000", "--step-ms", "20", "--collective", "mixed", "--bytes", "65536",
+               "--second-comm-bytes", "32768", "--comm-name", "world"}));
   ASSERT_TRUE(job.wait_registered(4, std::chrono::seconds(60))) << job.log();
   const auto start = std::chrono::steady_clock::now();
   uint64_t checked = 0;
