@@ -127,10 +127,9 @@ TEST_P(HangE2E, ReportsStuckAndMissingRanksWithinTimeoutPlusTwoSeconds) {
   EXPECT_EQ(where_by_base_name(located.at("ranks")[c.hang_rank].at("where")), expected_where)
       << located.at("ranks")[c.hang_rank].dump(2);
   const std::string file = c.python ? "sim_trainer.py:" : "sim_trainer_main.cc:";
-  const std::string place = "in stuck_in_host_code (" + file +
-                            std::to_string(expected_where[0]["line"].get<int>()) + ") <- " +
-                            caller + " (" + file +
-                            std::to_string(expected_where[1]["line"].get<int>()) + ")";
+  const std::string place =
+      "in stuck_in_host_code (" + file + std::to_string(expected_where[0]["line"].get<int>()) +
+      ") <- " + caller + " (" + file + std::to_string(expected_where[1]["line"].get<int>()) + ")";
   // The sentence as logged once the place was in (hang.json may have been
   // rewritten since, by the kill: "rank 2 exited", its place kept).
   const std::string log = job.log();
@@ -154,6 +153,52 @@ INSTANTIATE_TEST_SUITE_P(
                       HangCase{"reducescatter", "ReduceScatter", 3, true, nullptr},
                       HangCase{"broadcast", "Broadcast", 1, false, "dp_group"}),
     case_name);
+
+// Two communicators as tensor and data parallel groups are: the world, and
+// the world split into {0,2} and {1,3} ("tp"). Rank 3 stops before its tp
+// all-reduce of step 5: rank 1 waits for it in tp #6, ranks 0 and 2 finish
+// theirs and wait in the world's #7 for ranks 1 and 3. The verdict leads with
+// rank 3, the root, then who waits on it, and hang.json has the graph.
+TEST(HangE2EGroups, TheRootOfAHangAcrossCommunicatorsLeadsTheVerdict) {
+  for (bool python : {false, true}) {
+    SupervisedJob job(
+        std::string("hang-groups-") + (python ? "py" : "cpp"),
+        {"--hang-timeout", "2", "--on-hang", "kill", "--kill-grace", "3"},
+        sim_job(4, python,
+                {"--steps", "100000", "--step-ms", "20", "--bytes", "65536", "--second-comm-bytes",
+                 "65536", "--second-comm-groups", "2", "--comm-name", "world", "--hang-rank", "3",
+                 "--hang-step", "5", "--hang-before-second"}));
+    const std::string hang_path = job.dump_dir() + "/hang.json";
+    ASSERT_TRUE(wait_until([&] { return file_exists(hang_path); }, std::chrono::seconds(40)))
+        << job.log();
+    const auto hang = nlohmann::json::parse(read_file(hang_path));
+    ASSERT_TRUE(hang.at("hung").get<bool>()) << hang.dump(2);
+    ASSERT_EQ(hang.at("roots").size(), 1u) << hang.dump(2);
+    const auto& root = hang.at("roots")[0];
+    EXPECT_EQ(root.at("kind"), "rank") << root.dump();
+    EXPECT_EQ(root.at("ranks"), nlohmann::json::array({3})) << root.dump();
+    EXPECT_EQ(root.at("waiters"), nlohmann::json::parse("[[0,1,2]]")) << root.dump();
+    for (const auto& r : hang.at("ranks")) {
+      const int rank = r.at("rank").get<int>();
+      std::set<int> waits;
+      for (const auto& w : r.at("waits_for")) waits.insert(w.at("rank").get<int>());
+      if (rank == 1) {
+        EXPECT_EQ(waits, (std::set<int>{3})) << r.dump(2);
+      } else if (rank == 0 || rank == 2) {
+        EXPECT_EQ(waits, (std::set<int>{1, 3})) << r.dump(2);
+      } else {
+        EXPECT_TRUE(waits.empty()) << r.dump(2);
+      }
+    }
+    const std::string summary = hang.at("summary").get<std::string>();
+    EXPECT_EQ(summary.rfind("rank 3 missing (last completed #6 on comm ", 0), 0u) << summary;
+    EXPECT_NE(summary.find("(world)); waiting on it: ranks 0/2 in AllReduce #7 on world, rank 1 in "
+                           "AllReduce #6 on world_split"),
+              std::string::npos)
+        << summary;
+    job.child().wait_for(std::chrono::seconds(60));
+  }
+}
 
 TEST(HealthyE2E, StragglerAndJitterUnderAShortTimeoutAreNoHang) {
   // Rank 1 is 0.8 s late every step and every rank jitters by up to 0.2 s:

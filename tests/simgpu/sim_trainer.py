@@ -80,6 +80,12 @@ def parse_args(argv):
     p.add_argument("--second-comm-bytes", type=int, default=0,
                    help="each step also all-reduces B bytes on a second communicator of the "
                         "same ranks (0: none)")
+    p.add_argument("--second-comm-groups", type=int, default=1,
+                   help="the second communicator is split from the first into G groups "
+                        "(rank mod G), as tensor or data parallel groups are")
+    p.add_argument("--hang-before-second", action="store_true",
+                   help="--hang-rank stops before the second communicator's collective of "
+                        "--hang-step instead of before the first's")
     p.add_argument("--comm-name", default="",
                    help="create the communicator with ncclCommInitRankConfig named NAME "
                         "(commName); the one of --second-comm-bytes is named NAME_split "
@@ -262,8 +268,9 @@ def train_step(lib, args, rank, step, apis, rng):
         host_ms += args.slow_ms
     if host_ms > 0:
         time.sleep(host_ms / 1000.0)
-    if rank == args.hang_rank and (step == args.hang_step or
-                                   (args.hang_file and os.path.exists(args.hang_file))):
+    hang_here = rank == args.hang_rank and (step == args.hang_step or
+                                            (args.hang_file and os.path.exists(args.hang_file)))
+    if hang_here and not args.hang_before_second:
         stuck_in_host_code(rank, step)
     kind = step % 5 if args.collective == "mixed" else COLLECTIVES.index(args.collective)
     if rank == args.mismatch_rank and step == args.mismatch_step:
@@ -288,7 +295,10 @@ def train_step(lib, args, rank, step, apis, rng):
         lib.sim_nvtx_push(b"layer_%d" % i)
         lib.sim_nvtx_pop()
     if args.second_comm_bytes > 0:
-        check(lib, lib.sim_split_allreduce(1, args.second_comm_bytes), "sim_split_allreduce")
+        if hang_here and args.hang_before_second:
+            stuck_in_host_code(rank, step)
+        check(lib, lib.sim_split_allreduce(args.second_comm_groups, args.second_comm_bytes),
+              "sim_split_allreduce")
     check(lib, lib.sim_sync(), "sim_sync")
 
 

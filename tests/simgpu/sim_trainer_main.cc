@@ -192,11 +192,10 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
     sleep_ms(opt.step_ms);
     if (opt.jitter_ms > 0) sleep_ms(jitter(rng));
     if (id.rank == opt.slow_rank) sleep_ms(opt.slow_ms);
-    if (id.rank == opt.hang_rank &&
-        (step == opt.hang_step ||
-         (!opt.hang_file.empty() && ::access(opt.hang_file.c_str(), F_OK) == 0))) {
-      stuck_in_host_code(id.rank, step);
-    }
+    const bool hang_here = id.rank == opt.hang_rank &&
+                           (step == opt.hang_step ||
+                            (!opt.hang_file.empty() && ::access(opt.hang_file.c_str(), F_OK) == 0));
+    if (hang_here && !opt.hang_before_second) stuck_in_host_code(id.rank, step);
     const int kind = mixed ? step % 5 : coll;
     if (id.rank == opt.mismatch_rank && step == opt.mismatch_step) {
       printf("rank %d issues a mismatching collective (%s) at step %d\n", id.rank,
@@ -216,7 +215,9 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
       check(api, api.collective(kind, opt.bytes), "sim_collective");
     }
     if (opt.second_comm_bytes > 0) {
-      check(api, api.split_allreduce(1, opt.second_comm_bytes), "sim_split_allreduce");
+      if (hang_here && opt.hang_before_second) stuck_in_host_code(id.rank, step);
+      check(api, api.split_allreduce(opt.second_comm_groups, opt.second_comm_bytes),
+            "sim_split_allreduce");
     }
     if (opt.sync_lag > 0) {
       check(api, api.sync_lagged(opt.sync_lag), "sim_sync_lagged");

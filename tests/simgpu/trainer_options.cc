@@ -98,6 +98,14 @@ constexpr FlagHelp kFlags[] = {
     {"--second-comm-bytes", "B",
      "each step also all-reduces B bytes on a second communicator of the same ranks", "0 (none)",
      nullptr},
+    {"--second-comm-groups", "G",
+     "the second communicator is split from the first into G groups (rank mod G), as tensor or "
+     "data parallel groups are",
+     "1", nullptr},
+    {"--hang-before-second", "",
+     "--hang-rank stops before the second communicator's collective of --hang-step instead of "
+     "before the first's",
+     "off", nullptr},
     {"--comm-name", "NAME",
      "create the communicator with ncclCommInitRankConfig named NAME (commName); the one of "
      "--second-comm-bytes is named NAME_split",
@@ -168,6 +176,10 @@ bool parse_trainer_options(int argc, char** argv, TrainerOptions* o, std::string
     }
     if (flag == "--verbose") {
       o->verbose = true;
+      continue;
+    }
+    if (flag == "--hang-before-second") {
+      o->hang_before_second = true;
       continue;
     }
     const FlagHelp* known = nullptr;
@@ -247,6 +259,10 @@ bool parse_trainer_options(int argc, char** argv, TrainerOptions* o, std::string
     } else if (flag == "--second-comm-bytes") {
       if (!to_long(v, &o->second_comm_bytes) || o->second_comm_bytes < 0) {
         expected = "a whole number of bytes >= 0";
+      }
+    } else if (flag == "--second-comm-groups") {
+      if (!to_int(v, &o->second_comm_groups) || o->second_comm_groups < 1) {
+        expected = "a whole number >= 1";
       }
     } else if (flag == "--comm-name") {
       o->comm_name = v;

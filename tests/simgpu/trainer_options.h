@@ -10,8 +10,8 @@ struct TrainerOptions {
   int steps = 10;
   int gemm_m = 1024, gemm_n = 1024, gemm_k = 1024;
   int gemm2_m = 0, gemm2_n = 0, gemm2_k = 0;  // --gemm2; 0: none
-  std::string gemm_api = "gemmex";  // a sim_gemm_api_from_name name, or "all" (rotate)
-  int gemm_batch = 2;               // batch of the strided-batched APIs
+  std::string gemm_api = "gemmex";            // a sim_gemm_api_from_name name, or "all" (rotate)
+  int gemm_batch = 2;                         // batch of the strided-batched APIs
   int gemms_per_step = 3;
   std::string collective = "allreduce";
   long bytes = 1 << 20;
@@ -34,6 +34,8 @@ struct TrainerOptions {
   std::string mismatch_kind = "op";  // op | count | dtype | root
   std::string mismatch_hold;         // "" = none; see held_after_odd_collective
   long second_comm_bytes = 0;        // > 0: each step also all-reduces this on a 2nd communicator
+  int second_comm_groups = 1;        // the 2nd communicator split into this many groups (rank % G)
+  bool hang_before_second = false;   // --hang-rank stops before the 2nd collective of its step
   // Non-empty: the communicators are named (ncclConfig_t::commName): this,
   // and this + "_split" for the one of --second-comm-bytes.
   std::string comm_name;
