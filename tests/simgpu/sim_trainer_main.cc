@@ -195,7 +195,9 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
     const bool hang_here = id.rank == opt.hang_rank &&
                            (step == opt.hang_step ||
                             (!opt.hang_file.empty() && ::access(opt.hang_file.c_str(), F_OK) == 0));
-    if (hang_here && !opt.hang_before_second) stuck_in_host_code(id.rank, step);
+    if (hang_here && !opt.hang_before_second) {
+      stuck_in_host_code(id.rank, step);
+    }
     const int kind = mixed ? step % 5 : coll;
     if (id.rank == opt.mismatch_rank && step == opt.mismatch_step) {
       printf("rank %d issues a mismatching collective (%s) at step %d\n", id.rank,
@@ -215,7 +217,9 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
       check(api, api.collective(kind, opt.bytes), "sim_collective");
     }
     if (opt.second_comm_bytes > 0) {
-      if (hang_here && opt.hang_before_second) stuck_in_host_code(id.rank, step);
+      if (hang_here && opt.hang_before_second) {
+        stuck_in_host_code(id.rank, step);  // the second communicator's hang
+      }
       check(api, api.split_allreduce(opt.second_comm_groups, opt.second_comm_bytes),
             "sim_split_allreduce");
     }
