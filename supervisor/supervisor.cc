@@ -139,7 +139,7 @@ JobExit Supervisor::run() {
 
   serve_http();  // accepts only after the fork: no connection can leak into the job
   schedule_poll();
-  schedule_ring_read();
+  schedule_ring_read(registry_.snapshot());
   io_.run();
 
   poll_timer_.cancel();
@@ -268,12 +268,12 @@ void Supervisor::schedule_poll() {
   });
 }
 
-void Supervisor::schedule_ring_read() {
+void Supervisor::schedule_ring_read(const std::vector<RankRecord>& records) {
   // At least 5 ms apart; a rank not followed yet (just registered) soon.
   constexpr uint64_t kMinNs = 5'000'000;
   const uint64_t poll_ns = static_cast<uint64_t>(options_.poll_ms) * 1'000'000;
   uint64_t delay = collectives_ ? collectives_->next_read_delay_ns(kMinNs, poll_ns) : poll_ns;
-  for (const RankRecord& r : registry_.snapshot()) {
+  for (const RankRecord& r : records) {
     if (collectives_ && r.ring && !collectives_->follows(r.reg.rank, r.reg.pid)) {
       delay = std::min(delay, 4 * kMinNs);
     }
@@ -282,16 +282,15 @@ void Supervisor::schedule_ring_read() {
   ring_timer_.expires_after(std::chrono::nanoseconds(read ? delay : poll_ns));
   ring_timer_.async_wait([this, read](const boost::system::error_code& ec) {
     if (ec) return;
+    const std::vector<RankRecord> now = registry_.snapshot();
     if (read && collectives_ && job_running_) {
       try {
-        const std::vector<RankRecord> records = registry_.snapshot();
-        collectives_->read_rings(records,
-                                 [&] { return take_snapshot(records, poll_scratch_.get()); });
+        collectives_->read_rings(now, [&] { return take_snapshot(now, poll_scratch_.get()); });
       } catch (const std::exception& e) {
         SUP_LOG_ERROR("reading the rings failed: %s", e.what());
       }
     }
-    schedule_ring_read();
+    schedule_ring_read(now);
   });
 }
 

@@ -73,8 +73,9 @@ class Supervisor {
   bool on_register(uint64_t connection_id, const RankRegistration& reg);
   void schedule_poll();
   // The rings read between polls when a job fills them faster than the poll
-  // comes round (CollectiveMonitor::next_read_delay_ns).
-  void schedule_ring_read();
+  // comes round (CollectiveMonitor::next_read_delay_ns); `records`: the
+  // registry as of now, read once per round.
+  void schedule_ring_read(const std::vector<RankRecord>& records);
   void poll();
   // Asio thread: another node asked every node to dump (job_view.h).
   void on_remote_dump_request(const std::string& reason, int from_node);

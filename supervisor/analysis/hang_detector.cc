@@ -17,21 +17,13 @@ constexpr double kMinUnresponsiveS = 10.0;
 double ns_to_s(uint64_t ns) { return static_cast<double>(ns) / 1e9; }
 uint64_t age_ns(uint64_t now, uint64_t then) { return now > then ? now - then : 0; }
 
-const proto::CommSlot* find_comm(const RankSample& s, uint64_t comm_hash) {
-  return comm_slot_of(s, comm_hash);
-}
-
 // The communicator's name on any rank's page ("" when none gives one).
 std::string comm_name_in(const Snapshot& snap, uint64_t comm_hash) {
   for (const RankSample& s : snap.ranks) {
-    const proto::CommSlot* c = find_comm(s, comm_hash);
+    const proto::CommSlot* c = comm_slot_of(s, comm_hash);
     if (c != nullptr && c->name[0] != '\0') return comm_slot_name(*c);
   }
   return "";
-}
-
-bool is_nccl(const proto::OpRef& op) {
-  return op.kind == static_cast<uint8_t>(proto::OpKind::kNccl);
 }
 
 // "rank 2", "ranks 0-3/6": a stall names every rank, so always folded.
@@ -39,12 +31,17 @@ std::string folded_phrase(const std::vector<int>& ranks) {
   return (ranks.size() == 1 ? "rank " : "ranks ") + fold_ranks(ranks);
 }
 
-// The place of `rank` in `report` (RankVerdict::where); nullptr: unknown.
-const std::vector<CodeFrame>* where_of(const HangReport& report, int rank) {
+// The verdict of `rank` in `report` (its ranks are sorted); nullptr: none.
+const RankVerdict* verdict_of(const HangReport& report, int rank) {
   const auto it = std::lower_bound(report.ranks.begin(), report.ranks.end(), rank,
                                    [](const RankVerdict& v, int r) { return v.rank < r; });
-  if (it == report.ranks.end() || it->rank != rank || it->where.empty()) return nullptr;
-  return &it->where;
+  return it == report.ranks.end() || it->rank != rank ? nullptr : &*it;
+}
+
+// The place of `rank` in `report` (RankVerdict::where); nullptr: unknown.
+const std::vector<CodeFrame>* where_of(const HangReport& report, int rank) {
+  const RankVerdict* v = verdict_of(report, rank);
+  return v == nullptr || v->where.empty() ? nullptr : &v->where;
 }
 
 // A verdict names at most this many places after one of its phrases; a stall
@@ -126,19 +123,13 @@ std::string stall_sentence(const HangReport& report, bool with_durations) {
   return s;
 }
 
-const RankVerdict* verdict_of(const HangReport& report, int rank) {
-  const auto it = std::lower_bound(report.ranks.begin(), report.ranks.end(), rank,
-                                   [](const RankVerdict& v, int r) { return v.rank < r; });
-  return it == report.ranks.end() || it->rank != rank ? nullptr : &*it;
-}
-
 // "tp", or "comm 1a2b3c4d5e6f7a8b" without a name.
 std::string comm_label(uint64_t comm, const std::string& name) {
   return name.empty() ? "comm " + comm_hex(comm) : name;
 }
 
 // A root that is one rank: why nobody gets past it.
-std::string root_rank_clause(const HangReport& report, const RankVerdict& v, bool with_durations) {
+std::string root_rank_clause(const RankVerdict& v, bool with_durations) {
   char buf[96];
   std::string p = "rank " + std::to_string(v.rank);
   switch (v.state) {
@@ -181,8 +172,7 @@ std::string root_rank_clause(const HangReport& report, const RankVerdict& v, boo
           break;
       }
   }
-  const std::vector<CodeFrame>* where = where_of(report, v.rank);
-  if (where != nullptr) p += ", in " + where_phrase(*where);
+  if (!v.where.empty()) p += ", in " + where_phrase(v.where);
   return p;
 }
 
@@ -196,7 +186,7 @@ std::string waiters_phrase(const HangReport& report, const std::vector<int>& ran
     std::string place = "in ?";
     if (v != nullptr && v->has_op) {
       place = std::string("in ") + proto::op_name_str(static_cast<proto::OpName>(v->op.name));
-      if (is_nccl(v->op)) {
+      if (is_collective_op(v->op)) {
         const std::string name = v->waits_for.empty() ? std::string() : v->waits_for[0].comm_name;
         place += " #" + std::to_string(v->op.seq) + " on " + comm_label(v->op.comm_hash, name);
       }
@@ -269,7 +259,7 @@ std::string roots_sentence(const HangReport& report, bool with_durations) {
       out += " with every member in it";
     } else {
       const RankVerdict* v = verdict_of(report, root.ranks.front());
-      if (v != nullptr) out += root_rank_clause(report, *v, with_durations);
+      if (v != nullptr) out += root_rank_clause(*v, with_durations);
     }
     for (size_t level = 0; level < root.waiters.size(); ++level) {
       if (level == kMaxLevels) {
@@ -382,7 +372,7 @@ HangReport classify_snapshot(const Snapshot& snap, double timeout_s) {
   std::map<Key, size_t> index;
   for (const RankVerdict& v : r.ranks) {
     if (v.state != RankState::kStuck) continue;
-    const bool nccl = is_nccl(v.op);
+    const bool nccl = is_collective_op(v.op);
     const Key key{nccl ? v.op.comm_hash : 0, nccl ? v.op.seq : 0, v.op.name, v.op.kind,
                   v.not_started};
     auto [it, inserted] = index.emplace(key, r.groups.size());
@@ -414,7 +404,7 @@ HangReport classify_snapshot(const Snapshot& snap, double timeout_s) {
     const RankSample& s = snap.ranks[i];
     for (StuckGroup& g : r.groups) {
       if (g.kind != static_cast<uint8_t>(proto::OpKind::kNccl)) continue;
-      const proto::CommSlot* slot = find_comm(s, g.comm_hash);
+      const proto::CommSlot* slot = comm_slot_of(s, g.comm_hash);
       if (slot == nullptr) continue;
       if (!v.has_comm) {
         v.has_comm = true;
@@ -429,9 +419,9 @@ HangReport classify_snapshot(const Snapshot& snap, double timeout_s) {
       // like the stuck ranks), or its GPU never got to it: the work before
       // it on its stream has not finished (a stopped GPU, queued work that
       // does not drain). The second keeps the stuck ranks waiting.
-      const bool running_it = s.oldest_inflight.started_ns != 0 && is_nccl(s.oldest_inflight) &&
-                              s.oldest_inflight.comm_hash == g.comm_hash &&
-                              s.oldest_inflight.seq == g.seq;
+      const bool running_it =
+          s.oldest_inflight.started_ns != 0 && is_collective_op(s.oldest_inflight) &&
+          s.oldest_inflight.comm_hash == g.comm_hash && s.oldest_inflight.seq == g.seq;
       if (running_it) {
         // In the collective its peers have waited in past the timeout, only
         // for less time (it arrived later, or its first look fell between

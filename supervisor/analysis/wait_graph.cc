@@ -10,19 +10,19 @@
 namespace xpu_timer::supervisor {
 namespace {
 
-bool is_nccl_op(const proto::OpRef& op) {
-  return op.kind == static_cast<uint8_t>(proto::OpKind::kNccl);
-}
-
 // Whether verdict `w` (sample `s`) is in collective (comm, seq): stuck in it,
 // or running it without having waited for the timeout yet.
 bool in_collective(const RankVerdict& w, const RankSample& s, uint64_t comm, uint64_t seq) {
   const proto::OpRef& op = w.has_op ? w.op : s.oldest_inflight;
-  return (w.state == RankState::kStuck || op.started_ns != 0) && is_nccl_op(op) &&
+  return (w.state == RankState::kStuck || op.started_ns != 0) && is_collective_op(op) &&
          op.comm_hash == comm && op.seq == seq;
 }
 
 }  // namespace
+
+bool is_collective_op(const proto::OpRef& op) {
+  return op.kind == static_cast<uint8_t>(proto::OpKind::kNccl);
+}
 
 const proto::CommSlot* comm_slot_of(const RankSample& s, uint64_t comm_hash) {
   for (const proto::CommSlot& c : s.comms) {
@@ -53,7 +53,7 @@ void build_wait_graph(const Snapshot& snap, HangReport* report) {
   for (size_t i = 0; i < n; ++i) {
     RankVerdict& v = ranks[i];
     v.waits_for.clear();
-    if (v.state != RankState::kStuck || !v.has_op || !is_nccl_op(v.op)) continue;
+    if (v.state != RankState::kStuck || !v.has_op || !is_collective_op(v.op)) continue;
     const uint64_t comm = v.op.comm_hash, seq = v.op.seq;
     const proto::CommSlot* own = comm_slot_of(snap.ranks[i], comm);
     std::string name = own != nullptr ? comm_slot_name(*own) : std::string();
@@ -91,7 +91,7 @@ void build_wait_graph(const Snapshot& snap, HangReport* report) {
     if (!v.waits_for.empty()) continue;
     if (!stuck && targets.count(i) == 0) continue;
     is_root[i] = true;
-    if (stuck && v.has_op && is_nccl_op(v.op)) {
+    if (stuck && v.has_op && is_collective_op(v.op)) {
       const auto key = std::make_pair(v.op.comm_hash, v.op.seq);
       const auto it = collective_root.find(key);
       if (it != collective_root.end()) {

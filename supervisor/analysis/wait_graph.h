@@ -54,6 +54,9 @@ struct HangRoot {
   std::vector<std::vector<int>> waiters;
 };
 
+// Whether `op` is an NCCL operation (one with a communicator and sequence number).
+bool is_collective_op(const proto::OpRef& op);
+
 // The slot of `comm_hash` on a rank's page; nullptr when the page has none or
 // only one whose hash is local to the rank (it cannot name a communicator
 // shared with others).
