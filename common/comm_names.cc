@@ -26,4 +26,8 @@ std::string ranks_phrase(const std::vector<int>& ranks) {
   return "ranks " + (ranks.size() <= 8 ? join_ranks(ranks) : fold_ranks(ranks));
 }
 
+std::string folded_ranks_phrase(const std::vector<int>& ranks) {
+  return (ranks.size() == 1 ? "rank " : "ranks ") + fold_ranks(ranks);
+}
+
 }  // namespace xpu_timer

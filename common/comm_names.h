@@ -23,5 +23,8 @@ std::string comm_phrase(uint64_t comm_hash, const std::string& name);
 
 // "rank 3" / "ranks 0,1,3" (up to 8 ranks) / "ranks 0-15/17" (folded beyond).
 std::string ranks_phrase(const std::vector<int>& ranks);
+// "rank 3" / "ranks 0-3/6": always folded (a stall or a hang's waiters name
+// any number of ranks).
+std::string folded_ranks_phrase(const std::vector<int>& ranks);
 
 }  // namespace xpu_timer

@@ -137,6 +137,9 @@ struct HangReport {
   double stalled_s = 0;
 };
 
+// The verdict of `rank` in `report` (whose ranks are sorted); nullptr: none.
+const RankVerdict* find_verdict(const HangReport& report, int rank);
+
 // One snapshot classified with no history (the core of the detector).
 HangReport classify_snapshot(const Snapshot& snap, double timeout_s);
 

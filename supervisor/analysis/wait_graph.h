@@ -67,6 +67,10 @@ const proto::CommSlot* comm_slot_of(const RankSample& s, uint64_t comm_hash);
 // rank, then cycles.
 void build_wait_graph(const Snapshot& snap, HangReport* report);
 
+// The verdict led by its roots, then who waits on them level by level
+// (hang_sentence in hang_detector.h says when).
+std::string roots_sentence(const HangReport& report, bool with_durations);
+
 // Whether `rank` is one of the report's roots (a culprit, whatever its state).
 bool is_root_rank(const HangReport& report, int rank);
 
