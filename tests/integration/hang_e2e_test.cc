@@ -168,10 +168,23 @@ TEST(HangE2EGroups, TheRootOfAHangAcrossCommunicatorsLeadsTheVerdict) {
                 {"--steps", "100000", "--step-ms", "20", "--bytes", "65536", "--second-comm-bytes",
                  "65536", "--second-comm-groups", "2", "--comm-name", "world", "--hang-rank", "3",
                  "--hang-step", "5", "--hang-before-second"}));
+    // The verdict grows as the ranks pass the timeout one after the other
+    // (ranks 0 and 2 reach the world's #7 a step after rank 1 stopped in
+    // tp #6): wait for the document that has all three behind rank 3.
     const std::string hang_path = job.dump_dir() + "/hang.json";
-    ASSERT_TRUE(wait_until([&] { return file_exists(hang_path); }, std::chrono::seconds(40)))
-        << job.log();
-    const auto hang = nlohmann::json::parse(read_file(hang_path));
+    nlohmann::json hang;
+    const auto all_waiting = [&] {
+      if (!file_exists(hang_path)) return false;
+      hang = nlohmann::json::parse(read_file(hang_path), nullptr, /*allow_exceptions=*/false);
+      if (!hang.is_object() || !hang.contains("roots") || hang.at("roots").size() != 1) {
+        return false;
+      }
+      const auto& waiters = hang.at("roots")[0].at("waiters");
+      size_t n = 0;
+      for (const auto& level : waiters) n += level.size();
+      return n == 3;
+    };
+    ASSERT_TRUE(wait_until(all_waiting, std::chrono::seconds(40))) << hang.dump(2) << job.log();
     ASSERT_TRUE(hang.at("hung").get<bool>()) << hang.dump(2);
     ASSERT_EQ(hang.at("roots").size(), 1u) << hang.dump(2);
     const auto& root = hang.at("roots")[0];
