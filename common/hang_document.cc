@@ -63,7 +63,7 @@ json rank_json(const Rank& v) {
     r["running_s"] = v.running_s ? json(*v.running_s) : json(nullptr);
   }
   if (v.state == "stuck") r["not_started"] = v.not_started;
-  if (v.state == "missing") r["reason"] = v.reason;
+  if (v.state == "missing" || v.state == "crashed") r["reason"] = v.reason;
   // Every missing rank has the same keys: null when it is in no stuck
   // communicator.
   if (v.comm || v.state == "missing") {

@@ -61,7 +61,8 @@ struct Operation {
 // One expected rank and its verdict ("ranks[]").
 struct Rank {
   int rank = -1;
-  // "ok", "stuck", "missing", "unresponsive", "exited", "stalled"
+  // "ok", "stuck", "missing", "unresponsive", "exited", "stalled"; in a
+  // crash dump's document (hung false), "crashed" for the rank that crashed
   std::string state;
   bool registered = false;
   std::optional<int> node;  // torchrun's group rank, when known
@@ -77,7 +78,8 @@ struct Rank {
   // Written only for a stuck rank: stuck with nothing started on the GPU.
   bool not_started = false;
   // Written only for a missing rank: "behind", "not_started",
-  // "no_operation_in_flight", "never_registered".
+  // "no_operation_in_flight", "never_registered"; and for a crashed one:
+  // what ended it ("SIGSEGV at address 0x0 in memmove, from f (train.py:40)").
   std::string reason;
   // The stuck communicator it is in. Written when comm is set, and (null
   // where unset) for every missing rank.

@@ -492,6 +492,11 @@ constexpr uint32_t kCrashFlagNoFaultFrame = 4;      // the faulting pc was not f
 // The supervisor reads the rank's Python stacks while it waits, then closes
 // the descriptor to release it (docs/architecture.md "Crash report").
 constexpr uint32_t kCrashFlagAwaitsRelease = 8;
+// Our handler was not entered by the kernel but called by another handler
+// (one installed after ours that chains as sa_handler(sig), passing no
+// siginfo): si_code, sender and fault address are unknown (zero), and
+// `caller` names the handler that called ours.
+constexpr uint32_t kCrashFlagSiginfoNotKernels = 16;
 
 struct CrashReportMsg {
   MsgHeader header;  // type kCrashReport, bytes = sizeof(CrashReportMsg)
@@ -511,15 +516,19 @@ struct CrashReportMsg {
   uint32_t nmodules;
   CrashFrame frames[kCrashMaxFrames];
   CrashModule modules[kCrashMaxModules];
+  // With kCrashFlagSiginfoNotKernels: the code that called our handler (its
+  // module among `modules`); else zero.
+  CrashFrame caller;
 };
 static_assert(std::is_trivially_copyable_v<CrashReportMsg>);
 static_assert(sizeof(CrashReportMsg) <= kMaxMessageBytes);
-static_assert(sizeof(CrashReportMsg) == 14368);
+static_assert(sizeof(CrashReportMsg) == 14528);
 static_assert(offsetof(CrashReportMsg, pid) == 16 && offsetof(CrashReportMsg, flags) == 44 &&
               offsetof(CrashReportMsg, fault_addr) == 48 &&
               offsetof(CrashReportMsg, thread_name) == 72 &&
               offsetof(CrashReportMsg, nframes) == 88 && offsetof(CrashReportMsg, frames) == 96 &&
-              offsetof(CrashReportMsg, modules) == 10336);
+              offsetof(CrashReportMsg, modules) == 10336 &&
+              offsetof(CrashReportMsg, caller) == 14368);
 
 // ---- encoding and decoding of the messages ----
 // Encoders fill every byte of a message, padding included. Decoders take

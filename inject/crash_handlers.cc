@@ -6,10 +6,13 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
@@ -63,6 +66,27 @@ bool worth_reporting(int sig) {
 // A crash worth its Python stacks; a termination request is not waited on.
 bool waits_for_stacks(int sig) { return synchronous_fault(sig) || sig == SIGABRT; }
 
+// True when `info` and `ucontext` are where the kernel's signal frame puts
+// them, so `info` is the kernel's: x86_64's rt_sigframe is {pretcode; the
+// kernel's ucontext, which ends at its 8-byte signal mask; siginfo}, arm64's
+// {siginfo; ucontext}. A handler installed after ours that chains as
+// sa_handler(sig) calls ours with whatever its registers held: pointers
+// that are not in that relation (compared, never dereferenced), or point at
+// anything. Then si_code, the sender and the fault address are unknown.
+bool kernels_siginfo(int sig, const siginfo_t* info, const void* ucontext) {
+  if (info == nullptr || ucontext == nullptr) return false;
+  const auto at = reinterpret_cast<uintptr_t>(info);
+  const auto uc = reinterpret_cast<uintptr_t>(ucontext);
+#if defined(__x86_64__)
+  if (at != uc + offsetof(ucontext_t, uc_sigmask) + 8) return false;
+#elif defined(__aarch64__)
+  if (uc != at + sizeof(siginfo_t)) return false;
+#else
+#error "the kernel's signal frame layout of this architecture is not known"
+#endif
+  return info->si_signo == sig;
+}
+
 // Sends the report. With `with_release`, one end of a fresh socket pair rides
 // along (SCM_RIGHTS) and the other is returned in *release (-1: none). All of
 // it async-signal-safe: socketpair, sendmsg and close are.
@@ -113,8 +137,10 @@ void await_release(int fd) {
   ::close(fd);
 }
 
-void build_and_send(int sig, const siginfo_t* info, void* ucontext) {
+// `info` and `ucontext`: the kernel's, or null (then `caller` called us).
+void build_and_send(int sig, const siginfo_t* info, void* ucontext, uintptr_t caller) {
   proto::CrashReportMsg& m = g_msg;
+  if (info == nullptr) m.flags |= proto::kCrashFlagSiginfoNotKernels;
   m.header = proto::make_header(proto::MsgType::kCrashReport, sizeof(proto::CrashReportMsg));
   m.pid = g_pid;
   m.tid = current_tid();
@@ -130,7 +156,7 @@ void build_and_send(int sig, const siginfo_t* info, void* ucontext) {
   m.mono_ns = monotonic_ns();
   prctl(PR_GET_NAME, m.thread_name, 0, 0, 0);
   m.thread_name[sizeof(m.thread_name) - 1] = '\0';
-  capture_crash_stack(ucontext, g_exe_path, &m);
+  capture_crash_stack(ucontext, caller, g_exe_path, &m);
 
   const int fd = g_link_fd.load(std::memory_order_acquire);
   int release = -1;
@@ -146,7 +172,7 @@ void build_and_send(int sig, const siginfo_t* info, void* ucontext) {
   write_crash_report_text(g_text_path, m);
 }
 
-void maybe_report(int sig, const siginfo_t* info, void* ucontext) {
+void maybe_report(int sig, const siginfo_t* info, void* ucontext, uintptr_t caller) {
   if (g_forgotten.load(std::memory_order_relaxed) || !worth_reporting(sig)) return;
   const pid_t self = current_tid();
   int expected = 0;
@@ -161,7 +187,7 @@ void maybe_report(int sig, const siginfo_t* info, void* ucontext) {
     }
     return;
   }
-  build_and_send(sig, info, ucontext);
+  build_and_send(sig, info, ucontext, caller);
   g_report_done.store(true, std::memory_order_release);
 }
 
@@ -180,13 +206,14 @@ void die_by_default(int sig, const siginfo_t* info) {
   raise(sig);
 }
 
-// Runs the previous disposition as the kernel would have.
-void chain(int sig, siginfo_t* info, void* ucontext) {
+// Runs the previous disposition as the kernel would have. `kernels`: info
+// is the kernel's (else it is never read, only passed on).
+void chain(int sig, siginfo_t* info, void* ucontext, bool kernels) {
   const struct sigaction prev = g_previous[sig];
   if (!(prev.sa_flags & SA_SIGINFO)) {
     if (prev.sa_handler == SIG_IGN) return;
     if (prev.sa_handler == SIG_DFL) {
-      die_by_default(sig, info);
+      die_by_default(sig, kernels ? info : nullptr);
       return;
     }
   }
@@ -217,8 +244,11 @@ void chain(int sig, siginfo_t* info, void* ucontext) {
 void on_signal(int sig, siginfo_t* info, void* ucontext) {
   const int saved_errno = errno;
   if (sig > 0 && sig < kMaxSignal && g_ours[sig]) {
-    maybe_report(sig, info, ucontext);
-    chain(sig, info, ucontext);
+    const bool kernels = kernels_siginfo(sig, info, ucontext);
+    const auto caller = reinterpret_cast<uintptr_t>(__builtin_return_address(0));
+    maybe_report(sig, kernels ? info : nullptr, kernels ? ucontext : nullptr, kernels ? 0 : caller);
+    // Passed on as they came: a handler before ours gets what we got.
+    chain(sig, info, ucontext, kernels);
   }
   errno = saved_errno;
 }

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -147,6 +148,77 @@ TEST(CrashHandlers, SigtermWithDefaultActionIsReportedWithItsSender) {
   ASSERT_EQ(r.report_bytes, static_cast<ssize_t>(sizeof(proto::CrashReportMsg)));
   EXPECT_EQ(r.report.signal, SIGTERM);
   EXPECT_EQ(r.report.sender_pid, r.report.pid);
+}
+
+// Handlers installed after ours that chain to it. One calls it as if it were
+// an sa_handler(sig): our handler gets whatever the registers held, here a
+// forged siginfo that looks like what a real run reported (a sender pid and
+// code no kernel gave). The other passes the kernel's siginfo on.
+struct sigaction g_ours_action;
+siginfo_t g_forged;
+ucontext_t g_forged_context;
+volatile int g_after_chain = 0;
+extern "C" __attribute__((noinline)) void xpu_test_late_handler(int sig) {
+  g_forged.si_signo = sig;
+  g_forged.si_code = -1886906387;
+  g_forged.si_pid = 1712499808;
+  reinterpret_cast<void (*)(int, siginfo_t*, void*)>(g_ours_action.sa_sigaction)(sig, &g_forged,
+                                                                                 &g_forged_context);
+  g_after_chain = 1;  // no tail call: the caller stays on the stack
+}
+extern "C" __attribute__((noinline)) void xpu_test_late_siginfo_handler(int sig, siginfo_t* info,
+                                                                        void* uc) {
+  g_ours_action.sa_sigaction(sig, info, uc);
+  g_after_chain = 1;
+}
+
+void install_late(bool passes_siginfo) {
+  sigaction(SIGTERM, nullptr, &g_ours_action);
+  struct sigaction late {};
+  sigemptyset(&late.sa_mask);
+  if (passes_siginfo) {
+    late.sa_sigaction = &xpu_test_late_siginfo_handler;
+    late.sa_flags = SA_SIGINFO;
+  } else {
+    late.sa_handler = &xpu_test_late_handler;
+  }
+  sigaction(SIGTERM, &late, nullptr);
+}
+void terminate_through_a_one_argument_handler() {
+  install_late(false);
+  terminate_self();
+}
+void terminate_through_a_siginfo_handler() {
+  install_late(true);
+  terminate_self();
+}
+
+TEST(CrashHandlers, ASiginfoThatIsNotTheKernelsIsNeverReported) {
+  const ChildResult r = run_child(&terminate_through_a_one_argument_handler, false, 0);
+  ASSERT_TRUE(WIFSIGNALED(r.wait_status)) << "wait status " << r.wait_status;
+  EXPECT_EQ(WTERMSIG(r.wait_status), SIGTERM);
+  ASSERT_EQ(r.report_bytes, static_cast<ssize_t>(sizeof(proto::CrashReportMsg)));
+  EXPECT_EQ(r.report.signal, SIGTERM);
+  EXPECT_NE(r.report.flags & proto::kCrashFlagSiginfoNotKernels, 0u);
+  EXPECT_EQ(r.report.si_code, 0);
+  EXPECT_EQ(r.report.sender_pid, 0);
+  EXPECT_EQ(r.report.fault_addr, 0u);
+  // Who called ours, and the stack from the kernel's signal frame down.
+  EXPECT_STREQ(r.report.caller.function, "xpu_test_late_handler");
+  EXPECT_GE(r.report.caller.module, 0);
+  EXPECT_TRUE(has_frame(r.report, "terminate_self") || has_frame(r.report, "kill") ||
+              has_frame(r.report, "pause"));
+}
+
+TEST(CrashHandlers, ASiginfoPassedOnByALaterHandlerIsTheKernels) {
+  const ChildResult r = run_child(&terminate_through_a_siginfo_handler, false, 0);
+  ASSERT_TRUE(WIFSIGNALED(r.wait_status)) << "wait status " << r.wait_status;
+  EXPECT_EQ(WTERMSIG(r.wait_status), SIGTERM);
+  ASSERT_EQ(r.report_bytes, static_cast<ssize_t>(sizeof(proto::CrashReportMsg)));
+  EXPECT_EQ(r.report.flags & proto::kCrashFlagSiginfoNotKernels, 0u);
+  EXPECT_EQ(r.report.si_code, SI_USER);
+  EXPECT_EQ(r.report.sender_pid, r.report.pid);
+  EXPECT_EQ(r.report.caller.pc, 0u);
 }
 
 TEST(CrashHandlers, WithoutASupervisorTheReportIsATextFile) {

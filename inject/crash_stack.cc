@@ -6,6 +6,7 @@
 #include <unwind.h>
 
 #include <cstdint>
+#include <cstring>
 
 namespace xpu_timer::inject {
 namespace {
@@ -142,7 +143,9 @@ void name_frame(const DynSymbols& syms, uintptr_t bias, uintptr_t addr, proto::C
 
 struct ResolveState {
   proto::CrashReportMsg* msg;
+  proto::CrashFrame* const* frames;  // the frames to name: the stack's, then the caller
   const uintptr_t* lookup;  // per frame: the address to attribute (pc - 1 for return addresses)
+  uint32_t count;
   const char* exe_path;
 };
 
@@ -161,8 +164,8 @@ int resolve_object(dl_phdr_info* info, size_t, void* arg) {
   proto::CrashReportMsg* msg = st->msg;
   int module = -2;  // -2: not yet added for this object
   DynSymbols syms;
-  for (uint32_t i = 0; i < msg->nframes; ++i) {
-    proto::CrashFrame& f = msg->frames[i];
+  for (uint32_t i = 0; i < st->count; ++i) {
+    proto::CrashFrame& f = *st->frames[i];
     if (f.module != -1 || !in_object(info, st->lookup[i])) continue;
     if (module == -2) {
       if (msg->nmodules < static_cast<uint32_t>(proto::kCrashMaxModules)) {
@@ -187,7 +190,8 @@ int resolve_object(dl_phdr_info* info, size_t, void* arg) {
 
 }  // namespace
 
-void capture_crash_stack(void* ucontext, const char* exe_path, proto::CrashReportMsg* msg) {
+void capture_crash_stack(void* ucontext, uintptr_t caller_pc, const char* exe_path,
+                         proto::CrashReportMsg* msg) {
   static RawStack raw;  // one capture per process (the handler reports once): not on the alt stack
   raw.n = 0;
   raw.truncated = false;
@@ -203,7 +207,8 @@ void capture_crash_stack(void* ucontext, const char* exe_path, proto::CrashRepor
     msg->flags |= proto::kCrashFlagNoFaultFrame;
     first = 0;
   }
-  static uintptr_t lookup[proto::kCrashMaxFrames];
+  static uintptr_t lookup[proto::kCrashMaxFrames + 1];
+  static proto::CrashFrame* named[proto::kCrashMaxFrames + 1];
   uint32_t n = 0;
   for (int i = first; i < raw.n; ++i) {
     if (n == static_cast<uint32_t>(proto::kCrashMaxFrames)) {
@@ -218,15 +223,24 @@ void capture_crash_stack(void* ucontext, const char* exe_path, proto::CrashRepor
     f.function[0] = '\0';
     // A return address points after the call: attribute it to the call.
     lookup[n] = raw.exact[i] ? raw.pc[i] : raw.pc[i] - 1;
+    named[n] = &f;
     ++n;
   }
   if (raw.truncated) msg->flags |= proto::kCrashFlagFramesTruncated;
   msg->nframes = n;
   msg->nmodules = 0;
-  ResolveState st{msg, lookup, exe_path};
+  uint32_t count = n;
+  std::memset(&msg->caller, 0, sizeof(msg->caller));
+  if (caller_pc != 0) {
+    msg->caller.pc = caller_pc;
+    msg->caller.module = -1;
+    lookup[count] = caller_pc - 1;  // a return address
+    named[count++] = &msg->caller;
+  }
+  ResolveState st{msg, named, lookup, count, exe_path};
   dl_iterate_phdr(&resolve_object, &st);
-  for (uint32_t i = 0; i < n; ++i) {
-    if (msg->frames[i].module == -3) msg->frames[i].module = -1;
+  for (uint32_t i = 0; i < count; ++i) {
+    if (named[i]->module == -3) named[i]->module = -1;
   }
 }
 

@@ -17,13 +17,18 @@
 
 #include <signal.h>
 
+#include <cstdint>
+
 #include "common/protocol.h"
 
 namespace xpu_timer::inject {
 
 // Fills msg->frames/modules/nframes/nmodules/flags for the current thread,
 // starting at the frame the signal interrupted (`ucontext` of the handler;
-// may be null). `exe_path` names the main program (dlpi_name is "" for it).
-void capture_crash_stack(void* ucontext, const char* exe_path, proto::CrashReportMsg* msg);
+// null: at the kernel's signal frame). `caller_pc` (0: none) is named into
+// msg->caller: the return address of the code that called the handler.
+// `exe_path` names the main program (dlpi_name is "" for it).
+void capture_crash_stack(void* ucontext, uintptr_t caller_pc, const char* exe_path,
+                         proto::CrashReportMsg* msg);
 
 }  // namespace xpu_timer::inject

@@ -300,7 +300,8 @@ void Supervisor::poll() {
     const std::vector<RankRecord> records = registry_.snapshot();
     crashes_->check_deaths(records);
     crashes_->flush_terminated(/*force=*/false);
-    hang_->after_crashes(crashes_->incidents());
+    hang_->after_crashes(crashes_->incidents(), crashes_->latest_crash_rank(),
+                         crashes_->latest_crash_what(), detector_.report());
     if (records.empty() && !detector_.report().hung) return;
     collectives_->read_rings(records, [&] { return take_snapshot(records, poll_scratch_.get()); });
     Snapshot snap = take_snapshot(records, poll_scratch_.get());
@@ -346,7 +347,8 @@ void Supervisor::finish_after_job(const JobExit& exit, JobExit* result) {
     crashes_->finish_pending();  // a crash whose Python stacks were being read
     crashes_->check_deaths(registry_.snapshot());
     crashes_->flush_terminated(/*force=*/true);
-    hang_->after_crashes(crashes_->incidents());
+    hang_->after_crashes(crashes_->incidents(), crashes_->latest_crash_rank(),
+                         crashes_->latest_crash_what(), detector_.report());
   } catch (const std::exception& e) {
     SUP_LOG_ERROR("crash bookkeeping at exit failed: %s", e.what());
   }

@@ -53,7 +53,11 @@ void from_verdicts(const LoadedDumps& dumps, HangMarks* out) {
   std::map<int, MissingMark> missing;
   for (const DumpFolder& f : dumps.folders) {
     if (f.verdict) out->from_verdict = true;
-    if (!f.verdict || !f.verdict->hung) continue;
+    if (!f.verdict) continue;
+    for (const VerdictRank& v : f.verdict->ranks) {
+      if (v.state == "crashed") out->crashed.emplace(v.rank, v.reason);
+    }
+    if (!f.verdict->hung) continue;
     for (const VerdictRank& v : f.verdict->ranks) {
       if (v.state == "stuck" && v.comm && v.seq) out->stuck.emplace(v.rank, *v.comm, *v.seq);
       if (v.state != "missing" || missing.count(v.rank) != 0) continue;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -32,6 +33,9 @@ struct HangMarks {
   std::vector<MissingMark> missing;  // one per rank, by rank
   // (rank, comm, seq) of the collectives hang.json names as stuck.
   std::set<std::tuple<int, uint64_t, uint64_t>> stuck;
+  // rank -> what ended it, of the ranks a crash dump's document names as
+  // crashed ("SIGSEGV at address 0x0 in memmove, from crash (train.py:40)").
+  std::map<int, std::string> crashed;
   bool from_verdict = false;  // a hang.json was read; false: inferred from the dumps
 };
 

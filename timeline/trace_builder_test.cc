@@ -72,6 +72,36 @@ TEST_F(HungJobTrace, EveryRankIsAProcessNamedByItsRoleAndEveryStreamATrack) {
   }
 }
 
+// A crash dump: the supervisor's document says no hang, rank 2 crashed.
+// The crashed rank is named so, sorted first; the others by what they were
+// doing, in no hang's words (no STUCK).
+TEST(CrashDumpTrace, TheCrashedRankIsNamedAndTheOthersByWhatTheyWereDoing) {
+  TempDir dir;
+  JobSpec spec;
+  testing::write_job(dir.path(), spec, /*with_hang_json=*/false);
+  dir.write("hang.json", R"json({"hung": false, "summary": "rank 2 crashed: died of SIGSEGV",
+      "ranks": [{"rank": 0, "state": "ok"}, {"rank": 1, "state": "ok"},
+                {"rank": 2, "state": "crashed",
+                 "reason": "died of SIGSEGV at address 0x0 in memmove, from f (t.py:4)"},
+                {"rank": 3, "state": "ok"}]})json");
+  std::vector<std::string> warnings;
+  const json trace = trace_of({dir.path()}, &warnings);
+  EXPECT_EQ(process_names(trace),
+            (std::map<int, std::string>{
+                {1, "rank 0 - AllReduce #6 in flight at dump"},
+                {2, "rank 1 - AllReduce #6 in flight at dump"},
+                {3, "rank 2 - CRASHED: died of SIGSEGV at address 0x0 in memmove, from f (t.py:4)"},
+                {4, "rank 3 - AllReduce #6 in flight at dump"}}));
+  for (const json& s : events_with(trace, "X")) {
+    EXPECT_EQ(s["name"].get<std::string>().rfind("STUCK", 0), std::string::npos) << s.dump();
+  }
+  std::map<int, int> sort_index;  // pid -> index
+  for (const json& e : events_with(trace, "M")) {
+    if (e["name"] == "process_sort_index") sort_index[e["pid"]] = e["args"]["sort_index"];
+  }
+  EXPECT_EQ(sort_index.at(3), 0);
+}
+
 TEST_F(HungJobTrace, SlicesHaveExactNamesTimesAndArgs) {
   // Per rank: 6 timed GEMMs + 5 AllReduces (+1 STUCK); the 6 sampled-out
   // GEMMs are a counter, not slices. Names group the calls of one kind.

@@ -67,6 +67,10 @@ void append_processes(const TraceContext& ctx, const std::vector<std::string>& l
       p.tier = kCulprit;
       role = "MISSING";
     }
+    if (auto c = ctx.marks.crashed.find(p.rank); c != ctx.marks.crashed.end()) {
+      p.tier = kCulprit;
+      role = "CRASHED" + (c->second.empty() ? "" : ": " + c->second);
+    }
     if (const Slice* s = role_slice(ctx, ri)) {
       const std::string op = op_label(*s->record);
       if (ctx.no_hang_said) {

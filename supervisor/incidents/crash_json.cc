@@ -51,6 +51,18 @@ std::string short_file(const std::string& file) {
   return slash == std::string::npos ? file : file.substr(slash + 1);
 }
 
+// "sender unknown: our handler was called by c10::handler (libc10.so), not
+// by the kernel".
+std::string siginfo_unknown(const SignalReport& s) {
+  std::string by = "another handler";
+  if (s.caller) {
+    const NativeFrame& c = *s.caller;
+    by = c.function.empty() ? hex(c.pc) : c.function;
+    if (!c.module.empty()) by += " (" + short_file(c.module) + ")";
+  }
+  return "sender unknown: our handler was called by " + by + ", not by the kernel";
+}
+
 json python_frames_json(const std::vector<stack::PythonFrame>& frames) {
   json out = json::array();
   for (const stack::PythonFrame& f : frames) {
@@ -173,10 +185,14 @@ json crash_json(const CrashRecord& r) {
     const SignalReport& s = *r.signal;
     j["signal"] = s.signal;
     j["signal_name"] = signal_name(s.signal);
-    j["si_code"] = s.si_code;
+    j["si_code"] = s.siginfo_from_kernel ? json(s.si_code) : json(nullptr);
     // si_addr is meaningful only for a fault the kernel raised.
-    j["fault_address"] = s.si_code > 0 ? json(hex(s.fault_addr)) : json(nullptr);
+    j["fault_address"] =
+        s.siginfo_from_kernel && s.si_code > 0 ? json(hex(s.fault_addr)) : json(nullptr);
     j["sender"] = r.sender.empty() ? json(nullptr) : json(r.sender);
+    // Where the signal's details come from: the kernel, or (unknown) a
+    // handler installed after ours that called it without them.
+    j["siginfo"] = s.siginfo_from_kernel ? json("kernel") : json(siginfo_unknown(s));
     j["tid"] = s.tid;
     j["thread_name"] = s.thread_name;
     json frames = json::array();
@@ -297,6 +313,7 @@ std::string crash_summary(const CrashRecord& r) {
       if (sig.si_code > 0) s += " at address " + hex(sig.fault_addr);
     }
     if (!r.sender.empty()) s += " sent by " + r.sender;
+    if (!sig.siginfo_from_kernel) s += " (" + siginfo_unknown(sig) + ")";
     const std::string in = where(sig);
     if (!in.empty()) s += " in " + in;
     return s + python_where(r);

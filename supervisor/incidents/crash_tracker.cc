@@ -40,6 +40,9 @@ constexpr double kTearDownWindowS = 30.0;
 // line waits until none came for this long (or the job ended).
 constexpr double kTerminatedQuietS = 5.0;
 
+// The end of a termination cause whose sender is not known.
+constexpr char kSenderUnknown[] = " (sender unknown)";
+
 bool is_stop_signal(int sig) {
   return sig == SIGTERM || sig == SIGKILL || sig == SIGINT || sig == SIGHUP;
 }
@@ -181,6 +184,11 @@ void CrashTracker::on_signal_report(SignalReport report, const std::vector<RankR
     launcher_sender = is_launcher(report.sender_pid, records);
   }
   r.signal = std::move(report);
+  if (r.signal->caller) {  // the handler that called ours: named from its file too
+    std::vector<NativeFrame> one{*r.signal->caller};
+    symbolizer_.symbolize(&one);
+    r.signal->caller = std::move(one.front());
+  }
   r.terminated_cause = termination_cause(r, launcher_sender);
   r.terminated = !r.terminated_cause.empty();
   // Symbolizing costs; a termination's frames say nothing about a failure.
@@ -298,6 +306,14 @@ std::string CrashTracker::termination_cause(const CrashRecord& r, bool launcher_
   // Once we asked the job to end, its deaths are that stop's, however they look.
   if (!stop_cause_.empty()) return stop_cause_;
   const std::string after = root_cause_.empty() ? "" : " after " + root_cause_;
+  if (r.kind == CrashKind::kSignal && r.signal && !r.signal->siginfo_from_kernel &&
+      is_stop_signal(r.signal->signal)) {
+    // Who sent it is unknown (another handler called ours without the
+    // kernel's siginfo), but a stop signal is a request to end, never a
+    // failure of the rank's own.
+    return "ended by " + signal_name(r.signal->signal) +
+           (after.empty() ? std::string(kSenderUnknown) : after);
+  }
   if (r.kind == CrashKind::kSignal && r.signal && r.signal->si_code <= 0 &&
       is_stop_signal(r.signal->signal)) {
     const std::string sig = signal_name(r.signal->signal);
@@ -329,9 +345,14 @@ void CrashTracker::flush_terminated(bool force) {
   std::map<std::string, std::set<int>> lines;
   const std::string plain = "ended by the launcher (";
   for (const auto& [cause, ranks] : pending_terminated_) {
-    const bool rename = !root_cause_.empty() && cause.rfind(plain, 0) == 0;
-    lines[rename ? "ended by the launcher after " + root_cause_ : cause].insert(ranks.begin(),
-                                                                             ranks.end());
+    std::string line = cause;
+    if (!root_cause_.empty() && cause.rfind(plain, 0) == 0) {
+      line = "ended by the launcher after " + root_cause_;
+    } else if (const size_t unknown = cause.find(kSenderUnknown);
+               !root_cause_.empty() && unknown != std::string::npos) {
+      line = cause.substr(0, unknown) + " after " + root_cause_;
+    }
+    lines[line].insert(ranks.begin(), ranks.end());
   }
   for (const auto& [cause, ranks] : lines) {
     SUP_LOG_INFO("terminated: %s %s %s", ranks.size() == 1 ? "rank" : "ranks",
@@ -355,6 +376,10 @@ void CrashTracker::add(CrashRecord record) {
   }
   ++incidents_;
   const std::string summary = crash_summary(record);
+  latest_crash_rank_ = record.rank;
+  // The summary without its "rank 1 (pid 3184) ": what ended the rank.
+  const size_t pid_end = summary.find(") ");
+  latest_crash_what_ = pid_end == std::string::npos ? summary : summary.substr(pid_end + 2);
   SUP_LOG_WARN("crash: %s", summary.c_str());
   const nlohmann::json doc = crash_json(record);
   if (!dump_dir_.empty()) {

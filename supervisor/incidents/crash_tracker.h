@@ -84,6 +84,10 @@ class CrashTracker {
   // Crashes and deaths concluded so far (asio thread): the supervisor dumps
   // the flight recorders when this grows.
   uint64_t incidents() const { return incidents_; }
+  // The latest of them: its rank (-1 before the first) and what ended it
+  // ("SIGSEGV at address 0x0 in memmove, from f (train.py:40)").
+  int latest_crash_rank() const { return latest_crash_rank_; }
+  const std::string& latest_crash_what() const { return latest_crash_what_; }
 
   // rank -> crash object of its latest process (HTTP threads).
   std::map<int, nlohmann::json> crash_json_by_rank() const;
@@ -109,6 +113,8 @@ class CrashTracker {
   uint64_t next_read_ = 1;
   std::set<pid_t> concluded_;     // reported, or seen ending normally
   uint64_t incidents_ = 0;
+  int latest_crash_rank_ = -1;
+  std::string latest_crash_what_;
   std::map<pid_t, int> reaped_;   // wait statuses of children we reaped
   pid_t job_pid_ = 0;
   std::string stop_cause_;        // set once the supervisor asked the job to end

@@ -159,5 +159,51 @@ TEST(CrashTracker, TheExitOfARankItsLauncherReapsIsReadWhenItsLinkCloses) {
   EXPECT_EQ(j["death_cause"], "killed by SIGKILL from outside");
 }
 
+// Real torchrun after rank 1 crashed: the other ranks' SIGTERM reached our
+// handler through a handler that passed no siginfo. Such a report carries
+// no sender, code or address; a stop signal is never a crash: the three
+// are terminated after the crash, whichever report is read first, and the
+// incident is one.
+TEST(CrashTracker, StopSignalsWithoutTheKernelsSiginfoAreTerminationsAfterTheCrash) {
+  CrashTracker t("", nullptr);
+  const auto sigterm = [](int rank) {
+    SignalReport r;
+    r.pid = 5000 + rank;
+    r.tid = r.pid;
+    r.rank = rank;
+    r.signal = SIGTERM;
+    r.siginfo_from_kernel = false;
+    NativeFrame caller;
+    caller.function = "late_handler";
+    caller.module = "/usr/lib/libother.so";
+    r.caller = caller;
+    return r;
+  };
+  t.on_signal_report(sigterm(2), {});  // read before the crash that caused it
+  SignalReport segv = waiting_segv(5001);
+  segv.rank = 1;
+  segv.awaits_release = false;
+  t.on_signal_report(segv, {});
+  t.on_signal_report(sigterm(0), {});
+  t.on_signal_report(sigterm(3), {});
+  EXPECT_EQ(t.incidents(), 1u);
+  const auto all = t.crash_json_by_rank();
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all.at(1)["outcome"], "crashed");
+  for (int rank : {0, 2, 3}) {
+    const nlohmann::json& j = all.at(rank);
+    EXPECT_EQ(j["outcome"], "terminated") << j.dump(2);
+    EXPECT_TRUE(j["si_code"].is_null());
+    EXPECT_TRUE(j["sender"].is_null());
+    EXPECT_TRUE(j["fault_address"].is_null());
+    EXPECT_EQ(j["siginfo"],
+              "sender unknown: our handler was called by late_handler (libother.so), not by "
+              "the kernel");
+  }
+  EXPECT_EQ(all.at(0)["cause"], "ended by SIGTERM after rank 1's crash (SIGSEGV)");
+  EXPECT_EQ(all.at(2)["cause"], "ended by SIGTERM (sender unknown)");
+  EXPECT_EQ(t.outcomes_by_pid().at(5002), "terminated");
+}
+
 }  // namespace
 }  // namespace xpu_timer::supervisor

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/clock.h"
+#include "common/hang_document.h"
 #include "supervisor/incidents/dump_files.h"
 #include "supervisor/log_tee.h"
 
@@ -42,6 +44,32 @@ void remember_keys(const std::vector<std::string>& keys, std::vector<std::string
     if (taken->size() >= 4096) taken->erase(taken->begin());
     taken->push_back(k);
   }
+}
+
+// A crash dump's document: the standing verdict's ranks (no hang's words
+// unless a hang stands), the crashed rank `crashed` with what ended it.
+std::string crash_document_text(const HangReport& now, int crashed_rank, const std::string& what) {
+  hang_document::Document doc = hang_document_of(now);
+  const std::string headline = "rank " + std::to_string(crashed_rank) + " crashed: " + what;
+  doc.summary = now.hung ? now.summary + "; then " + headline : headline;
+  bool found = false;
+  for (hang_document::Rank& r : doc.ranks) {
+    if (r.rank == crashed_rank) {
+      r.state = "crashed";
+      r.reason = what;
+      found = true;
+    } else if (!now.hung && (r.state == "stuck" || r.state == "missing")) {
+      r.state = "ok";  // what a rank was doing is its operation, not a verdict
+    }
+  }
+  if (!found) {
+    hang_document::Rank r;
+    r.rank = crashed_rank;
+    r.state = "crashed";
+    r.reason = what;
+    doc.ranks.push_back(std::move(r));
+  }
+  return hang_document::to_text(doc);
 }
 
 }  // namespace
@@ -162,10 +190,14 @@ void HangIncident::dump_timelines() {
   if (r.ok) timeline_dir_ = r.dir;
 }
 
-void HangIncident::after_crashes(uint64_t incidents) {
+void HangIncident::after_crashes(uint64_t incidents, int crashed_rank, const std::string& what,
+                                 const HangReport& now) {
   if (incidents == crashes_dumped_) return;
   crashes_dumped_ = incidents;
-  dumps_->timelines("crash", document());
+  const double at = unix_now_s();
+  if (crash_dumped_at_s_ > 0 && at - crash_dumped_at_s_ < kCrashIncidentS) return;
+  crash_dumped_at_s_ = at;
+  dumps_->timelines("crash", crash_document_text(now, crashed_rank, what));
 }
 
 void HangIncident::write_file() {

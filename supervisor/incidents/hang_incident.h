@@ -52,8 +52,16 @@ class HangIncident {
   // A stack dump ended (the hang's or a requested one): rewrites hang.json,
   // starts a hang's dump that waited, or ends the job for --on-hang kill.
   void on_stacks_done(std::shared_ptr<const StackDumpReport> report);
-  // `incidents`: the crash tracker's count; the rings are dumped once per new count.
-  void after_crashes(uint64_t incidents);
+  // `incidents`: the crash tracker's count; `crashed_rank` and `what`: its
+  // latest crash ("SIGSEGV at address 0x0 in memmove, from f (train.py:40)");
+  // `now`: the verdict that stands. The rings are dumped once per incident:
+  // at a new count, unless a crash was dumped less than kCrashIncidentS ago
+  // (the same incident's fallout). The dump's document names the crashed
+  // rank `crashed` and the others as they are (no hang's words unless a
+  // hang stands).
+  void after_crashes(uint64_t incidents, int crashed_rank, const std::string& what,
+                     const HangReport& now);
+  static constexpr double kCrashIncidentS = 30.0;
 
   // Puts the places of the standing verdict's culprits on this node into
   // `snap`, the poll's snapshot (CulpritLocations::annotate).
@@ -88,7 +96,8 @@ class HangIncident {
   bool kill_after_stacks_ = false;
   bool killed_for_hang_ = false;
   uint64_t crashes_dumped_ = 0;
-  CulpritLocations places_;  // of the verdict in hang_
+  double crash_dumped_at_s_ = 0;  // unix seconds of the latest crash dump
+  CulpritLocations places_;       // of the verdict in hang_
 };
 
 }  // namespace xpu_timer::supervisor

@@ -59,8 +59,7 @@ std::optional<SignalReport> parse_crash_report(const void* data, size_t len, std
   r.thread_name = bounded(msg->thread_name, sizeof(msg->thread_name));
   r.frames_truncated = (msg->flags & proto::kCrashFlagFramesTruncated) != 0;
   r.awaits_release = (msg->flags & proto::kCrashFlagAwaitsRelease) != 0;
-  for (uint32_t i = 0; i < msg->nframes; ++i) {
-    const proto::CrashFrame& f = msg->frames[i];
+  const auto frame = [&](const proto::CrashFrame& f) {
     NativeFrame out;
     out.pc = f.pc;
     if (f.module >= 0 && static_cast<uint32_t>(f.module) < msg->nmodules) {
@@ -69,7 +68,17 @@ std::optional<SignalReport> parse_crash_report(const void* data, size_t len, std
     out.module_offset = f.module_offset;
     out.function = bounded(f.function, sizeof(f.function));
     out.func_offset = f.func_offset;
-    r.frames.push_back(std::move(out));
+    return out;
+  };
+  for (uint32_t i = 0; i < msg->nframes; ++i) r.frames.push_back(frame(msg->frames[i]));
+  if (msg->flags & proto::kCrashFlagSiginfoNotKernels) {
+    // Whatever the fields hold, the kernel did not say it.
+    r.siginfo_from_kernel = false;
+    r.si_code = 0;
+    r.sender_pid = 0;
+    r.sender_uid = 0;
+    r.fault_addr = 0;
+    if (msg->caller.pc != 0) r.caller = frame(msg->caller);
   }
   return r;
 }

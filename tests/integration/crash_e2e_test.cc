@@ -371,21 +371,28 @@ void expect_every_frame_resolvable(const json& crash) {
   }
 }
 
+// The timeline dump folders of crashes.
+std::vector<std::string> crash_dumps(const std::string& dump_dir) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dump_dir.c_str());
+  while (dirent* e = d != nullptr ? ::readdir(d) : nullptr) {
+    const std::string dir = e->d_name;
+    if (dir.rfind("timeline-", 0) == 0 && ends_with(dir, "-crash")) {
+      out.push_back(dump_dir + "/" + dir);
+    }
+  }
+  if (d != nullptr) ::closedir(d);
+  return out;
+}
+
 // The timeline dump folders of a crash hold the dead rank's ring.
 bool ring_dumped(const std::string& dump_dir, int rank, int world) {
   char name[64];
   std::snprintf(name, sizeof(name), "/%05d-%05d.timeline", rank, world);
-  DIR* d = ::opendir(dump_dir.c_str());
-  bool found = false;
-  while (dirent* e = d != nullptr ? ::readdir(d) : nullptr) {
-    const std::string dir = e->d_name;
-    if (dir.rfind("timeline-", 0) == 0 && ends_with(dir, "-crash") &&
-        ::access((dump_dir + "/" + dir + name).c_str(), R_OK) == 0) {
-      found = true;
-    }
+  for (const std::string& dir : crash_dumps(dump_dir)) {
+    if (::access((dir + name).c_str(), R_OK) == 0) return true;
   }
-  if (d != nullptr) ::closedir(d);
-  return found;
+  return false;
 }
 
 TEST(CrashE2E, SegvOfAPythonRankCarriesThePythonStackOfItsThreads) {
@@ -417,6 +424,22 @@ TEST(CrashE2E, SegvOfAPythonRankCarriesThePythonStackOfItsThreads) {
   EXPECT_NE(log.find(expected), std::string::npos) << expected << "\n" << log;
   expect_every_frame_resolvable(crash);
   EXPECT_TRUE(ring_dumped(s.job->dump_dir(), 1, 2)) << log;
+  // One dump for the incident, whose document names rank 1 crashed (how,
+  // where) and no hang.
+  const std::vector<std::string> dumps = crash_dumps(s.job->dump_dir());
+  ASSERT_EQ(dumps.size(), 1u) << log;
+  const json doc = json::parse(read_file(dumps[0] + "/hang.json"), nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << read_file(dumps[0] + "/hang.json");
+  EXPECT_EQ(doc["hung"], false);
+  for (const json& r : doc["ranks"]) {
+    if (r["rank"] == 1) {
+      EXPECT_EQ(r["state"], "crashed");
+      EXPECT_EQ(r["reason"], expected);
+    } else {
+      EXPECT_NE(r["state"], "stuck");
+      EXPECT_NE(r["state"], "missing");
+    }
+  }
 
   const json cpp = plugin_line(read_jsonl(s.jsonl), "cpp", 1);
   ASSERT_TRUE(cpp.is_object()) << read_file(s.jsonl);
