@@ -125,6 +125,17 @@ void CommRegistry::mark_destroyed(const void* comm) {
   if (index != kNone) entries_[index].flags.fetch_or(CommEntry::kDestroyed);
 }
 
+bool CommRegistry::name_later(const void* comm, const char* name) {
+  std::lock_guard<std::mutex> lock(add_mu_);  // one writer of late_name
+  const uint32_t index = find(comm);
+  if (index == kNone) return false;
+  CommEntry& e = entries_[index];
+  if (e.name[0] != '\0' || e.late_named.load(std::memory_order_relaxed)) return false;
+  if (!copy_comm_name(name, e.late_name)) return false;
+  e.late_named.store(true, std::memory_order_release);
+  return true;
+}
+
 namespace {
 // Constant-initialised: usable before any constructor and after destructors.
 CommRegistry g_registry;

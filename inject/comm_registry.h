@@ -13,7 +13,9 @@
 // Names: the group name the program gave the communicator (NCCL >= 2.27
 // ncclConfig_t::commName, or what NCCL hands the profiler plugin's init) is
 // copied into the entry before it is published, so the Poller reads it
-// without a lock and the collective hooks never touch it.
+// without a lock and the collective hooks never touch it. PyTorch sets no
+// commName: its process groups' names come later, from the Python probes
+// (name_later), once per entry.
 #pragma once
 
 #include <nccl.h>
@@ -64,6 +66,16 @@ struct CommEntry {
   std::atomic<uint64_t> split_count{0};  // ncclCommSplit calls with this as parent
   // Written before the entry is published (count_), never after: "" = unknown.
   char name[kCommNameBytes] = {};
+  // A name learned after publication (name_later): written once, before
+  // late_named turns true, never after.
+  std::atomic<bool> late_named{false};
+  char late_name[kCommNameBytes] = {};
+
+  // The name to show: the constructor's, else the one learned later, else "".
+  const char* shown_name() const {
+    if (name[0] != '\0') return name;
+    return late_named.load(std::memory_order_acquire) ? late_name : name;
+  }
 };
 
 class CommRegistry {
@@ -86,6 +98,10 @@ class CommRegistry {
   // Number of published entries (indices [0, size()) are valid).
   uint32_t size() const { return count_.load(std::memory_order_acquire); }
   void mark_destroyed(const void* comm);
+  // Names `comm` after the fact (the program's process group, which the
+  // Python probes read from torch): kept once, only for an entry that got
+  // no name from its constructor. False when unknown, named, or `name` empty.
+  bool name_later(const void* comm, const char* name);
 
  private:
   static constexpr uint32_t kMapSlots = 2 * kCapacity;  // load factor <= 1/2

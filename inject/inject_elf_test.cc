@@ -105,6 +105,8 @@ TEST_F(ElfTest, ExportsExactlyTheHooks) {
                                        "xpu_timer_python_step",
                                        "xpu_timer_python_name_thread",
                                        "xpu_timer_python_debug",
+                                       "xpu_timer_python_comm_count",
+                                       "xpu_timer_python_name_comm",
                                        "InitializeInjectionNvtx2",
                                        "ncclProfiler_v1",
                                        "ncclProfiler_v2",

@@ -513,9 +513,9 @@ void Poller::fill_comms(proto::StatusPage* page) {
       s.flags = (e.flags.load(std::memory_order_relaxed) & CommEntry::kUnknown)
                     ? proto::kCommFlagUnknownIdentity
                     : 0;
-      // Written before the entry was published (comm_registry.h): no race.
+      // Written once before it is shown (comm_registry.h): no race.
       static_assert(sizeof(s.name) == sizeof(e.name));
-      std::memcpy(s.name, e.name, sizeof(s.name));
+      std::memcpy(s.name, e.shown_name(), sizeof(s.name));
     }
   }
   page->ncomms = out;

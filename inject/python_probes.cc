@@ -11,6 +11,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/protocol.h"
+#include "inject/comm_registry.h"
 #include "inject/hook_export.h"
 #include "inject/nvtx_ranges.h"
 #include "inject/os_thread_names.h"
@@ -151,4 +152,23 @@ XPU_TIMER_HOOK int xpu_timer_python_name_thread(int tid, const char* name) {
 // failed once and is silent from then on).
 XPU_TIMER_HOOK void xpu_timer_python_debug(const char* line) {
   if (line != nullptr) XPU_TIMER_LOG_DEBUG("%.900s", line);
+}
+
+// Called by python_probes.py (ctypes, GIL held): how many communicators the
+// process registered so far; the probes look for names when it grows.
+XPU_TIMER_HOOK uint32_t xpu_timer_python_comm_count() {
+  return xpu_timer::inject::comm_registry().size();
+}
+
+// Called by python_probes.py (ctypes, GIL held): `comm` (an ncclComm_t, as
+// torch's ProcessGroupNCCL._comm_ptr() gives it) belongs to the process
+// group named `name`. 1 named, 0 not (unknown, or named by its constructor).
+XPU_TIMER_HOOK int xpu_timer_python_name_comm(uint64_t comm, const char* name) {
+  if (comm == 0 || name == nullptr) return 0;
+  const bool named =
+      xpu_timer::inject::comm_registry().name_later(reinterpret_cast<const void*>(comm), name);
+  if (named)
+    XPU_TIMER_LOG_DEBUG("communicator %#llx: named \"%.40s\" by its process group",
+                        static_cast<unsigned long long>(comm), name);
+  return named ? 1 : 0;
 }

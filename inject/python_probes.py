@@ -20,6 +20,11 @@
 #    register_optimizer_step_post_hook, or the "module:function" given) notes
 #    the end of every optimizer step; the time between two is a step. It
 #    notes no step when XPU_TIMER_STEP_RANGE names an NVTX range for steps;
+#  - communicator names: PyTorch passes no name to NCCL; each process group's
+#    description ("default_pg", new_group(group_desc="tp")) is given to its
+#    communicator (ProcessGroupNCCL._comm_ptr()) when new ones were
+#    registered, at an optimizer step or at most once a second at a garbage
+#    collection;
 #  - thread names: before CPython 3.14 (which does it itself) a
 #    threading.Thread's OS thread keeps the process's name, so stack files
 #    could not tell Python threads apart. Each thread that did not name
@@ -152,6 +157,63 @@ def _xpu_timer_thread_namer(sys, os, ctypes, lib):
     return name_new_threads
 
 
+def _xpu_timer_comm_namer(sys, ctypes, lib):
+    """A function giving the NCCL communicators of torch's process groups
+    their group's name, which PyTorch never passes to NCCL: the group's
+    description ("default_pg", "tp" as given to new_group(group_desc=...)),
+    else "pg" and its group name. It looks only when the library registered
+    communicators since its last look (lazily created ones appear at a
+    group's first collective) and only at process groups that exist; it
+    imports nothing. None where the library lacks the entry points. It never
+    raises; its first failure is logged (debug) and ends it."""
+    try:
+        count = lib.xpu_timer_python_comm_count
+        name_comm = lib.xpu_timer_python_name_comm
+        debug = lib.xpu_timer_python_debug
+    except AttributeError:
+        return None
+    count.argtypes = []
+    count.restype = ctypes.c_uint32
+    name_comm.argtypes = [ctypes.c_uint64, ctypes.c_char_p]
+    name_comm.restype = ctypes.c_int
+    debug.argtypes = [ctypes.c_char_p]
+    debug.restype = None
+    state = {"seen": 0, "failed": False}
+
+    def name_comms():
+        if state["failed"]:
+            return
+        registered = count()
+        if registered == state["seen"]:
+            return
+        c10d = sys.modules.get("torch.distributed.distributed_c10d")
+        torch = sys.modules.get("torch")
+        if c10d is None or torch is None:
+            return
+        try:
+            world = getattr(c10d, "_world", None)
+            names = getattr(world, "pg_names", None)
+            if not names:
+                return
+            device = torch.device("cuda", torch.cuda.current_device())
+            for pg, group_name in list(names.items()):
+                desc = getattr(pg, "group_desc", "")
+                label = desc if isinstance(desc, str) and desc and desc != "undefined" \
+                    else "pg%s" % (group_name,)
+                try:  # a group without NCCL, or whose communicator is not made yet
+                    ptr = int(pg._get_backend(device)._comm_ptr())
+                except Exception:
+                    continue
+                if ptr:
+                    name_comm(ptr, label.encode("ascii", "replace")[:31])
+            state["seen"] = registered
+        except Exception as e:
+            state["failed"] = True
+            debug(("communicator names: off after %r" % (e,)).encode("utf-8", "replace"))
+
+    return name_comms
+
+
 def _xpu_timer_probes(loader_target, monitoring_tool, step_target):
     import ctypes
     import functools
@@ -191,9 +253,13 @@ def _xpu_timer_probes(loader_target, monitoring_tool, step_target):
     if name_threads is not None:
         name_threads()  # the threads running now; before the step hook, which may run at once
         installed.append("thread-names")
+    name_comms = _xpu_timer_comm_namer(sys, ctypes, lib)
+    if name_comms is not None:
+        name_comms()
+        installed.append("comm-names")
     pending = []  # what is not found yet: (module, attrs, name, loader, spec)
     count_steps = not os.environ.get("XPU_TIMER_STEP_RANGE")
-    if count_steps or name_threads is not None:
+    if count_steps or name_threads is not None or name_comms is not None:
         hook_module, _, hook_name = step_target.partition(":")
         register = getattr(sys.modules.get(hook_module), hook_name, None)
         try:
@@ -209,6 +275,8 @@ def _xpu_timer_probes(loader_target, monitoring_tool, step_target):
                         note_step()
                     if name_threads is not None:
                         name_threads()
+                    if name_comms is not None:
+                        name_comms()
                     if pending:
                         retry()  # defined below; a step during the install waits
                 except Exception:
@@ -342,12 +410,15 @@ def _xpu_timer_probes(loader_target, monitoring_tool, step_target):
     last_modules = [len(sys.modules)]
 
     def retry():
-        """Looks the pending names up again when a module was imported since
-        or one is in the entry script; True while some remain."""
+        """Names new communicators; looks the pending names up again when a
+        module was imported since or one is in the entry script. True while
+        there is something to do at later collections."""
+        if name_comms is not None:
+            name_comms()  # a group's communicators before the first optimizer step
         try:
             count = len(sys.modules)
             if count == last_modules[0] and not any(p[0] == "__main__" for p in pending):
-                return bool(pending)
+                return bool(pending) or name_comms is not None
             last_modules[0] = count
             before = summary()
             late = []
@@ -362,10 +433,10 @@ def _xpu_timer_probes(loader_target, monitoring_tool, step_target):
                     "utf-8", "replace"))
             if summary() != before:
                 report(summary().encode())
-            return bool(pending)
+            return bool(pending) or name_comms is not None
         except Exception:
-            return False
+            return name_comms is not None
 
-    if pending:
+    if pending or name_comms is not None:
         set_retry(retry)
     return summary()

@@ -20,6 +20,7 @@ with open(os.path.join(HERE, "python_probes.py")) as f:
 parse = PROBES["_xpu_timer_parse_traced"]
 lookup = PROBES["_xpu_timer_lookup"]
 thread_namer = PROBES["_xpu_timer_thread_namer"]
+comm_namer = PROBES["_xpu_timer_comm_namer"]
 
 
 class ParseTraced(unittest.TestCase):
@@ -190,6 +191,87 @@ class ThreadNamer(unittest.TestCase):
                                              getfilesystemencoding=lambda: "utf-8")
         thread_namer(no_threading, types.SimpleNamespace(environ={}), ctypes, lib)()
         self.assertEqual(lib.named, [])
+
+
+class FakeCommLibrary:
+    """The library's side of communicator naming: a registry of `count`
+    communicators, and the names it was given."""
+
+    def __init__(self):
+        self.count, self.named, self.debug_lines = 0, [], []
+        self.xpu_timer_python_comm_count = lambda: self.count
+        self.xpu_timer_python_name_comm = lambda ptr, name: self.named.append((ptr, name)) or 1
+
+        def debug(line):
+            self.debug_lines.append(line)
+
+        self.xpu_timer_python_debug = debug
+
+
+class FakeGroup:
+    def __init__(self, desc, ptr):
+        self.group_desc, self.ptr, self.asked = desc, ptr, 0
+
+    def _get_backend(self, device):
+        self.asked += 1
+        if self.ptr is None:
+            raise RuntimeError("no NCCL backend for this group")
+        return types.SimpleNamespace(_comm_ptr=lambda: self.ptr)
+
+
+def fake_torch(groups):
+    """sys as the namer sees it: torch and its c10d world with `groups`
+    ({group: group_name})."""
+    torch = types.SimpleNamespace(device=lambda kind, index: (kind, index),
+                                  cuda=types.SimpleNamespace(current_device=lambda: 0))
+    c10d = types.SimpleNamespace(_world=types.SimpleNamespace(pg_names=groups))
+    return types.SimpleNamespace(modules={"torch": torch,
+                                          "torch.distributed.distributed_c10d": c10d})
+
+
+class CommNamer(unittest.TestCase):
+    def test_each_groups_communicator_gets_its_description_or_its_group_name(self):
+        lib = FakeCommLibrary()
+        default, tp, undescribed, gloo, lazy = (
+            FakeGroup("default_pg", 0x1000), FakeGroup("tp", 0x2000),
+            FakeGroup("undefined", 0x3000), FakeGroup("gloo_only", None), FakeGroup("dp", 0))
+        groups = {default: "0", tp: "1", undescribed: "2", gloo: "3", lazy: "4"}
+        name_comms = comm_namer(fake_torch(groups), ctypes, lib)
+        lib.count = 3
+        name_comms()
+        self.assertEqual(lib.named, [(0x1000, b"default_pg"), (0x2000, b"tp"), (0x3000, b"pg2")])
+        # Nothing new registered: torch is not asked again.
+        asked = tp.asked
+        name_comms()
+        self.assertEqual(tp.asked, asked)
+        # dp's communicator made at its first collective: named at the next look.
+        lazy.ptr = 0x4000
+        lib.count = 4
+        lib.named.clear()
+        name_comms()
+        self.assertIn((0x4000, b"dp"), lib.named)
+        self.assertEqual(lib.debug_lines, [])
+
+    def test_nothing_before_torch_distributed_is_imported(self):
+        lib = FakeCommLibrary()
+        lib.count = 2
+        comm_namer(types.SimpleNamespace(modules={}), ctypes, lib)()
+        self.assertEqual(lib.named, [])
+
+    def test_a_failure_is_said_once_and_never_raised(self):
+        lib = FakeCommLibrary()
+        sys_view = fake_torch({FakeGroup("tp", 0x2000): "1"})
+        sys_view.modules["torch"].cuda.current_device = lambda: 1 / 0
+        name_comms = comm_namer(sys_view, ctypes, lib)
+        lib.count = 1
+        name_comms()
+        lib.count = 2
+        name_comms()
+        self.assertEqual(lib.debug_lines,
+                         [b"communicator names: off after ZeroDivisionError('division by zero')"])
+
+    def test_none_without_the_librarys_entry_points(self):
+        self.assertIsNone(comm_namer(sys, ctypes, object()))
 
 
 if __name__ == "__main__":
