@@ -492,10 +492,10 @@ constexpr uint32_t kCrashFlagNoFaultFrame = 4;      // the faulting pc was not f
 // The supervisor reads the rank's Python stacks while it waits, then closes
 // the descriptor to release it (docs/architecture.md "Crash report").
 constexpr uint32_t kCrashFlagAwaitsRelease = 8;
-// Our handler was not entered by the kernel but called by another handler
-// (one installed after ours that chains as sa_handler(sig), passing no
-// siginfo): si_code, sender and fault address are unknown (zero), and
-// `caller` names the handler that called ours.
+// Our handler did not get the kernel's siginfo: another handler, installed
+// after ours without SA_SIGINFO (so the kernel filled none) or passing other
+// pointers, called it. si_code, sender and fault address are unknown (zero),
+// and `caller` names that handler (or the code our handler returns to).
 constexpr uint32_t kCrashFlagSiginfoNotKernels = 16;
 
 struct CrashReportMsg {

@@ -66,15 +66,20 @@ bool worth_reporting(int sig) {
 // A crash worth its Python stacks; a termination request is not waited on.
 bool waits_for_stacks(int sig) { return synchronous_fault(sig) || sig == SIGABRT; }
 
-// True when `info` and `ucontext` are where the kernel's signal frame puts
-// them, so `info` is the kernel's: x86_64's rt_sigframe is {pretcode; the
-// kernel's ucontext, which ends at its 8-byte signal mask; siginfo}, arm64's
-// {siginfo; ucontext}. A handler installed after ours that chains as
-// sa_handler(sig) calls ours with whatever its registers held: pointers
-// that are not in that relation (compared, never dereferenced), or point at
-// anything. Then si_code, the sender and the fault address are unknown.
-bool kernels_siginfo(int sig, const siginfo_t* info, const void* ucontext) {
-  if (info == nullptr || ucontext == nullptr) return false;
+// True when `info` is the kernel's siginfo for this delivery. The kernel
+// fills a siginfo only for a handler installed with SA_SIGINFO, so the
+// handler installed now must have it: a later handler installed without it
+// (PyTorch's termination handler is one) is entered with pointers to an
+// unfilled siginfo, and when it chains to ours, often as a tail call, we get
+// stack garbage where the sender and code should be. And `info` must sit
+// where the kernel's signal frame puts it relative to `ucontext` (x86_64's
+// rt_sigframe: {pretcode; the kernel's ucontext, which ends at its 8-byte
+// signal mask; siginfo}, arm64's {siginfo; ucontext}; compared, never
+// dereferenced): a handler that passes other pointers, or none, is caught
+// there. `installed`: the handler installed now.
+bool kernels_siginfo(int sig, const siginfo_t* info, const void* ucontext,
+                     const struct sigaction& installed) {
+  if (!(installed.sa_flags & SA_SIGINFO) || info == nullptr || ucontext == nullptr) return false;
   const auto at = reinterpret_cast<uintptr_t>(info);
   const auto uc = reinterpret_cast<uintptr_t>(ucontext);
 #if defined(__x86_64__)
@@ -244,9 +249,23 @@ void chain(int sig, siginfo_t* info, void* ucontext, bool kernels) {
 void on_signal(int sig, siginfo_t* info, void* ucontext) {
   const int saved_errno = errno;
   if (sig > 0 && sig < kMaxSignal && g_ours[sig]) {
-    const bool kernels = kernels_siginfo(sig, info, ucontext);
-    const auto caller = reinterpret_cast<uintptr_t>(__builtin_return_address(0));
-    maybe_report(sig, kernels ? info : nullptr, kernels ? ucontext : nullptr, kernels ? 0 : caller);
+    struct sigaction installed {};
+    sigaction(sig, nullptr, &installed);  // async-signal-safe
+    const bool kernels = kernels_siginfo(sig, info, ucontext, installed);
+    // Who brought the signal to us without the kernel's siginfo: the handler
+    // installed after ours, else the code we return to (the address of the
+    // call, for the name of the function that holds it).
+    uintptr_t caller = 0;
+    if (!kernels) {
+      const auto handler = (installed.sa_flags & SA_SIGINFO)
+                               ? reinterpret_cast<uintptr_t>(installed.sa_sigaction)
+                               : reinterpret_cast<uintptr_t>(installed.sa_handler);
+      const auto ours = reinterpret_cast<uintptr_t>(&on_signal);
+      caller = handler > 1 && handler != ours
+                   ? handler
+                   : reinterpret_cast<uintptr_t>(__builtin_return_address(0)) - 1;
+    }
+    maybe_report(sig, kernels ? info : nullptr, kernels ? ucontext : nullptr, caller);
     // Passed on as they came: a handler before ours gets what we got.
     chain(sig, info, ucontext, kernels);
   }

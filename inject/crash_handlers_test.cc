@@ -172,24 +172,48 @@ extern "C" __attribute__((noinline)) void xpu_test_late_siginfo_handler(int sig,
   g_after_chain = 1;
 }
 
-void install_late(bool passes_siginfo) {
+enum class Late { kOneArgument, kSiginfo, kForwardsRegisters };
+
+// What a real run showed (PyTorch's termination handler, installed after ours
+// without SA_SIGINFO): the kernel enters it with the frame's pointers in its
+// argument registers but fills no siginfo, and it hands those on to ours.
+extern "C" __attribute__((noinline)) void xpu_test_late_forwarding_handler(int sig,
+                                                                          siginfo_t* info,
+                                                                          void* uc) {
+  g_ours_action.sa_sigaction(sig, info, uc);
+  g_after_chain = 1;
+}
+
+void install_late(Late kind) {
   sigaction(SIGTERM, nullptr, &g_ours_action);
   struct sigaction late {};
   sigemptyset(&late.sa_mask);
-  if (passes_siginfo) {
-    late.sa_sigaction = &xpu_test_late_siginfo_handler;
-    late.sa_flags = SA_SIGINFO;
-  } else {
-    late.sa_handler = &xpu_test_late_handler;
+  switch (kind) {
+    case Late::kSiginfo:
+      late.sa_sigaction = &xpu_test_late_siginfo_handler;
+      late.sa_flags = SA_SIGINFO;
+      break;
+    case Late::kOneArgument:
+      late.sa_handler = &xpu_test_late_handler;
+      break;
+    case Late::kForwardsRegisters:
+      // Through void (*)(): the one cast GCC takes for "any function type".
+      late.sa_handler = reinterpret_cast<void (*)(int)>(
+          reinterpret_cast<void (*)()>(&xpu_test_late_forwarding_handler));
+      break;
   }
   sigaction(SIGTERM, &late, nullptr);
 }
 void terminate_through_a_one_argument_handler() {
-  install_late(false);
+  install_late(Late::kOneArgument);
   terminate_self();
 }
 void terminate_through_a_siginfo_handler() {
-  install_late(true);
+  install_late(Late::kSiginfo);
+  terminate_self();
+}
+void terminate_through_a_forwarding_handler() {
+  install_late(Late::kForwardsRegisters);
   terminate_self();
 }
 
@@ -208,6 +232,16 @@ TEST(CrashHandlers, ASiginfoThatIsNotTheKernelsIsNeverReported) {
   EXPECT_GE(r.report.caller.module, 0);
   EXPECT_TRUE(has_frame(r.report, "terminate_self") || has_frame(r.report, "kill") ||
               has_frame(r.report, "pause"));
+}
+
+TEST(CrashHandlers, TheFramesUnfilledSiginfoHandedOnByAOneArgumentHandlerIsNeverReported) {
+  const ChildResult r = run_child(&terminate_through_a_forwarding_handler, false, 0);
+  ASSERT_TRUE(WIFSIGNALED(r.wait_status)) << "wait status " << r.wait_status;
+  EXPECT_EQ(WTERMSIG(r.wait_status), SIGTERM);
+  ASSERT_EQ(r.report_bytes, static_cast<ssize_t>(sizeof(proto::CrashReportMsg)));
+  EXPECT_NE(r.report.flags & proto::kCrashFlagSiginfoNotKernels, 0u);
+  EXPECT_EQ(r.report.sender_pid, 0);
+  EXPECT_STREQ(r.report.caller.function, "xpu_test_late_forwarding_handler");
 }
 
 TEST(CrashHandlers, ASiginfoPassedOnByALaterHandlerIsTheKernels) {

@@ -234,7 +234,7 @@ void capture_crash_stack(void* ucontext, uintptr_t caller_pc, const char* exe_pa
   if (caller_pc != 0) {
     msg->caller.pc = caller_pc;
     msg->caller.module = -1;
-    lookup[count] = caller_pc - 1;  // a return address
+    lookup[count] = caller_pc;
     named[count++] = &msg->caller;
   }
   ResolveState st{msg, named, lookup, count, exe_path};

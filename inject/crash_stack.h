@@ -26,7 +26,8 @@ namespace xpu_timer::inject {
 // Fills msg->frames/modules/nframes/nmodules/flags for the current thread,
 // starting at the frame the signal interrupted (`ucontext` of the handler;
 // null: at the kernel's signal frame). `caller_pc` (0: none) is named into
-// msg->caller: the return address of the code that called the handler.
+// msg->caller: an address in the code that brought the signal to the
+// handler (a handler's entry, or a call's address).
 // `exe_path` names the main program (dlpi_name is "" for it).
 void capture_crash_stack(void* ucontext, uintptr_t caller_pc, const char* exe_path,
                          proto::CrashReportMsg* msg);

@@ -51,8 +51,8 @@ std::string short_file(const std::string& file) {
   return slash == std::string::npos ? file : file.substr(slash + 1);
 }
 
-// "sender unknown: our handler was called by c10::handler (libc10.so), not
-// by the kernel".
+// "sender unknown: our handler was reached through handleSignal
+// (libtorch_cpu.so) without the kernel's siginfo".
 std::string siginfo_unknown(const SignalReport& s) {
   std::string by = "another handler";
   if (s.caller) {
@@ -60,7 +60,7 @@ std::string siginfo_unknown(const SignalReport& s) {
     by = c.function.empty() ? hex(c.pc) : c.function;
     if (!c.module.empty()) by += " (" + short_file(c.module) + ")";
   }
-  return "sender unknown: our handler was called by " + by + ", not by the kernel";
+  return "sender unknown: our handler was reached through " + by + " without the kernel's siginfo";
 }
 
 json python_frames_json(const std::vector<stack::PythonFrame>& frames) {

@@ -197,8 +197,8 @@ TEST(CrashTracker, StopSignalsWithoutTheKernelsSiginfoAreTerminationsAfterTheCra
     EXPECT_TRUE(j["sender"].is_null());
     EXPECT_TRUE(j["fault_address"].is_null());
     EXPECT_EQ(j["siginfo"],
-              "sender unknown: our handler was called by late_handler (libother.so), not by "
-              "the kernel");
+              "sender unknown: our handler was reached through late_handler (libother.so) "
+              "without the kernel's siginfo");
   }
   EXPECT_EQ(all.at(0)["cause"], "ended by SIGTERM after rank 1's crash (SIGSEGV)");
   EXPECT_EQ(all.at(2)["cause"], "ended by SIGTERM (sender unknown)");

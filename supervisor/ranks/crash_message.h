@@ -39,9 +39,9 @@ struct SignalReport {
   bool frames_truncated = false;
   bool awaits_release = false;      // the rank waits in its handler for a descriptor's close
   std::vector<NativeFrame> frames;  // innermost first
-  // False when the rank's handler was called by another handler, not by the
-  // kernel: si_code, sender and fault address are then unknown (zero), and
-  // `caller` is the code that called it.
+  // False when the rank's handler got no siginfo from the kernel (another
+  // handler called it): si_code, sender and fault address are then unknown
+  // (zero), and `caller` is that handler.
   bool siginfo_from_kernel = true;
   std::optional<NativeFrame> caller;
 };
