@@ -1,5 +1,6 @@
 #include "inject/crash_handlers.h"
 
+#include <dlfcn.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -28,6 +29,7 @@ namespace {
 constexpr int kSignals[] = {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGTERM, SIGPIPE};
 constexpr int kMaxSignal = 65;
 constexpr size_t kAltStackBytes = 64 * 1024;
+constexpr pid_t kMaxPid = 4194304;  // PID_MAX_LIMIT on 64-bit Linux
 
 // Everything the handler reads is set before the handlers are installed (or
 // is atomic), lives in static storage, and is never freed.
@@ -38,6 +40,9 @@ std::atomic<int> g_reporter_tid{0};  // the thread making the one report; stays 
 std::atomic<bool> g_report_done{false};
 struct sigaction g_previous[kMaxSignal];
 bool g_ours[kMaxSignal];
+// The handler found installed in our place by crash_watch_handlers (0: none
+// seen): who brings a signal to ours when the kernel did not.
+std::atomic<uintptr_t> g_replaced_by[kMaxSignal];
 int g_rank = 0;
 int g_wait_ms = 0;
 pid_t g_pid = 0;
@@ -46,6 +51,27 @@ char g_text_path[512];
 proto::CrashReportMsg g_msg;
 
 pid_t current_tid() { return static_cast<pid_t>(::syscall(SYS_gettid)); }
+
+const char* signal_abbrev(int sig) {
+  switch (sig) {
+    case SIGSEGV:
+      return "SIGSEGV";
+    case SIGABRT:
+      return "SIGABRT";
+    case SIGBUS:
+      return "SIGBUS";
+    case SIGFPE:
+      return "SIGFPE";
+    case SIGILL:
+      return "SIGILL";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGPIPE:
+      return "SIGPIPE";
+    default:
+      return "a signal";
+  }
+}
 
 bool synchronous_fault(int sig) {
   return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL;
@@ -89,7 +115,15 @@ bool kernels_siginfo(int sig, const siginfo_t* info, const void* ucontext,
 #else
 #error "the kernel's signal frame layout of this architecture is not known"
 #endif
-  return info->si_signo == sig;
+  if (info->si_signo != sig) return false;
+  // What the kernel can say, and nothing else: a code it uses (SI_TKILL..
+  // SI_USER, SI_KERNEL, or a signal's own small positive codes), and for a
+  // signal a process sent, a pid that can be one.
+  const int code = info->si_code;
+  if (!((code >= SI_TKILL && code <= SI_USER) || code == SI_KERNEL || (code > 0 && code < 64))) {
+    return false;
+  }
+  return code > 0 || code == SI_KERNEL || (info->si_pid > 0 && info->si_pid <= kMaxPid);
 }
 
 // Sends the report. With `with_release`, one end of a fresh socket pair rides
@@ -261,9 +295,10 @@ void on_signal(int sig, siginfo_t* info, void* ucontext) {
                                ? reinterpret_cast<uintptr_t>(installed.sa_sigaction)
                                : reinterpret_cast<uintptr_t>(installed.sa_handler);
       const auto ours = reinterpret_cast<uintptr_t>(&on_signal);
-      caller = handler > 1 && handler != ours
-                   ? handler
-                   : reinterpret_cast<uintptr_t>(__builtin_return_address(0)) - 1;
+      const uintptr_t seen = g_replaced_by[sig].load(std::memory_order_relaxed);
+      caller = handler > 1 && handler != ours ? handler
+               : seen != 0                    ? seen
+                           : reinterpret_cast<uintptr_t>(__builtin_return_address(0)) - 1;
     }
     maybe_report(sig, kernels ? info : nullptr, kernels ? ucontext : nullptr, caller);
     // Passed on as they came: a handler before ours gets what we got.
@@ -331,6 +366,32 @@ bool install_crash_handlers(const CrashConfig& config) {
   }
   XPU_TIMER_LOG_DEBUG("crash handlers installed for %d signals", installed);
   return installed > 0;
+}
+
+void crash_watch_handlers() {
+  if (!g_installed.load(std::memory_order_acquire)) return;
+  const auto ours = reinterpret_cast<uintptr_t>(&on_signal);
+  for (int sig : kSignals) {
+    if (!g_ours[sig]) continue;
+    struct sigaction cur {};
+    if (sigaction(sig, nullptr, &cur) != 0) continue;
+    const auto handler = (cur.sa_flags & SA_SIGINFO) ? reinterpret_cast<uintptr_t>(cur.sa_sigaction)
+                                                     : reinterpret_cast<uintptr_t>(cur.sa_handler);
+    if (handler <= 1 || handler == ours) continue;  // ours, or a default the program chose
+    if (g_replaced_by[sig].exchange(handler, std::memory_order_relaxed) == handler) continue;
+    Dl_info where{};
+    const bool named = dladdr(reinterpret_cast<void*>(handler), &where) != 0;
+    XPU_TIMER_LOG_INFO(
+        "%s is handled first by %s+%#lx in %s (installed after ours%s): a signal that reaches "
+        "ours through it may come without its sender",
+        signal_abbrev(sig), named && where.dli_sname != nullptr ? where.dli_sname : "a function",
+        static_cast<unsigned long>(
+            handler - reinterpret_cast<uintptr_t>(named && where.dli_sname != nullptr
+                                                      ? where.dli_saddr
+                                                      : (named ? where.dli_fbase : nullptr))),
+        named && where.dli_fname != nullptr ? where.dli_fname : "?",
+        (cur.sa_flags & SA_SIGINFO) ? "" : ", without SA_SIGINFO");
+  }
 }
 
 void crash_set_link_fd(int fd) { g_link_fd.store(fd, std::memory_order_release); }

@@ -46,5 +46,10 @@ bool install_crash_handlers(const CrashConfig& config);
 // handler writes its file (link_fd -1) or, in a fork child, only chains.
 void crash_set_link_fd(int fd);
 void crash_forget_process();  // fork child: never report, only chain
+// Looks whether a handler installed after ours took one of our signals (the
+// runtime's background thread calls it about once a second): logs it once
+// (INFO, with its symbol and object), and a report of a signal that reaches
+// ours without the kernel's siginfo names it as the caller.
+void crash_watch_handlers();
 
 }  // namespace xpu_timer::inject

@@ -172,7 +172,20 @@ extern "C" __attribute__((noinline)) void xpu_test_late_siginfo_handler(int sig,
   g_after_chain = 1;
 }
 
-enum class Late { kOneArgument, kSiginfo, kForwardsRegisters };
+enum class Late { kOneArgument, kSiginfo, kForwardsRegisters, kRestoresOursAndForwards };
+
+// What the real run's reports look like from inside: a one-argument handler
+// that puts ours back, then hands on the frame's siginfo, which the kernel
+// did not fill for it (here filled with the garbage a real run reported).
+extern "C" __attribute__((noinline)) void xpu_test_restoring_handler(int sig, siginfo_t* info,
+                                                                     void* uc) {
+  sigaction(sig, &g_ours_action, nullptr);
+  info->si_signo = sig;
+  info->si_code = -1886906387;
+  info->si_pid = 1712499808;
+  g_ours_action.sa_sigaction(sig, info, uc);
+  g_after_chain = 1;
+}
 
 // What a real run showed (PyTorch's termination handler, installed after ours
 // without SA_SIGINFO): the kernel enters it with the frame's pointers in its
@@ -201,8 +214,17 @@ void install_late(Late kind) {
       late.sa_handler = reinterpret_cast<void (*)(int)>(
           reinterpret_cast<void (*)()>(&xpu_test_late_forwarding_handler));
       break;
+    case Late::kRestoresOursAndForwards:
+      late.sa_handler = reinterpret_cast<void (*)(int)>(
+          reinterpret_cast<void (*)()>(&xpu_test_restoring_handler));
+      break;
   }
   sigaction(SIGTERM, &late, nullptr);
+  crash_watch_handlers();  // the runtime's thread would, within a second
+}
+void terminate_through_a_restoring_handler() {
+  install_late(Late::kRestoresOursAndForwards);
+  terminate_self();
 }
 void terminate_through_a_one_argument_handler() {
   install_late(Late::kOneArgument);
@@ -242,6 +264,17 @@ TEST(CrashHandlers, TheFramesUnfilledSiginfoHandedOnByAOneArgumentHandlerIsNever
   EXPECT_NE(r.report.flags & proto::kCrashFlagSiginfoNotKernels, 0u);
   EXPECT_EQ(r.report.sender_pid, 0);
   EXPECT_STREQ(r.report.caller.function, "xpu_test_late_forwarding_handler");
+}
+
+TEST(CrashHandlers, AHandlerThatPutsOursBackAndForwardsGarbageIsNamedAndNotBelieved) {
+  const ChildResult r = run_child(&terminate_through_a_restoring_handler, false, 0);
+  ASSERT_TRUE(WIFSIGNALED(r.wait_status)) << "wait status " << r.wait_status;
+  EXPECT_EQ(WTERMSIG(r.wait_status), SIGTERM);
+  ASSERT_EQ(r.report_bytes, static_cast<ssize_t>(sizeof(proto::CrashReportMsg)));
+  EXPECT_NE(r.report.flags & proto::kCrashFlagSiginfoNotKernels, 0u);
+  EXPECT_EQ(r.report.si_code, 0);
+  EXPECT_EQ(r.report.sender_pid, 0);
+  EXPECT_STREQ(r.report.caller.function, "xpu_test_restoring_handler");
 }
 
 TEST(CrashHandlers, ASiginfoPassedOnByALaterHandlerIsTheKernels) {

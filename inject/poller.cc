@@ -10,6 +10,7 @@
 #include "common/env_config.h"
 #include "common/log.h"
 #include "inject/comm_registry.h"
+#include "inject/crash_handlers.h"
 #include "inject/cuda_runtime_calls.h"
 #include "inject/dtype_mapping.h"
 #include "inject/event_pool.h"
@@ -573,6 +574,7 @@ void Poller::publish(uint64_t now_ns) {
   // Our own cost: the Poller's CPU time, read every 100 ms (a system call).
   if (now_ns - std::min(now_ns, self_read_ns_) >= 100'000'000) {
     self_read_ns_ = now_ns;
+    if (++handler_watch_ % 10 == 0) crash_watch_handlers();  // about once a second
     timespec cpu{};
     if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0) {
       self_cpu_ns_ = static_cast<uint64_t>(cpu.tv_sec) * 1'000'000'000ull +

@@ -117,6 +117,7 @@ class Poller {
   uint32_t inflight_ = 0;
   uint64_t poller_errors_ = 0;  // our CUDA errors seen on this thread
   uint64_t self_read_ns_ = 0;   // when self_cpu_ns_ was read
+  uint64_t handler_watch_ = 0;  // reads of self_cpu_ns_: every 10th looks at the signal handlers
   uint64_t self_cpu_ns_ = 0;    // this thread's CPU time (proto::SelfCost)
   bool cuda_ok_ = true;         // false after a CUDA error of ours: no more CUDA calls
   bool draining_ = false;       // supervisor gone: finish what is pending, then exit

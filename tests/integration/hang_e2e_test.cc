@@ -9,7 +9,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
+#include <map>
 #include <set>
+#include <utility>
 
 #include "tests/integration/supervisor_fixture.h"
 
@@ -209,6 +212,116 @@ TEST(HangE2EGroups, TheRootOfAHangAcrossCommunicatorsLeadsTheVerdict) {
                            "AllReduce #6 on world_split"),
               std::string::npos)
         << summary;
+    job.child().wait_for(std::chrono::seconds(60));
+  }
+}
+
+// The hang document at `path` once `ready` holds for it (the verdict grows as
+// the ranks pass the timeout one after the other).
+nlohmann::json hang_document_when(const std::string& path,
+                                  const std::function<bool(const nlohmann::json&)>& ready,
+                                  SupervisedJob* job) {
+  nlohmann::json hang;
+  const auto done = [&] {
+    if (!file_exists(path)) return false;
+    hang = nlohmann::json::parse(read_file(path), nullptr, /*allow_exceptions=*/false);
+    return hang.is_object() && hang.contains("roots") && ready(hang);
+  };
+  EXPECT_TRUE(wait_until(done, std::chrono::seconds(60))) << hang.dump(2) << job->log();
+  return hang;
+}
+
+size_t waiters_of(const nlohmann::json& root) {
+  size_t n = 0;
+  for (const auto& level : root.at("waiters")) n += level.size();
+  return n;
+}
+
+// Tensor x pipeline x data parallel groups as Megatron builds them (8 ranks,
+// TP2 x PP2 x DP2: tp {0,1} {2,3} {4,5} {6,7}, dp {0,2} {1,3} {4,6} {5,7},
+// pp {0,4} {1,5} {2,6} {3,7}), each step a world all-reduce then tp, pp, dp.
+// Rank 3 stops before its tp all-reduce of step 5: rank 2 waits for it in
+// tp, rank 7 in pp, rank 1 in dp; behind rank 2 wait rank 6 (pp) and rank 0
+// (dp); behind rank 7 rank 5 (dp); behind rank 6 rank 4 (dp). One root, the
+// chain by level, and every waiter's own edges.
+TEST(HangE2EGroups, ThreeDimensionalParallelismLeadsWithItsRootAndItsChain) {
+  for (bool python : {false, true}) {
+    SupervisedJob job(
+        std::string("hang-3d-") + (python ? "py" : "cpp"),
+        {"--hang-timeout", "2", "--on-hang", "kill", "--kill-grace", "3"},
+        sim_job(8, python,
+                {"--steps", "100000", "--step-ms", "20", "--bytes", "65536", "--parallel", "2,2,2",
+                 "--hang-rank", "3", "--hang-step", "5", "--hang-before-group", "tp"}));
+    const nlohmann::json hang = hang_document_when(
+        job.dump_dir() + "/hang.json",
+        [](const nlohmann::json& h) {
+          return h.at("roots").size() == 1 && waiters_of(h.at("roots")[0]) == 7;
+        },
+        &job);
+    ASSERT_TRUE(hang.is_object() && hang.value("hung", false)) << hang.dump(2);
+    const auto& root = hang.at("roots")[0];
+    EXPECT_EQ(root.at("kind"), "rank") << root.dump();
+    EXPECT_EQ(root.at("ranks"), nlohmann::json::array({3})) << root.dump();
+    EXPECT_EQ(root.at("waiters"), nlohmann::json::parse("[[1,2,7],[0,5,6],[4]]")) << root.dump();
+    const std::map<int, std::pair<int, std::string>> edge = {
+        {0, {2, "dp"}}, {1, {3, "dp"}}, {2, {3, "tp"}}, {4, {6, "dp"}},
+        {5, {7, "dp"}}, {6, {2, "pp"}}, {7, {3, "pp"}}};
+    for (const auto& r : hang.at("ranks")) {
+      const int rank = r.at("rank").get<int>();
+      const auto& waits = r.at("waits_for");
+      if (rank == 3) {
+        EXPECT_EQ(r.at("state"), "missing") << r.dump(2);
+        EXPECT_TRUE(waits.empty()) << r.dump(2);
+        continue;
+      }
+      ASSERT_EQ(waits.size(), 1u) << r.dump(2);
+      EXPECT_EQ(waits[0].at("rank"), edge.at(rank).first) << r.dump(2);
+      EXPECT_EQ(waits[0].at("comm_name"), edge.at(rank).second) << r.dump(2);
+    }
+    const std::string summary = hang.at("summary").get<std::string>();
+    EXPECT_EQ(summary.rfind("rank 3 missing", 0), 0u) << summary;
+    EXPECT_NE(summary.find("; waiting on it: rank 1 in AllReduce #6 on dp, rank 2 in AllReduce #6 "
+                           "on tp, rank 7 in AllReduce #6 on pp; behind them: ranks 0/5 in "
+                           "AllReduce #6 on dp, rank 6 in AllReduce #6 on pp; behind them: rank 4 "
+                           "in AllReduce #6 on dp"),
+              std::string::npos)
+        << summary;
+    job.child().wait_for(std::chrono::seconds(60));
+  }
+}
+
+// A deadlock by order (4 ranks, TP2 x PP1 x DP2): at step 5 rank 1 issues
+// its tp all-reduce before the world one. Rank 0 waits in the world's for
+// rank 1, whose world all-reduce never starts behind its tp one, in which it
+// waits for rank 0. The root is that cycle; ranks 2 and 3 wait on it.
+TEST(HangE2EGroups, ADeadlockByOrderIsItsOwnRoot) {
+  for (bool python : {false, true}) {
+    SupervisedJob job(
+        std::string("hang-deadlock-") + (python ? "py" : "cpp"),
+        {"--hang-timeout", "2", "--on-hang", "kill", "--kill-grace", "3"},
+        sim_job(4, python,
+                {"--steps", "100000", "--step-ms", "20", "--bytes", "65536", "--comm-name", "world",
+                 "--parallel", "2,1,2", "--swap-rank", "1", "--swap-step", "5"}));
+    const nlohmann::json hang = hang_document_when(
+        job.dump_dir() + "/hang.json",
+        [](const nlohmann::json& h) {
+          return h.at("roots").size() == 1 && h.at("roots")[0].at("kind") == "cycle" &&
+                 waiters_of(h.at("roots")[0]) == 2;
+        },
+        &job);
+    ASSERT_TRUE(hang.is_object() && hang.value("hung", false)) << hang.dump(2);
+    const auto& root = hang.at("roots")[0];
+    EXPECT_EQ(root.at("ranks"), nlohmann::json::array({0, 1})) << root.dump();
+    EXPECT_EQ(root.at("waiters"), nlohmann::json::parse("[[2,3]]")) << root.dump();
+    for (const auto& r : hang.at("ranks")) {
+      const int rank = r.at("rank").get<int>();
+      const auto& waits = r.at("waits_for");
+      ASSERT_EQ(waits.size(), 1u) << r.dump(2);
+      EXPECT_EQ(waits[0].at("rank"), rank == 1 ? 0 : 1) << r.dump(2);
+      EXPECT_EQ(waits[0].at("comm_name"), rank == 1 ? "tp" : "world") << r.dump(2);
+    }
+    const std::string summary = hang.at("summary").get<std::string>();
+    EXPECT_EQ(summary.rfind("deadlock by order among ranks 0-1", 0), 0u) << summary;
     job.child().wait_for(std::chrono::seconds(60));
   }
 }

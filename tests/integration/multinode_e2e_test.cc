@@ -203,6 +203,52 @@ TEST_F(MultiNodeE2E, EveryNodeNamesTheSameCulpritOnAnotherNode) {
 // every member, node 0 none of the odd one: the nodes compare their windows
 // of fingerprints through etcd, and every node reports the same mismatch,
 // with rank 3 on node 1 the odd one out, once.
+// The root of a hang across communicators and nodes: tensor groups inside a
+// node ({0,1} on node 0, {2,3} on node 1), data groups across ({0,2},
+// {1,3}). Rank 3 stops before its tp all-reduce: rank 2 waits for it in tp,
+// rank 1 in dp; rank 0 waits in dp for rank 2. Node 0 holds none of the
+// chain's first two links, yet both nodes lead with rank 3 and the same
+// chain, from the merged snapshot.
+TEST_F(MultiNodeE2E, EveryNodeLeadsWithTheSameRootAndChainAcrossNodes) {
+  start_nodes("mn-roots",
+              {"--steps", "100000", "--step-ms", "20", "--bytes", "65536", "--parallel", "2,1,2",
+               "--hang-rank", "3", "--hang-step", "5", "--hang-before-group", "tp"});
+  std::set<std::string> summaries;
+  for (int node = 0; node < kNodes; ++node) {
+    SCOPED_TRACE("node " + std::to_string(node));
+    SupervisedJob& n = *nodes_[node];
+    const nlohmann::json h = wait_hang(n, [](const nlohmann::json& j) {
+      if (j["hung"] != true || !j.contains("roots") || j["roots"].size() != 1) return false;
+      size_t waiters = 0;
+      for (const auto& level : j["roots"][0]["waiters"]) waiters += level.size();
+      // And where the root is, which node 1's stacks tell node 0 too.
+      return waiters == 3 &&
+             j["summary"].get<std::string>().find("in stuck_in_host_code") != std::string::npos;
+    });
+    ASSERT_TRUE(h.is_object()) << n.get_json("/hang").dump(2) << n.log();
+    const auto& root = h.at("roots")[0];
+    EXPECT_EQ(root.at("kind"), "rank") << root.dump();
+    EXPECT_EQ(root.at("ranks"), nlohmann::json::array({3})) << root.dump();
+    EXPECT_EQ(root.at("waiters"), nlohmann::json::parse("[[1,2],[0]]")) << root.dump();
+    for (const auto& r : h.at("ranks")) {
+      const int rank = r.at("rank").get<int>();
+      const auto& waits = r.at("waits_for");
+      if (rank == 3) {
+        EXPECT_TRUE(waits.empty()) << r.dump(2);
+        continue;
+      }
+      ASSERT_EQ(waits.size(), 1u) << r.dump(2);
+      EXPECT_EQ(waits[0].at("rank"), rank == 0 ? 2 : 3) << r.dump(2);
+      EXPECT_EQ(waits[0].at("comm_name"), rank == 2 ? "tp" : "dp") << r.dump(2);
+    }
+    const std::string summary = h.at("summary").get<std::string>();
+    EXPECT_EQ(summary.rfind("rank 3 missing", 0), 0u) << summary;
+    // The durations differ by when each node read; the words do not.
+    summaries.insert(std::regex_replace(summary, std::regex("[0-9]+\\.[0-9] s"), "X s"));
+  }
+  EXPECT_EQ(summaries.size(), 1u) << *summaries.begin();
+}
+
 TEST_F(MultiNodeE2E, EveryNodeNamesTheOddRankOfACollectiveMismatchAcrossNodes) {
   start_nodes("mn-mismatch", {"--steps", "100000", "--step-ms", "20", "--collective", "allreduce",
                               "--bytes", "65536", "--comm-name", "world", "--mismatch-rank", "3",

@@ -86,6 +86,17 @@ def parse_args(argv):
     p.add_argument("--hang-before-second", action="store_true",
                    help="--hang-rank stops before the second communicator's collective of "
                         "--hang-step instead of before the first's")
+    p.add_argument("--parallel", default="",
+                   help="TP,PP,DP: each step also all-reduces --bytes on the tensor, pipeline and "
+                        "data parallel groups Megatron builds (tensor ranks adjacent, then data, "
+                        "then pipeline; communicators named tp, pp, dp, split from the world "
+                        "one); TP*PP*DP must be the world size")
+    p.add_argument("--hang-before-group", default="", choices=["", "tp", "pp", "dp"],
+                   help="--hang-rank stops before that group's collective")
+    p.add_argument("--swap-rank", type=int, default=-1,
+                   help="at --swap-step, rank R issues its tp collective before the world one "
+                        "(a deadlock by order with the rest of its tensor group); needs --parallel")
+    p.add_argument("--swap-step", type=int, default=-1, help="the step of --swap-rank")
     p.add_argument("--comm-name", default="",
                    help="create the communicator with ncclCommInitRankConfig named NAME "
                         "(commName); the one of --second-comm-bytes is named NAME_split "
@@ -158,6 +169,16 @@ def parse_args(argv):
         p.error("--slow-gpu-factor and --slow-link-factor want a finite factor > 0")
     if args.pipeline_1f1b < 0 or args.pipeline_backward_gemms < 1:
         p.error("--pipeline-1f1b wants M >= 0 and --pipeline-backward-gemms at least 1")
+    args.tp = args.pp = args.dp = 0
+    if args.parallel:
+        try:
+            args.tp, args.pp, args.dp = (int(x) for x in args.parallel.split(","))
+        except ValueError:
+            p.error("--parallel wants TP,PP,DP (three whole numbers >= 1)")
+        if min(args.tp, args.pp, args.dp) < 1:
+            p.error("--parallel wants TP,PP,DP (three whole numbers >= 1)")
+    if (args.hang_before_group or args.swap_rank >= 0) and not args.parallel:
+        p.error("--hang-before-group and --swap-rank need --parallel")
     return args
 
 
@@ -190,6 +211,7 @@ def load_workload(directory):
     lib.sim_collective.argtypes = [ctypes.c_int, ctypes.c_long]
     lib.sim_collective_ex.argtypes = [ctypes.c_int, ctypes.c_long, ctypes.c_int, ctypes.c_int]
     lib.sim_split_allreduce.argtypes = [ctypes.c_int, ctypes.c_long]
+    lib.sim_subgroup_allreduce.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_long]
     lib.sim_send.argtypes = [ctypes.c_int, ctypes.c_long]
     lib.sim_recv.argtypes = [ctypes.c_int, ctypes.c_long]
     lib.sim_last_error.restype = ctypes.c_char_p
@@ -270,8 +292,20 @@ def train_step(lib, args, rank, step, apis, rng):
         time.sleep(host_ms / 1000.0)
     hang_here = rank == args.hang_rank and (step == args.hang_step or
                                             (args.hang_file and os.path.exists(args.hang_file)))
-    if hang_here and not args.hang_before_second:
+    if hang_here and not args.hang_before_second and not args.hang_before_group:
         stuck_in_host_code(rank, step)
+
+    def group_allreduce(group):
+        if hang_here and args.hang_before_group == group:
+            stuck_in_host_code(rank, step)
+        check(lib, lib.sim_subgroup_allreduce(group.encode(), group_color(args, rank, group),
+                                              args.bytes), "sim_subgroup_allreduce")
+
+    swap_here = rank == args.swap_rank and step == args.swap_step
+    if swap_here:
+        print("rank %d issues its tp collective before the world one at step %d" % (rank, step),
+              flush=True)
+        group_allreduce("tp")
     kind = step % 5 if args.collective == "mixed" else COLLECTIVES.index(args.collective)
     if rank == args.mismatch_rank and step == args.mismatch_step:
         print("rank %d issues a mismatching collective (%s) at step %d"
@@ -299,7 +333,24 @@ def train_step(lib, args, rank, step, apis, rng):
             stuck_in_host_code(rank, step)
         check(lib, lib.sim_split_allreduce(args.second_comm_groups, args.second_comm_bytes),
               "sim_split_allreduce")
+    for group in ("tp", "pp", "dp") if args.tp else ():
+        if not (swap_here and group == "tp"):
+            group_allreduce(group)
     check(lib, lib.sim_sync(), "sim_sync")
+
+
+def group_color(args, rank, group):
+    """The color of `rank` in the tensor ("tp"), pipeline ("pp") or data ("dp")
+    parallel group of --parallel, as Megatron orders ranks: tensor ranks
+    adjacent, then data, then pipeline."""
+    tp_idx = rank % args.tp
+    dp_idx = (rank // args.tp) % args.dp
+    pp_idx = rank // (args.tp * args.dp)
+    if group == "tp":
+        return rank // args.tp
+    if group == "dp":
+        return pp_idx * args.tp + tp_idx
+    return dp_idx * args.tp + tp_idx
 
 
 def pipeline_schedule(stages, micro_batches, stage):
@@ -465,6 +516,9 @@ def main(argv):
     if args.comm_name:
         check(lib, lib.sim_set_comm_name(args.comm_name.encode()), "sim_set_comm_name")
     named_threads = NamedThreads() if args.named_threads else None
+    if args.tp and args.tp * args.pp * args.dp != world:
+        sys.exit("sim_trainer: --parallel %d,%d,%d does not make the world size %d"
+                 % (args.tp, args.pp, args.dp, world))
     check(lib, lib.sim_init(rank, world, local_rank), "sim_init")
     rng = random.Random(rank * 7919 + 17)
     if args.gc_per_step > 0:

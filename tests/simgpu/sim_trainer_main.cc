@@ -61,6 +61,7 @@ struct WorkloadApi {
   int (*collective)(int, long);
   int (*collective_ex)(int, long, int, int);
   int (*split_allreduce)(int, long);
+  int (*subgroup_allreduce)(const char*, int, long);
   int (*sync)();
   int (*sync_lagged)(int);
   int (*finalize)();
@@ -95,6 +96,7 @@ WorkloadApi load(const std::string& dir) {
   bind(lib, "sim_collective", &api.collective);
   bind(lib, "sim_collective_ex", &api.collective_ex);
   bind(lib, "sim_split_allreduce", &api.split_allreduce);
+  bind(lib, "sim_subgroup_allreduce", &api.subgroup_allreduce);
   bind(lib, "sim_sync", &api.sync);
   bind(lib, "sim_sync_lagged", &api.sync_lagged);
   bind(lib, "sim_finalize", &api.finalize);
@@ -105,6 +107,18 @@ WorkloadApi load(const std::string& dir) {
   bind(lib, "sim_collective_from_name", &api.collective_from_name);
   bind(lib, "sim_last_error", &api.last_error);
   return api;
+}
+
+// The color of `rank` in the tensor ("tp"), pipeline ("pp") or data ("dp")
+// parallel group of --parallel, as Megatron orders ranks: tensor ranks
+// adjacent, then data, then pipeline.
+int group_color(const sim::TrainerOptions& o, int rank, const std::string& group) {
+  const int tp_idx = rank % o.tp;
+  const int dp_idx = (rank / o.tp) % o.dp;
+  const int pp_idx = rank / (o.tp * o.dp);
+  if (group == "tp") return rank / o.tp;
+  if (group == "dp") return pp_idx * o.tp + tp_idx;
+  return dp_idx * o.tp + tp_idx;
 }
 
 void sleep_ms(double ms) {
@@ -164,6 +178,10 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
   if (!opt.comm_name.empty()) {
     check(api, api.set_comm_name(opt.comm_name.c_str()), "sim_set_comm_name");
   }
+  if (opt.tp > 0 && opt.tp * opt.pp * opt.dp != id.world_size) {
+    die("--parallel " + std::to_string(opt.tp) + "," + std::to_string(opt.pp) + "," +
+        std::to_string(opt.dp) + " does not make the world size " + std::to_string(id.world_size));
+  }
   check(api, api.init(id.rank, id.world_size, id.local_rank), "sim_init");
   std::mt19937 rng(static_cast<unsigned>(id.rank) * 7919u + 17u);
   std::uniform_real_distribution<double> jitter(0.0, opt.jitter_ms);
@@ -195,8 +213,19 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
     const bool hang_here = id.rank == opt.hang_rank &&
                            (step == opt.hang_step ||
                             (!opt.hang_file.empty() && ::access(opt.hang_file.c_str(), F_OK) == 0));
-    if (hang_here && !opt.hang_before_second) {
+    if (hang_here && !opt.hang_before_second && opt.hang_before_group.empty()) {
       stuck_in_host_code(id.rank, step);
+    }
+    const auto group_allreduce = [&](const std::string& group) {
+      if (hang_here && opt.hang_before_group == group) stuck_in_host_code(id.rank, step);
+      check(api, api.subgroup_allreduce(group.c_str(), group_color(opt, id.rank, group), opt.bytes),
+            "sim_subgroup_allreduce");
+    };
+    const bool swap_here = id.rank == opt.swap_rank && step == opt.swap_step;
+    if (swap_here) {
+      printf("rank %d issues its tp collective before the world one at step %d\n", id.rank, step);
+      fflush(stdout);
+      group_allreduce("tp");
     }
     const int kind = mixed ? step % 5 : coll;
     if (id.rank == opt.mismatch_rank && step == opt.mismatch_step) {
@@ -222,6 +251,11 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
       }
       check(api, api.split_allreduce(opt.second_comm_groups, opt.second_comm_bytes),
             "sim_split_allreduce");
+    }
+    if (opt.tp > 0) {
+      for (const char* group : {"tp", "pp", "dp"}) {
+        if (!(swap_here && std::string(group) == "tp")) group_allreduce(group);
+      }
     }
     if (opt.sync_lag > 0) {
       check(api, api.sync_lagged(opt.sync_lag), "sim_sync_lagged");

@@ -82,6 +82,11 @@ int sim_recv(int peer, long bytes);
 /* AllReduce on a sub-communicator of the ranks with equal rank % ngroups
  * (ncclCommSplit on first use). */
 int sim_split_allreduce(int ngroups, long bytes);
+/* AllReduce on the sub-communicator named `name` (commName): the ranks that
+ * pass the same `color`, split from the world communicator (ncclCommSplit,
+ * key = rank) at its first use. A rank's color for a name never changes.
+ * Tensor, pipeline and data parallel groups as Megatron builds them. */
+int sim_subgroup_allreduce(const char* name, int color, long bytes);
 /* Destroys the communicator, handles and streams (after sim_sync). */
 int sim_finalize(void);
 /* Crashes the process from native code: a real invalid write, or abort(). */

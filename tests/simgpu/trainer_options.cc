@@ -106,6 +106,18 @@ constexpr FlagHelp kFlags[] = {
      "--hang-rank stops before the second communicator's collective of --hang-step instead of "
      "before the first's",
      "off", nullptr},
+    {"--parallel", "TP,PP,DP",
+     "each step also all-reduces --bytes on the tensor, pipeline and data parallel groups "
+     "Megatron builds (tensor ranks adjacent, then data, then pipeline; communicators named "
+     "tp, pp, dp, split from the world one); TP*PP*DP must be the world size",
+     "none", nullptr},
+    {"--hang-before-group", "tp|pp|dp", "--hang-rank stops before that group's collective", "none",
+     nullptr},
+    {"--swap-rank", "R",
+     "at --swap-step, rank R issues its tp collective before the world one (a deadlock by "
+     "order with the rest of its tensor group); needs --parallel",
+     "none", nullptr},
+    {"--swap-step", "S", "the step of --swap-rank", "none", nullptr},
     {"--comm-name", "NAME",
      "create the communicator with ncclCommInitRankConfig named NAME (commName); the one of "
      "--second-comm-bytes is named NAME_split",
@@ -127,7 +139,8 @@ const char* trainer_usage() {
          "  [--step-ms T] [--sync-lag L] [--crash-rank R --crash-step S --crash-kind KIND]\n"
          "  [--mismatch-rank R --mismatch-step S --mismatch-kind op|count|dtype|root]\n"
          "  [--mismatch-hold PATH]\n"
-         "  [--second-comm-bytes B] [--comm-name NAME] [--exit-code C] [--verbose]\n"
+         "  [--second-comm-bytes B] [--parallel TP,PP,DP [--hang-before-group G]\n"
+         "  [--swap-rank R --swap-step S]] [--comm-name NAME] [--exit-code C] [--verbose]\n"
          "  [--stall-step S] [--lib-dir DIR]\n";
 }
 
@@ -264,6 +277,27 @@ bool parse_trainer_options(int argc, char** argv, TrainerOptions* o, std::string
       if (!to_int(v, &o->second_comm_groups) || o->second_comm_groups < 1) {
         expected = "a whole number >= 1";
       }
+    } else if (flag == "--parallel") {
+      int a = 0, b = 0, c = 0;
+      char tail = 0;
+      if (std::sscanf(v, "%d,%d,%d%c", &a, &b, &c, &tail) != 3 || a < 1 || b < 1 || c < 1 ||
+          a > 4096 || b > 4096 || c > 4096) {
+        expected = "TP,PP,DP (three whole numbers >= 1)";
+      } else {
+        o->tp = a;
+        o->pp = b;
+        o->dp = c;
+      }
+    } else if (flag == "--hang-before-group") {
+      o->hang_before_group = v;
+      if (o->hang_before_group != "tp" && o->hang_before_group != "pp" &&
+          o->hang_before_group != "dp") {
+        expected = "tp, pp or dp";
+      }
+    } else if (flag == "--swap-rank" || flag == "--swap-step") {
+      if (!to_int(v, flag == "--swap-rank" ? &o->swap_rank : &o->swap_step)) {
+        expected = "a whole number";
+      }
     } else if (flag == "--comm-name") {
       o->comm_name = v;
       if (o->comm_name.empty()) expected = "a name";
@@ -289,6 +323,10 @@ bool parse_trainer_options(int argc, char** argv, TrainerOptions* o, std::string
       *error = flag + ": '" + v + "' is not " + expected;
       return false;
     }
+  }
+  if ((!o->hang_before_group.empty() || o->swap_rank >= 0) && o->tp == 0) {
+    *error = "--hang-before-group and --swap-rank need --parallel";
+    return false;
   }
   if (o->mismatch_rank >= 0 && o->mismatch_kind == "root" && o->collective != "broadcast" &&
       o->collective != "reduce") {

@@ -36,6 +36,15 @@ struct TrainerOptions {
   long second_comm_bytes = 0;        // > 0: each step also all-reduces this on a 2nd communicator
   int second_comm_groups = 1;        // the 2nd communicator split into this many groups (rank % G)
   bool hang_before_second = false;   // --hang-rank stops before the 2nd collective of its step
+  // --parallel TP,PP,DP (product = world size): each step also all-reduces
+  // --bytes on the tensor, pipeline and data parallel groups as Megatron
+  // builds them (communicators "tp", "pp", "dp"), in that order. 0: off.
+  int tp = 0, pp = 0, dp = 0;
+  std::string hang_before_group;  // "tp" | "pp" | "dp": --hang-rank stops before that one
+  // At --swap-step, --swap-rank issues its "tp" collective before the world
+  // one: the other members of its tensor group wait for it in the world
+  // collective while it waits for them in tp, a deadlock by order.
+  int swap_rank = -1, swap_step = -1;
   // Non-empty: the communicators are named (ncclConfig_t::commName): this,
   // and this + "_split" for the one of --second-comm-bytes.
   std::string comm_name;

@@ -38,6 +38,14 @@ struct Workload {
   int split_groups = 0;
   std::string comm_name;     // sim_set_comm_name: "" = ncclCommInitRank, no name
   std::string split_name;    // comm_name + "_split", alive while split_comm is
+  // sim_subgroup_allreduce's named sub-communicators: name -> (color, comm).
+  // The names live as long as the communicators (NCCL keeps the pointer).
+  struct Subgroup {
+    std::string name;
+    int color = 0;
+    ncclComm_t comm = nullptr;
+  };
+  std::deque<Subgroup> subgroups;
   void* operands = nullptr;  // dummy operand memory: the sim never reads it
   void* host_buf = nullptr;
   void* dev_buf = nullptr;
@@ -444,11 +452,40 @@ int sim_split_allreduce(int ngroups, long bytes) {
   });
 }
 
+int sim_subgroup_allreduce(const char* name, int color, long bytes) {
+  if (int rc = require_init(); rc != 0) return rc;
+  if (name == nullptr || name[0] == '\0' || color < 0 || bytes < 0) {
+    return fail("sim_subgroup_allreduce", "invalid argument");
+  }
+  Workload::Subgroup* sub = nullptr;
+  for (Workload::Subgroup& s : g.subgroups) {
+    if (s.name == name) sub = &s;
+  }
+  if (sub != nullptr && sub->color != color) {
+    return fail("sim_subgroup_allreduce", "a group's color changed");
+  }
+  if (sub == nullptr) {
+    g.subgroups.push_back(Workload::Subgroup{name, color, nullptr});
+    sub = &g.subgroups.back();
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.commName = sub->name.c_str();
+    SIM_NCCL(ncclCommSplit(g.comm, color, g.rank, &sub->comm, &config));
+  }
+  ncclComm_t comm = sub->comm;
+  return on_comm_stream([&]() -> int {
+    SIM_NCCL(ncclAllReduce(g.operands, g.operands, static_cast<size_t>(bytes) / 2, ncclBfloat16,
+                           ncclSum, comm, g.comm_stream));
+    return 0;
+  });
+}
+
 int sim_finalize(void) {
   if (int rc = require_init(); rc != 0) return rc;
   if (int rc = sim_sync(); rc != 0) return rc;
   for (cudaEvent_t e : g.step_ends) cudaEventDestroy(e);
   if (g.split_comm != nullptr) ncclCommDestroy(g.split_comm);
+  for (Workload::Subgroup& s : g.subgroups) ncclCommDestroy(s.comm);
+  g.subgroups.clear();
   ncclCommDestroy(g.comm);
   cublasLtDestroy(g.lt);
   cublasDestroy(g.blas);
