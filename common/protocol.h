@@ -497,6 +497,16 @@ constexpr uint32_t kCrashFlagAwaitsRelease = 8;
 // pointers, called it. si_code, sender and fault address are unknown (zero),
 // and `caller` names that handler (or the code our handler returns to).
 constexpr uint32_t kCrashFlagSiginfoNotKernels = 16;
+// CrashReportMsg::siginfo_doubt: the first test a siginfo failed.
+enum class CrashSiginfoDoubt : uint32_t {
+  kNone = 0,
+  kNoSaSiginfo = 1,  // the handler installed for the signal has no SA_SIGINFO
+  kNoPointers = 2,   // siginfo or ucontext null
+  kNotInFrame = 3,   // not where the kernel's signal frame puts it
+  kSigno = 4,        // si_signo is another signal
+  kCode = 5,         // an si_code the kernel never uses
+  kPid = 6,          // a sender pid no process can have
+};
 
 struct CrashReportMsg {
   MsgHeader header;  // type kCrashReport, bytes = sizeof(CrashReportMsg)
@@ -517,18 +527,22 @@ struct CrashReportMsg {
   CrashFrame frames[kCrashMaxFrames];
   CrashModule modules[kCrashMaxModules];
   // With kCrashFlagSiginfoNotKernels: the code that called our handler (its
-  // module among `modules`); else zero.
+  // module among `modules`), and which test the siginfo failed
+  // (CrashSiginfoDoubt); else zero.
   CrashFrame caller;
+  uint32_t siginfo_doubt;
+  uint32_t reserved;
 };
 static_assert(std::is_trivially_copyable_v<CrashReportMsg>);
 static_assert(sizeof(CrashReportMsg) <= kMaxMessageBytes);
-static_assert(sizeof(CrashReportMsg) == 14528);
+static_assert(sizeof(CrashReportMsg) == 14536);
 static_assert(offsetof(CrashReportMsg, pid) == 16 && offsetof(CrashReportMsg, flags) == 44 &&
               offsetof(CrashReportMsg, fault_addr) == 48 &&
               offsetof(CrashReportMsg, thread_name) == 72 &&
               offsetof(CrashReportMsg, nframes) == 88 && offsetof(CrashReportMsg, frames) == 96 &&
               offsetof(CrashReportMsg, modules) == 10336 &&
-              offsetof(CrashReportMsg, caller) == 14368);
+              offsetof(CrashReportMsg, caller) == 14368 &&
+              offsetof(CrashReportMsg, siginfo_doubt) == 14528);
 
 // ---- encoding and decoding of the messages ----
 // Encoders fill every byte of a message, padding included. Decoders take

@@ -92,38 +92,43 @@ bool worth_reporting(int sig) {
 // A crash worth its Python stacks; a termination request is not waited on.
 bool waits_for_stacks(int sig) { return synchronous_fault(sig) || sig == SIGABRT; }
 
-// True when `info` is the kernel's siginfo for this delivery. The kernel
-// fills a siginfo only for a handler installed with SA_SIGINFO, so the
-// handler installed now must have it: a later handler installed without it
-// (PyTorch's termination handler is one) is entered with pointers to an
-// unfilled siginfo, and when it chains to ours, often as a tail call, we get
-// stack garbage where the sender and code should be. And `info` must sit
-// where the kernel's signal frame puts it relative to `ucontext` (x86_64's
-// rt_sigframe: {pretcode; the kernel's ucontext, which ends at its 8-byte
-// signal mask; siginfo}, arm64's {siginfo; ucontext}; compared, never
-// dereferenced): a handler that passes other pointers, or none, is caught
-// there. `installed`: the handler installed now.
-bool kernels_siginfo(int sig, const siginfo_t* info, const void* ucontext,
-                     const struct sigaction& installed) {
-  if (!(installed.sa_flags & SA_SIGINFO) || info == nullptr || ucontext == nullptr) return false;
+// Why `info` is not the kernel's siginfo for this delivery (kNone: it is).
+// The kernel fills a siginfo only for a handler installed with SA_SIGINFO,
+// so the handler installed now must have it: a handler installed without it
+// (a later one, or ours put back by code that restores handlers with
+// signal()) is entered with pointers to an unfilled siginfo, and what it
+// hands on to ours is stack garbage where the sender and code should be.
+// `info` must sit where the kernel's signal frame puts it relative to
+// `ucontext` (x86_64's rt_sigframe: {pretcode; the kernel's ucontext, which
+// ends at its 8-byte signal mask; siginfo}, arm64's {siginfo; ucontext};
+// compared, never dereferenced), and hold what a kernel can say.
+// `installed`: the handler installed now.
+proto::CrashSiginfoDoubt siginfo_doubt(int sig, const siginfo_t* info, const void* ucontext,
+                                       const struct sigaction& installed) {
+  using D = proto::CrashSiginfoDoubt;
+  if (!(installed.sa_flags & SA_SIGINFO)) return D::kNoSaSiginfo;
+  if (info == nullptr || ucontext == nullptr) return D::kNoPointers;
   const auto at = reinterpret_cast<uintptr_t>(info);
   const auto uc = reinterpret_cast<uintptr_t>(ucontext);
 #if defined(__x86_64__)
-  if (at != uc + offsetof(ucontext_t, uc_sigmask) + 8) return false;
+  if (at != uc + offsetof(ucontext_t, uc_sigmask) + 8) return D::kNotInFrame;
 #elif defined(__aarch64__)
-  if (uc != at + sizeof(siginfo_t)) return false;
+  if (uc != at + sizeof(siginfo_t)) return D::kNotInFrame;
 #else
 #error "the kernel's signal frame layout of this architecture is not known"
 #endif
-  if (info->si_signo != sig) return false;
+  if (info->si_signo != sig) return D::kSigno;
   // What the kernel can say, and nothing else: a code it uses (SI_TKILL..
   // SI_USER, SI_KERNEL, or a signal's own small positive codes), and for a
   // signal a process sent, a pid that can be one.
   const int code = info->si_code;
   if (!((code >= SI_TKILL && code <= SI_USER) || code == SI_KERNEL || (code > 0 && code < 64))) {
-    return false;
+    return D::kCode;
   }
-  return code > 0 || code == SI_KERNEL || (info->si_pid > 0 && info->si_pid <= kMaxPid);
+  if (code <= 0 && code != SI_KERNEL && (info->si_pid <= 0 || info->si_pid > kMaxPid)) {
+    return D::kPid;
+  }
+  return D::kNone;
 }
 
 // Sends the report. With `with_release`, one end of a fresh socket pair rides
@@ -177,9 +182,11 @@ void await_release(int fd) {
 }
 
 // `info` and `ucontext`: the kernel's, or null (then `caller` called us).
-void build_and_send(int sig, const siginfo_t* info, void* ucontext, uintptr_t caller) {
+void build_and_send(int sig, const siginfo_t* info, void* ucontext, uintptr_t caller,
+                    proto::CrashSiginfoDoubt doubt) {
   proto::CrashReportMsg& m = g_msg;
   if (info == nullptr) m.flags |= proto::kCrashFlagSiginfoNotKernels;
+  m.siginfo_doubt = static_cast<uint32_t>(doubt);
   m.header = proto::make_header(proto::MsgType::kCrashReport, sizeof(proto::CrashReportMsg));
   m.pid = g_pid;
   m.tid = current_tid();
@@ -211,7 +218,8 @@ void build_and_send(int sig, const siginfo_t* info, void* ucontext, uintptr_t ca
   write_crash_report_text(g_text_path, m);
 }
 
-void maybe_report(int sig, const siginfo_t* info, void* ucontext, uintptr_t caller) {
+void maybe_report(int sig, const siginfo_t* info, void* ucontext, uintptr_t caller,
+                  proto::CrashSiginfoDoubt doubt) {
   if (g_forgotten.load(std::memory_order_relaxed) || !worth_reporting(sig)) return;
   const pid_t self = current_tid();
   int expected = 0;
@@ -226,7 +234,7 @@ void maybe_report(int sig, const siginfo_t* info, void* ucontext, uintptr_t call
     }
     return;
   }
-  build_and_send(sig, info, ucontext, caller);
+  build_and_send(sig, info, ucontext, caller, doubt);
   g_report_done.store(true, std::memory_order_release);
 }
 
@@ -285,7 +293,8 @@ void on_signal(int sig, siginfo_t* info, void* ucontext) {
   if (sig > 0 && sig < kMaxSignal && g_ours[sig]) {
     struct sigaction installed {};
     sigaction(sig, nullptr, &installed);  // async-signal-safe
-    const bool kernels = kernels_siginfo(sig, info, ucontext, installed);
+    const proto::CrashSiginfoDoubt doubt = siginfo_doubt(sig, info, ucontext, installed);
+    const bool kernels = doubt == proto::CrashSiginfoDoubt::kNone;
     // Who brought the signal to us without the kernel's siginfo: the handler
     // installed after ours, else the code we return to (the address of the
     // call, for the name of the function that holds it).
@@ -300,7 +309,7 @@ void on_signal(int sig, siginfo_t* info, void* ucontext) {
                : seen != 0                    ? seen
                            : reinterpret_cast<uintptr_t>(__builtin_return_address(0)) - 1;
     }
-    maybe_report(sig, kernels ? info : nullptr, kernels ? ucontext : nullptr, caller);
+    maybe_report(sig, kernels ? info : nullptr, kernels ? ucontext : nullptr, caller, doubt);
     // Passed on as they came: a handler before ours gets what we got.
     chain(sig, info, ucontext, kernels);
   }
@@ -377,6 +386,26 @@ void crash_watch_handlers() {
     if (sigaction(sig, nullptr, &cur) != 0) continue;
     const auto handler = (cur.sa_flags & SA_SIGINFO) ? reinterpret_cast<uintptr_t>(cur.sa_sigaction)
                                                      : reinterpret_cast<uintptr_t>(cur.sa_handler);
+    if (handler == ours && !(cur.sa_flags & SA_SIGINFO)) {
+      // Ours, put back without SA_SIGINFO (code that saves a handler and
+      // restores it with signal() does that): the kernel would fill no
+      // siginfo for it. Registered again as we made it, unless somebody
+      // installed another one in between.
+      struct sigaction again = cur;
+      again.sa_sigaction = &on_signal;
+      again.sa_flags |= SA_SIGINFO | SA_ONSTACK;
+      struct sigaction was {};
+      if (sigaction(sig, &again, &was) != 0) continue;
+      if ((was.sa_flags & SA_SIGINFO) || reinterpret_cast<uintptr_t>(was.sa_handler) != ours) {
+        sigaction(sig, &was, nullptr);  // not ours any more: theirs stays
+        continue;
+      }
+      XPU_TIMER_LOG_INFO(
+          "%s: our handler had been put back without SA_SIGINFO (its sender "
+          "would be unknown); registered again with it",
+          signal_abbrev(sig));
+      continue;
+    }
     if (handler <= 1 || handler == ours) continue;  // ours, or a default the program chose
     if (g_replaced_by[sig].exchange(handler, std::memory_order_relaxed) == handler) continue;
     Dl_info where{};

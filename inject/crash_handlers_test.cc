@@ -277,6 +277,39 @@ TEST(CrashHandlers, AHandlerThatPutsOursBackAndForwardsGarbageIsNamedAndNotBelie
   EXPECT_STREQ(r.report.caller.function, "xpu_test_restoring_handler");
 }
 
+// Code that saved our handler and put it back with signal() drops
+// SA_SIGINFO: the kernel then fills no siginfo for it. Seen by the report
+// (doubt: no SA_SIGINFO), and undone by the watch, after which the sender is
+// known again.
+void put_ours_back_with_signal() {
+  struct sigaction cur {};
+  sigaction(SIGTERM, nullptr, &cur);
+  signal(SIGTERM, reinterpret_cast<void (*)(int)>(reinterpret_cast<void (*)()>(cur.sa_sigaction)));
+}
+void terminate_after_ours_was_put_back() {
+  put_ours_back_with_signal();
+  terminate_self();
+}
+void terminate_after_the_watch_repaired_ours() {
+  put_ours_back_with_signal();
+  crash_watch_handlers();
+  terminate_self();
+}
+
+TEST(CrashHandlers, OursPutBackWithoutSaSiginfoIsDoubtedThenRegisteredAgain) {
+  ChildResult r = run_child(&terminate_after_ours_was_put_back, false, 0);
+  ASSERT_EQ(r.report_bytes, static_cast<ssize_t>(sizeof(proto::CrashReportMsg)));
+  EXPECT_NE(r.report.flags & proto::kCrashFlagSiginfoNotKernels, 0u);
+  EXPECT_EQ(r.report.siginfo_doubt, static_cast<uint32_t>(proto::CrashSiginfoDoubt::kNoSaSiginfo));
+  EXPECT_EQ(r.report.sender_pid, 0);
+  r = run_child(&terminate_after_the_watch_repaired_ours, false, 0);
+  ASSERT_TRUE(WIFSIGNALED(r.wait_status)) << "wait status " << r.wait_status;
+  EXPECT_EQ(WTERMSIG(r.wait_status), SIGTERM);
+  ASSERT_EQ(r.report_bytes, static_cast<ssize_t>(sizeof(proto::CrashReportMsg)));
+  EXPECT_EQ(r.report.flags & proto::kCrashFlagSiginfoNotKernels, 0u);
+  EXPECT_EQ(r.report.sender_pid, r.report.pid);
+}
+
 TEST(CrashHandlers, ASiginfoPassedOnByALaterHandlerIsTheKernels) {
   const ChildResult r = run_child(&terminate_through_a_siginfo_handler, false, 0);
   ASSERT_TRUE(WIFSIGNALED(r.wait_status)) << "wait status " << r.wait_status;

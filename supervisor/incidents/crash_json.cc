@@ -60,7 +60,8 @@ std::string siginfo_unknown(const SignalReport& s) {
     by = c.function.empty() ? hex(c.pc) : c.function;
     if (!c.module.empty()) by += " (" + short_file(c.module) + ")";
   }
-  return "sender unknown: our handler was reached through " + by + " without the kernel's siginfo";
+  return "sender unknown" + (s.siginfo_doubt.empty() ? "" : " (" + s.siginfo_doubt + ")") +
+         ": our handler was reached through " + by + " without the kernel's siginfo";
 }
 
 json python_frames_json(const std::vector<stack::PythonFrame>& frames) {

@@ -37,6 +37,26 @@ bool int_value(const nlohmann::json& v, int* out) {
   return true;
 }
 
+const char* siginfo_doubt_text(uint32_t doubt) {
+  switch (static_cast<proto::CrashSiginfoDoubt>(doubt)) {
+    case proto::CrashSiginfoDoubt::kNoSaSiginfo:
+      return "the handler installed for it has no SA_SIGINFO";
+    case proto::CrashSiginfoDoubt::kNoPointers:
+      return "no siginfo was passed";
+    case proto::CrashSiginfoDoubt::kNotInFrame:
+      return "the siginfo is not in the kernel's signal frame";
+    case proto::CrashSiginfoDoubt::kSigno:
+      return "the siginfo names another signal";
+    case proto::CrashSiginfoDoubt::kCode:
+      return "the siginfo's code is none the kernel uses";
+    case proto::CrashSiginfoDoubt::kPid:
+      return "the siginfo's sender pid is no pid";
+    case proto::CrashSiginfoDoubt::kNone:
+      break;
+  }
+  return "";
+}
+
 }  // namespace
 
 std::optional<SignalReport> parse_crash_report(const void* data, size_t len, std::string* error) {
@@ -79,6 +99,7 @@ std::optional<SignalReport> parse_crash_report(const void* data, size_t len, std
     r.sender_uid = 0;
     r.fault_addr = 0;
     if (msg->caller.pc != 0) r.caller = frame(msg->caller);
+    r.siginfo_doubt = siginfo_doubt_text(msg->siginfo_doubt);
   }
   return r;
 }

@@ -44,6 +44,7 @@ struct SignalReport {
   // (zero), and `caller` is that handler.
   bool siginfo_from_kernel = true;
   std::optional<NativeFrame> caller;
+  std::string siginfo_doubt;  // which test it failed, in words ("" when from the kernel)
 };
 
 struct PythonExceptionReport {
