@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "common/file_reader.h"
 
@@ -20,6 +21,7 @@ namespace {
 // can never become a huge loop or allocation further on (ranks index tracks).
 constexpr int kMaxRank = 1 << 24;
 constexpr size_t kMaxHangJsonBytes = 64u << 20;
+constexpr size_t kMaxCommsJsonBytes = 4u << 20;
 
 bool ends_with(const std::string& s, const char* suffix) {
   const size_t n = std::strlen(suffix);
@@ -70,7 +72,53 @@ void load_hang_json(const std::string& dir, DumpFolder* folder, std::vector<std:
   load_hang_text(path, text, folder, warn);
 }
 
+void load_comm_names(const std::string& dir, DumpFolder* folder, std::vector<std::string>* warn) {
+  const std::string path = dir + "/comms.json";
+  std::string text, why;
+  const ReadFileStatus status = read_regular_file(path, kMaxCommsJsonBytes, &text, &why);
+  if (status == ReadFileStatus::kMissing) return;
+  if (status != ReadFileStatus::kOk) {
+    warn->push_back(path + ": " + why + "; communicators unnamed");
+    return;
+  }
+  load_comm_names_text(path, text, folder, warn);
+}
+
 }  // namespace
+
+void load_comm_names_text(const std::string& source, const std::string& text, DumpFolder* folder,
+                          std::vector<std::string>* warnings) {
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object() || !doc.contains("comms") || !doc["comms"].is_array()) {
+    warnings->push_back(source + ": not a communicator list; communicators unnamed");
+    return;
+  }
+  for (const nlohmann::json& c : doc["comms"]) {
+    if (!c.is_object() || !c.contains("comm") || !c["comm"].is_string() || !c.contains("name") ||
+        !c["name"].is_string()) {
+      continue;
+    }
+    const std::string hex = c["comm"].get<std::string>();
+    const std::string name = c["name"].get<std::string>();
+    if (hex.size() != 16 || hex.find_first_not_of("0123456789abcdef") != std::string::npos ||
+        name.empty() || name.size() > 64) {
+      continue;
+    }
+    folder->comm_names[std::stoull(hex, nullptr, 16)] = name;
+  }
+}
+
+std::string comm_names_text(const std::map<uint64_t, std::string>& names) {
+  nlohmann::json comms = nlohmann::json::array();
+  for (const auto& [hash, name] : names) {
+    char hex[17];
+    std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(hash));
+    comms.push_back({{"comm", hex}, {"name", name}});
+  }
+  return nlohmann::json{{"comms", std::move(comms)}}.dump(
+             2, ' ', false, nlohmann::json::error_handler_t::replace) +
+         "\n";
+}
 
 bool load_ring_image(const std::string& path, const std::string& name, const void* bytes,
                      size_t size, RankTimeline* rt, std::string* warning) {
@@ -153,7 +201,7 @@ void load_dumps(const std::vector<DumpSource>& sources, LoadedDumps* out) {
   std::map<int, RankTimeline> by_rank;
   for (const DumpSource& src : sources) {
     const size_t folder = out->folders.size();
-    out->folders.push_back(DumpFolder{src.dir, std::nullopt});
+    out->folders.push_back(DumpFolder{src.dir, std::nullopt, {}});
     std::vector<std::string> names;
     std::string error;
     if (!list_dumps(src.dir, &names, &error)) {
@@ -161,6 +209,7 @@ void load_dumps(const std::vector<DumpSource>& sources, LoadedDumps* out) {
       continue;
     }
     load_hang_json(src.dir, &out->folders[folder], &out->warnings);
+    load_comm_names(src.dir, &out->folders[folder], &out->warnings);
     size_t kept = 0;
     for (const std::string& name : names) {
       ++out->files_found;

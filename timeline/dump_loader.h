@@ -8,6 +8,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +40,9 @@ struct RankTimeline {
 struct DumpFolder {
   std::string dir;
   std::optional<HangVerdict> verdict;  // hang.json, when present and readable
+  // comms.json, when present: communicator hash -> the program's name for it
+  // ("tp", "default_pg"), as the ranks' status pages gave it at the dump.
+  std::map<uint64_t, std::string> comm_names;
 };
 
 struct LoadedDumps {
@@ -60,6 +65,13 @@ bool load_ring_image(const std::string& path, const std::string& name, const voi
 // warnings naming `source`.
 void load_hang_text(const std::string& source, const std::string& text, DumpFolder* folder,
                     std::vector<std::string>* warnings);
+// comms.json's text ({"comms": [{"comm": "<16 hex digits>", "name": "tp"}]})
+// as `folder`'s communicator names; an entry that is not one is skipped, a
+// text that is no such document is one warning naming `source`.
+void load_comm_names_text(const std::string& source, const std::string& text, DumpFolder* folder,
+                          std::vector<std::string>* warnings);
+// The same document for `names` (what the supervisor writes beside the rings).
+std::string comm_names_text(const std::map<uint64_t, std::string>& names);
 
 // Dump files larger than a ring of kMaxCapacity records are not ring images.
 size_t max_dump_file_bytes();

@@ -200,6 +200,8 @@ json slice_args(const TraceContext& ctx, const Slice& s) {
   a["dtype"] = dtype_name(r);
   if (is_nccl(r)) {
     a["comm"] = comm_hex(r.comm_hash);
+    const auto& names = ctx.dumps.folders[ctx.dumps.ranks[s.rank_index].folder].comm_names;
+    if (auto it = names.find(r.comm_hash); it != names.end()) a["comm_name"] = it->second;
     a["seq"] = r.seq;
     a["nranks"] = r.nranks;
     a["bytes"] = r.bytes;

@@ -79,11 +79,14 @@ bool write_trace_file(const LoadedDumps& dumps, const TraceOptions& options,
 }
 
 LoadedDumps dumps_from_images(const std::string& dir, const std::vector<RankImage>& ranks,
-                              const std::string& hang_json) {
+                              const std::string& hang_json, const std::string& comms_json) {
   LoadedDumps out;
-  out.folders.push_back(DumpFolder{dir, std::nullopt});
+  out.folders.push_back(DumpFolder{dir, std::nullopt, {}});
   if (!hang_json.empty()) {
     load_hang_text(dir + "/hang.json", hang_json, &out.folders[0], &out.warnings);
+  }
+  if (!comms_json.empty()) {
+    load_comm_names_text(dir + "/comms.json", comms_json, &out.folders[0], &out.warnings);
   }
   std::map<int, RankTimeline> by_rank;
   for (const RankImage& r : ranks) {

@@ -36,7 +36,8 @@ struct RankImage {
 // One dump folder held in memory, as load_dumps would load it from `dir`:
 // the images (named RRRRR-WWWWW.timeline in warnings) and the hang document
 // written beside them ("" for none). Problems are in the result's warnings.
+// `comms_json`: comms.json's text ("" for none).
 LoadedDumps dumps_from_images(const std::string& dir, const std::vector<RankImage>& ranks,
-                              const std::string& hang_json);
+                              const std::string& hang_json, const std::string& comms_json = "");
 
 }  // namespace xpu_timer::timeline

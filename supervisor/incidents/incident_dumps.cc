@@ -3,7 +3,10 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "common/clock.h"
+#include "common/comm_names.h"
 #include "supervisor/job/process_table.h"
 #include "supervisor/log_tee.h"
 
@@ -63,8 +66,18 @@ TimelineDumpResult IncidentDumps::timelines(const std::string& reason,
     return result;
   }
   std::vector<TimelineTarget> targets;
+  proto::StatusSnapshot snap;  // an incident's: a fresh one
   for (const RankRecord& r : ranks_()) {
-    targets.push_back(TimelineTarget{r.reg.rank, r.reg.world_size, r.ring});
+    TimelineTarget t{r.reg.rank, r.reg.world_size, r.ring, {}};
+    if (r.page != nullptr && r.page->read(&snap)) {
+      const proto::StatusPage& page = snap.page();
+      const uint32_t n = std::min<uint32_t>(page.ncomms, proto::kMaxComms);
+      for (uint32_t i = 0; i < n; ++i) {
+        const std::string name = comm_slot_name(page.comms[i]);
+        if (!name.empty()) t.comm_names[page.comms[i].comm_hash] = name;
+      }
+    }
+    targets.push_back(std::move(t));
   }
   result = timelines_.dump(targets, dump_dir_, reason, hang_json, unix_now_s());
   for (const std::string& e : result.errors) SUP_LOG_WARN("flight recorder: %s", e.c_str());

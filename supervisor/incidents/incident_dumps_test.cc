@@ -86,7 +86,7 @@ std::string temp_dir() {
 // queued one is converted once released.
 TEST(TimelineDumper, ConvertsOffTheCallersThreadOneAtATimeWithABoundedQueue) {
   TestRing ring0(0, 2, 10), ring1(1, 2, 10);
-  const std::vector<TimelineTarget> targets{{0, 2, ring0.reader()}, {1, 2, ring1.reader()}};
+  const std::vector<TimelineTarget> targets{{0, 2, ring0.reader(), {}}, {1, 2, ring1.reader(), {}}};
   const std::string dir = temp_dir();
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
@@ -136,6 +136,39 @@ TEST(TimelineDumper, ConvertsOffTheCallersThreadOneAtATimeWithABoundedQueue) {
   fs::remove_all(dir);
 }
 
+// The names the ranks' pages give their communicators go beside the rings
+// (comms.json) and into the trace's collective slices (comm_name); a dump
+// without names writes no comms.json.
+TEST(TimelineDumper, CommunicatorNamesGoBesideTheRingsAndIntoTheTrace) {
+  TestRing ring0(0, 2, 4), ring1(1, 2, 4);
+  const std::vector<TimelineTarget> named{{0, 2, ring0.reader(), {{0x1234, "tp"}}},
+                                          {1, 2, ring1.reader(), {{0x1234, "tp"}}}};
+  const std::string dir = temp_dir();
+  TimelineDumper dumper;
+  const TimelineDumpResult r = dumper.dump(named, dir, "crash", "", 1700000000.0);
+  ASSERT_TRUE(r.ok);
+  ASSERT_TRUE(dumper.wait_idle(60000));
+  std::ifstream comms(r.dir + "/comms.json");
+  const nlohmann::json c = nlohmann::json::parse(comms, nullptr, false);
+  EXPECT_EQ(c, nlohmann::json::parse(R"({"comms": [{"comm": "0000000000001234", "name": "tp"}]})"));
+  std::ifstream f(r.trace);
+  const nlohmann::json doc = nlohmann::json::parse(f, nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << r.trace;
+  size_t collectives = 0;
+  for (const nlohmann::json& e : doc.at("traceEvents")) {
+    if (e.value("ph", "") != "X" || !e.contains("args") || !e["args"].contains("comm")) continue;
+    ++collectives;
+    EXPECT_EQ(e["args"].value("comm_name", ""), "tp") << e.dump();
+  }
+  EXPECT_GT(collectives, 0u);
+  const std::vector<TimelineTarget> unnamed{{0, 2, ring0.reader(), {}}};
+  const TimelineDumpResult u = dumper.dump(unnamed, dir, "request", "", 1700000001.0);
+  ASSERT_TRUE(u.ok);
+  EXPECT_FALSE(fs::exists(u.dir + "/comms.json"));
+  ASSERT_TRUE(dumper.wait_idle(60000));
+  fs::remove_all(dir);
+}
+
 // The destructor finishes what is queued, then joins.
 TEST(TimelineDumper, TheDestructorFinishesTheQueuedConversions) {
   TestRing ring0(0, 1, 5);
@@ -143,7 +176,7 @@ TEST(TimelineDumper, TheDestructorFinishesTheQueuedConversions) {
   std::string trace;
   {
     TimelineDumper dumper;
-    const TimelineDumpResult r = dumper.dump({{0, 1, ring0.reader()}}, dir, "crash", "", 1.0);
+    const TimelineDumpResult r = dumper.dump({{0, 1, ring0.reader(), {}}}, dir, "crash", "", 1.0);
     ASSERT_TRUE(r.converting);
     trace = r.trace;
   }

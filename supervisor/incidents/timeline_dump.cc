@@ -31,6 +31,7 @@ std::string folder_for(const std::string& dump_dir, const std::string& reason, d
 struct TimelineDumper::Job {
   std::string dir;
   std::string hang_json;
+  std::string comms_json;  // "" for none
   std::vector<timeline::RankImage> images;
 };
 
@@ -90,6 +91,14 @@ TimelineDumpResult TimelineDumper::dump(const std::vector<TimelineTarget>& targe
     if (!hang_json.empty() && !write_file_atomically(result.dir + "/hang.json", hang_json, &error)) {
       result.errors.push_back(error);
     }
+    std::map<uint64_t, std::string> names;
+    for (const TimelineTarget& t : targets) names.insert(t.comm_names.begin(), t.comm_names.end());
+    if (!names.empty()) {
+      job->comms_json = timeline::comm_names_text(names);
+      if (!write_file_atomically(result.dir + "/comms.json", job->comms_json, &error)) {
+        result.errors.push_back(error);
+      }
+    }
     result.ok = !result.ranks.empty();
     if (!result.ok) return result;
     // The trace a user opens in Perfetto: converted on the dumper's thread.
@@ -136,7 +145,7 @@ void TimelineDumper::run() {
 void TimelineDumper::convert(const Job& job) {
   try {
     const timeline::LoadedDumps dumps =
-        timeline::dumps_from_images(job.dir, job.images, job.hang_json);
+        timeline::dumps_from_images(job.dir, job.images, job.hang_json, job.comms_json);
     std::vector<std::string> warnings = dumps.warnings;
     timeline::TraceSummary summary;
     std::string error;

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -40,6 +41,9 @@ struct TimelineTarget {
   int rank = 0;
   int world_size = 1;
   std::shared_ptr<const recorder::RingReader> ring;  // nullptr: the rank has no recorder
+  // The names its status page gives its communicators (hash -> "tp"):
+  // written beside the rings as comms.json, shown in the trace.
+  std::map<uint64_t, std::string> comm_names;
 };
 
 struct TimelineDumpResult {

@@ -49,11 +49,15 @@ std::string straggler_metrics_text(const SlowReport& report, const std::string& 
   }
   if (!report.stragglers.empty()) {
     header(&out, "xpu_timer_straggler", "gauge",
-           "1 for each rank named a straggler, labelled with its cause (gpu, host, link, unknown).");
+           "1 for each rank named a straggler, labelled with its cause (gpu, host, link, unknown) "
+           "and the communicator it costs most on (comm_name: its program's name, \"\" unknown).");
     for (const Straggler& s : report.stragglers) {
       std::string labels = rank_labels(s.rank);
       labels += ",node=\"" + (s.node >= 0 ? std::to_string(s.node) : std::string()) + "\"";
       labels += ",cause=\"" + std::string(slow_cause_name(s.cause)) + "\"";
+      labels += ",comm_name=\"";
+      append_escaped_label_value(&labels, s.comm_name);
+      labels += "\"";
       sample(&out, "xpu_timer_straggler", labels, 1);
     }
   }

@@ -23,6 +23,7 @@ TEST(StragglerMetrics, RanksAndTheStragglerWithItsCause) {
   s.rank = 5;
   s.node = 1;
   s.cause = SlowCause::kGpu;
+  s.comm_name = "dp";
   r.stragglers = {s};
   const std::string text = straggler_metrics_text(r, "my\"job");
   EXPECT_NE(text.find("# TYPE xpu_timer_rank_late_share gauge\n"
@@ -38,7 +39,7 @@ TEST(StragglerMetrics, RanksAndTheStragglerWithItsCause) {
                       "120.25\n"),
             std::string::npos);
   EXPECT_NE(text.find("xpu_timer_straggler{rank=\"5\",job_name=\"my\\\"job\",node=\"1\","
-                      "cause=\"gpu\"} 1\n"),
+                      "cause=\"gpu\",comm_name=\"dp\"} 1\n"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("xpu_timer_stragglers{job_name=\"my\\\"job\"} 1\n"), std::string::npos);
