@@ -6,7 +6,9 @@
 #include <sys/stat.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <map>
 #include <random>
 #include <set>
 
@@ -123,6 +125,38 @@ TEST(DumpLoader, HangJsonIsReadAndABadOneIsReported) {
   EXPECT_EQ(d.folders[0].verdict->ranks.size(), 1u);
   EXPECT_FALSE(d.folders[0].verdict->ranks[0].comm.has_value());
   EXPECT_EQ(d.warnings.size(), 1u);
+}
+
+// comms.json: what the supervisor writes reads back; entries that are not a
+// 16-digit hash and a name are skipped; a file that is no list is one
+// warning, and the dumps load all the same.
+TEST(DumpLoader, CommNamesAreReadAndBadOnesSkippedOrReported) {
+  TempDir dir;
+  JobSpec spec;
+  testing::write_job(dir.path(), spec, false);
+  dir.write("comms.json", comm_names_text({{testing::kComm, "tp"}, {7, "default_pg"}}));
+  LoadedDumps d;
+  load_dumps({DumpSource{dir.path(), -1}}, &d);
+  EXPECT_EQ(d.folders[0].comm_names,
+            (std::map<uint64_t, std::string>{{testing::kComm, "tp"}, {7, "default_pg"}}));
+  EXPECT_TRUE(d.warnings.empty());
+  dir.write("comms.json", R"({"comms": [{"comm": "06543c4e36ee6c61", "name": "dp"},
+      {"comm": "06543C4E36EE6C61", "name": "x"}, {"comm": "123", "name": "x"},
+      {"comm": "0000000000000007"}, {"comm": 7, "name": "x"}, "tp",
+      {"comm": "0000000000000008", "name": ""}]})");
+  load_dumps({DumpSource{dir.path(), -1}}, &d);
+  EXPECT_EQ(d.folders[0].comm_names, (std::map<uint64_t, std::string>{{testing::kComm, "dp"}}));
+  EXPECT_TRUE(d.warnings.empty());
+  for (const char* bad : {"{\"comms\": 5}", "[1, 2]", "{\"comms\": [", ""}) {
+    dir.write("comms.json", bad);
+    load_dumps({DumpSource{dir.path(), -1}}, &d);
+    EXPECT_TRUE(d.folders[0].comm_names.empty()) << bad;
+    EXPECT_EQ(d.warnings,
+              std::vector<std::string>{dir.path() + "/comms.json: not a communicator list; "
+                                                    "communicators unnamed"})
+        << bad;
+    EXPECT_EQ(d.ranks.size(), 4u);
+  }
 }
 
 TEST(DumpLoader, SourceIsAFolderOrOneRankOfIt) {
