@@ -52,25 +52,10 @@ proto::CrashReportMsg g_msg;
 
 pid_t current_tid() { return static_cast<pid_t>(::syscall(SYS_gettid)); }
 
-const char* signal_abbrev(int sig) {
-  switch (sig) {
-    case SIGSEGV:
-      return "SIGSEGV";
-    case SIGABRT:
-      return "SIGABRT";
-    case SIGBUS:
-      return "SIGBUS";
-    case SIGFPE:
-      return "SIGFPE";
-    case SIGILL:
-      return "SIGILL";
-    case SIGTERM:
-      return "SIGTERM";
-    case SIGPIPE:
-      return "SIGPIPE";
-    default:
-      return "a signal";
-  }
+// The handler a sigaction installs, as an address (SIG_DFL 0, SIG_IGN 1).
+uintptr_t handler_address(const struct sigaction& a) {
+  return (a.sa_flags & SA_SIGINFO) ? reinterpret_cast<uintptr_t>(a.sa_sigaction)
+                                   : reinterpret_cast<uintptr_t>(a.sa_handler);
 }
 
 bool synchronous_fault(int sig) {
@@ -300,9 +285,7 @@ void on_signal(int sig, siginfo_t* info, void* ucontext) {
     // call, for the name of the function that holds it).
     uintptr_t caller = 0;
     if (!kernels) {
-      const auto handler = (installed.sa_flags & SA_SIGINFO)
-                               ? reinterpret_cast<uintptr_t>(installed.sa_sigaction)
-                               : reinterpret_cast<uintptr_t>(installed.sa_handler);
+      const uintptr_t handler = handler_address(installed);
       const auto ours = reinterpret_cast<uintptr_t>(&on_signal);
       const uintptr_t seen = g_replaced_by[sig].load(std::memory_order_relaxed);
       caller = handler > 1 && handler != ours ? handler
@@ -384,8 +367,7 @@ void crash_watch_handlers() {
     if (!g_ours[sig]) continue;
     struct sigaction cur {};
     if (sigaction(sig, nullptr, &cur) != 0) continue;
-    const auto handler = (cur.sa_flags & SA_SIGINFO) ? reinterpret_cast<uintptr_t>(cur.sa_sigaction)
-                                                     : reinterpret_cast<uintptr_t>(cur.sa_handler);
+    const uintptr_t handler = handler_address(cur);
     if (handler == ours && !(cur.sa_flags & SA_SIGINFO)) {
       // Ours, put back without SA_SIGINFO (code that saves a handler and
       // restores it with signal() does that): the kernel would fill no
@@ -403,7 +385,7 @@ void crash_watch_handlers() {
       XPU_TIMER_LOG_INFO(
           "%s: our handler had been put back without SA_SIGINFO (its sender "
           "would be unknown); registered again with it",
-          signal_abbrev(sig));
+          crash_signal_name(sig));
       continue;
     }
     if (handler <= 1 || handler == ours) continue;  // ours, or a default the program chose
@@ -413,7 +395,8 @@ void crash_watch_handlers() {
     XPU_TIMER_LOG_INFO(
         "%s is handled first by %s+%#lx in %s (installed after ours%s): a signal that reaches "
         "ours through it may come without its sender",
-        signal_abbrev(sig), named && where.dli_sname != nullptr ? where.dli_sname : "a function",
+        crash_signal_name(sig),
+        named && where.dli_sname != nullptr ? where.dli_sname : "a function",
         static_cast<unsigned long>(
             handler - reinterpret_cast<uintptr_t>(named && where.dli_sname != nullptr
                                                       ? where.dli_saddr

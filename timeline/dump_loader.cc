@@ -60,28 +60,32 @@ bool load_one(const std::string& path, const std::string& name, RankTimeline* rt
   return load_ring_image(path, name, bytes.data(), bytes.size(), rt, warning);
 }
 
-void load_hang_json(const std::string& dir, DumpFolder* folder, std::vector<std::string>* warn) {
-  const std::string path = dir + "/hang.json";
+// Reads the optional file `name` of folder `dir` (at most `max_bytes`) and
+// hands its text to `load`; a file that is there but unreadable is one
+// warning ending in `without` ("no hang verdict shown").
+template <typename Load>
+void load_optional_file(const std::string& dir, const char* name, size_t max_bytes,
+                        const char* without, std::vector<std::string>* warn, Load load) {
+  const std::string path = dir + "/" + name;
   std::string text, why;
-  const ReadFileStatus status = read_regular_file(path, kMaxHangJsonBytes, &text, &why);
+  const ReadFileStatus status = read_regular_file(path, max_bytes, &text, &why);
   if (status == ReadFileStatus::kMissing) return;
   if (status != ReadFileStatus::kOk) {
-    warn->push_back(path + ": " + why + "; no hang verdict shown");
+    warn->push_back(path + ": " + why + "; " + without);
     return;
   }
-  load_hang_text(path, text, folder, warn);
+  load(path, text);
 }
 
-void load_comm_names(const std::string& dir, DumpFolder* folder, std::vector<std::string>* warn) {
-  const std::string path = dir + "/comms.json";
-  std::string text, why;
-  const ReadFileStatus status = read_regular_file(path, kMaxCommsJsonBytes, &text, &why);
-  if (status == ReadFileStatus::kMissing) return;
-  if (status != ReadFileStatus::kOk) {
-    warn->push_back(path + ": " + why + "; communicators unnamed");
-    return;
-  }
-  load_comm_names_text(path, text, folder, warn);
+void load_folder_files(const std::string& dir, DumpFolder* folder, std::vector<std::string>* warn) {
+  load_optional_file(dir, "hang.json", kMaxHangJsonBytes, "no hang verdict shown", warn,
+                     [&](const std::string& path, const std::string& text) {
+                       load_hang_text(path, text, folder, warn);
+                     });
+  load_optional_file(dir, "comms.json", kMaxCommsJsonBytes, "communicators unnamed", warn,
+                     [&](const std::string& path, const std::string& text) {
+                       load_comm_names_text(path, text, folder, warn);
+                     });
 }
 
 }  // namespace
@@ -208,8 +212,7 @@ void load_dumps(const std::vector<DumpSource>& sources, LoadedDumps* out) {
       out->warnings.push_back(error);
       continue;
     }
-    load_hang_json(src.dir, &out->folders[folder], &out->warnings);
-    load_comm_names(src.dir, &out->folders[folder], &out->warnings);
+    load_folder_files(src.dir, &out->folders[folder], &out->warnings);
     size_t kept = 0;
     for (const std::string& name : names) {
       ++out->files_found;

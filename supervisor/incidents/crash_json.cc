@@ -305,10 +305,15 @@ json plugin_input_json(const CrashRecord& r, const PluginIdentity& id) {
 }
 
 std::string crash_summary(const CrashRecord& r) {
-  std::string s = "rank " + std::to_string(r.rank) + " (pid " + std::to_string(r.pid) + ")";
+  return "rank " + std::to_string(r.rank) + " (pid " + std::to_string(r.pid) + ") " +
+         crash_description(r);
+}
+
+std::string crash_description(const CrashRecord& r) {
+  std::string s;
   if (r.kind == CrashKind::kSignal && r.signal) {
     const SignalReport& sig = *r.signal;
-    s += " died of " + signal_name(sig.signal);
+    s += "died of " + signal_name(sig.signal);
     if (sig.signal == SIGSEGV || sig.signal == SIGBUS || sig.signal == SIGFPE ||
         sig.signal == SIGILL) {
       if (sig.si_code > 0) s += " at address " + hex(sig.fault_addr);
@@ -321,7 +326,7 @@ std::string crash_summary(const CrashRecord& r) {
   }
   if (r.kind == CrashKind::kPythonException && r.exception) {
     const PythonExceptionReport& e = *r.exception;
-    s += " raised an uncaught " + e.type_qualname;
+    s += "raised an uncaught " + e.type_qualname;
     if (!e.message.empty()) s += ": " + e.message.substr(0, 200);
     if (!e.traceback.empty()) {
       const auto& f = e.traceback.back();
@@ -332,7 +337,7 @@ std::string crash_summary(const CrashRecord& r) {
     }
     return s;
   }
-  s += " died without a report";
+  s += "died without a report";
   if (const std::string died = death_cause(r); !died.empty()) {
     s += ": " + died;
   } else if (r.exit_known) {

@@ -32,7 +32,10 @@ nlohmann::json crash_json(const CrashRecord& r);
 // or {"hook":"python","infos":{time,rank,ip,pod_name,job_name},"exception":{...}}.
 nlohmann::json plugin_input_json(const CrashRecord& r, const PluginIdentity& id);
 
-// "rank 1 (pid 812) crashed with SIGSEGV (address 0x0) in sim_crash_segv"
+// "rank 1 (pid 812) died of SIGSEGV at address 0x0 in sim_crash_segv": the
+// rank, then crash_description.
 std::string crash_summary(const CrashRecord& r);
+// What ended the rank: "died of SIGSEGV at address 0x0 in sim_crash_segv".
+std::string crash_description(const CrashRecord& r);
 
 }  // namespace xpu_timer::supervisor

@@ -377,9 +377,7 @@ void CrashTracker::add(CrashRecord record) {
   ++incidents_;
   const std::string summary = crash_summary(record);
   latest_crash_rank_ = record.rank;
-  // The summary without its "rank 1 (pid 3184) ": what ended the rank.
-  const size_t pid_end = summary.find(") ");
-  latest_crash_what_ = pid_end == std::string::npos ? summary : summary.substr(pid_end + 2);
+  latest_crash_what_ = crash_description(record);
   SUP_LOG_WARN("crash: %s", summary.c_str());
   const nlohmann::json doc = crash_json(record);
   if (!dump_dir_.empty()) {

@@ -182,10 +182,7 @@ TEST(HangE2EGroups, TheRootOfAHangAcrossCommunicatorsLeadsTheVerdict) {
       if (!hang.is_object() || !hang.contains("roots") || hang.at("roots").size() != 1) {
         return false;
       }
-      const auto& waiters = hang.at("roots")[0].at("waiters");
-      size_t n = 0;
-      for (const auto& level : waiters) n += level.size();
-      return n == 3;
+      return root_waiter_count(hang.at("roots")[0]) == 3;
     };
     ASSERT_TRUE(wait_until(all_waiting, std::chrono::seconds(40))) << hang.dump(2) << job.log();
     ASSERT_TRUE(hang.at("hung").get<bool>()) << hang.dump(2);
@@ -231,12 +228,6 @@ nlohmann::json hang_document_when(const std::string& path,
   return hang;
 }
 
-size_t waiters_of(const nlohmann::json& root) {
-  size_t n = 0;
-  for (const auto& level : root.at("waiters")) n += level.size();
-  return n;
-}
-
 // Tensor x pipeline x data parallel groups as Megatron builds them (8 ranks,
 // TP2 x PP2 x DP2: tp {0,1} {2,3} {4,5} {6,7}, dp {0,2} {1,3} {4,6} {5,7},
 // pp {0,4} {1,5} {2,6} {3,7}), each step a world all-reduce then tp, pp, dp.
@@ -255,7 +246,7 @@ TEST(HangE2EGroups, ThreeDimensionalParallelismLeadsWithItsRootAndItsChain) {
     const nlohmann::json hang = hang_document_when(
         job.dump_dir() + "/hang.json",
         [](const nlohmann::json& h) {
-          return h.at("roots").size() == 1 && waiters_of(h.at("roots")[0]) == 7;
+          return h.at("roots").size() == 1 && root_waiter_count(h.at("roots")[0]) == 7;
         },
         &job);
     ASSERT_TRUE(hang.is_object() && hang.value("hung", false)) << hang.dump(2);
@@ -306,7 +297,7 @@ TEST(HangE2EGroups, ADeadlockByOrderIsItsOwnRoot) {
         job.dump_dir() + "/hang.json",
         [](const nlohmann::json& h) {
           return h.at("roots").size() == 1 && h.at("roots")[0].at("kind") == "cycle" &&
-                 waiters_of(h.at("roots")[0]) == 2;
+                 root_waiter_count(h.at("roots")[0]) == 2;
         },
         &job);
     ASSERT_TRUE(hang.is_object() && hang.value("hung", false)) << hang.dump(2);

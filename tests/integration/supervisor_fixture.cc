@@ -43,6 +43,12 @@ nlohmann::json sim_trainer_where(bool python, const std::string& function,
         {"kind", kind}}});
 }
 
+size_t root_waiter_count(const nlohmann::json& root) {
+  size_t n = 0;
+  for (const auto& level : root.at("waiters")) n += level.size();
+  return n;
+}
+
 nlohmann::json where_by_base_name(const nlohmann::json& where) {
   nlohmann::json out = where.is_array() ? where : nlohmann::json::array();
   for (auto& f : out) {

@@ -52,6 +52,8 @@ nlohmann::json sim_trainer_where(bool python, const std::string& function,
                                  const std::string& caller_text);
 // A rank's "where" from a hang document, files cut to their base names.
 nlohmann::json where_by_base_name(const nlohmann::json& where);
+// How many ranks wait on one of a hang document's roots, all levels together.
+size_t root_waiter_count(const nlohmann::json& root);
 
 class SupervisedJob {
  public:
