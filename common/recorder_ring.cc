@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -28,6 +29,8 @@ struct HeaderCopy {
   uint64_t created_mono_ns, created_realtime_ns, head;
   uint32_t name_bytes, max_names;
   uint64_t names;
+  uint32_t site_bytes, max_sites;
+  uint64_t sites;
 };
 
 HeaderCopy copy_header(const RingHeader* h) {
@@ -49,6 +52,11 @@ HeaderCopy copy_header(const RingHeader* h) {
     c.max_names = h->max_names;
     c.names = h->names.load(std::memory_order_acquire);
   }
+  if (c.version >= 4) {
+    c.site_bytes = h->site_bytes;
+    c.max_sites = h->max_sites;
+    c.sites = h->sites.load(std::memory_order_acquire);
+  }
   return c;
 }
 
@@ -64,13 +72,18 @@ std::string check_header(const HeaderCopy& c, size_t bytes) {
   if (c.version >= 2 && (c.name_bytes != kRingNameBytes || c.max_names != kRingNames)) {
     return "ring names region differs from this build's";
   }
+  if (c.version >= 4 && (c.site_bytes != kRingSiteBytes || c.max_sites != kRingSites)) {
+    return "ring call sites region differs from this build's";
+  }
   if (c.header_bytes != sizeof(RingHeader) || c.record_bytes != sizeof(Record)) {
     return "ring header or record size differs from this build's";
   }
   if (!is_power_of_two(c.capacity) || c.capacity > kMaxCapacity) {
     return "ring capacity is not a power of two within limits";
   }
-  const size_t need = c.version >= 2 ? ring_file_bytes(c.capacity) : ring_records_bytes(c.capacity);
+  const size_t need = c.version >= 4   ? ring_file_bytes(c.capacity)
+                      : c.version >= 2 ? ring_sites_offset(c.capacity)
+                                       : ring_records_bytes(c.capacity);
   if (bytes < need) {
     std::snprintf(buf, sizeof(buf), "ring file has %zu bytes, its header needs %zu", bytes, need);
     return buf;
@@ -86,6 +99,21 @@ void collect_names(const char* region, uint64_t count, RingSnapshot* out) {
     char name[kRingNameBytes];
     std::memcpy(name, region + i * kRingNameBytes, kRingNameBytes);
     out->names.emplace_back(name, proto::clean_name_field(name, kRingNameBytes));
+  }
+}
+
+// The sites region (`count` entries, at most kRingSites) into out->sites,
+// each text field cleaned like a name.
+void collect_sites(const SiteEntry* region, uint64_t count, RingSnapshot* out) {
+  const uint64_t n = count < kRingSites ? count : kRingSites;
+  for (uint64_t i = 0; i < n; ++i) {
+    SiteEntry e = region[i];
+    CodeFrame f;
+    f.function.assign(e.function, proto::clean_name_field(e.function, sizeof(e.function)));
+    f.file.assign(e.file, proto::clean_name_field(e.file, sizeof(e.file)));
+    f.line = e.line > 0 ? e.line : 0;
+    f.python = true;
+    out->sites.push_back(std::move(f));
   }
 }
 
@@ -120,6 +148,7 @@ void collect(const HeaderCopy& h, const Record* ring, RingSnapshot* out, uint64_
     }
     d.op_id = pos;  // the version vouches for it; the field may be stale
     if (h.version < 3) d.gemm_ops = 0;  // padding before version 3: any byte
+    if (h.version < 4 && d.kind == static_cast<uint8_t>(proto::OpKind::kNccl)) d.m = 0;
     out->records.push_back(d);
   }
 }
@@ -198,11 +227,15 @@ bool RingWriter::create(const char* run_dir, const RankIdentity& id, int pid, ui
   header_ = static_cast<RingHeader*>(mem);  // ftruncate zero-filled it
   ring_ = reinterpret_cast<Record*>(static_cast<char*>(mem) + sizeof(RingHeader));
   names_ = static_cast<char*>(mem) + ring_records_bytes(capacity);
+  sites_ = reinterpret_cast<SiteEntry*>(static_cast<char*>(mem) + ring_sites_offset(capacity));
   mask_ = capacity - 1;
   header_->version = kRingVersion;
   header_->name_bytes = kRingNameBytes;
   header_->max_names = kRingNames;
   header_->names.store(0, std::memory_order_relaxed);
+  header_->site_bytes = kRingSiteBytes;
+  header_->max_sites = kRingSites;
+  header_->sites.store(0, std::memory_order_relaxed);
   header_->header_bytes = sizeof(RingHeader);
   header_->record_bytes = sizeof(Record);
   header_->capacity = capacity;
@@ -261,6 +294,14 @@ void RingWriter::set_name(uint32_t id, const char* name) {
   header_->names.store(n + 1, std::memory_order_release);
 }
 
+void RingWriter::set_site(uint32_t id, const SiteEntry& site) {
+  if (sites_ == nullptr || id >= kRingSites) return;
+  const uint64_t n = header_->sites.load(std::memory_order_relaxed);
+  if (id != n) return;  // each entry is written once, in order: readers may hold it
+  sites_[id] = site;
+  header_->sites.store(n + 1, std::memory_order_release);
+}
+
 void RingWriter::unlink_file() {
   if (unlinked_ || path_[0] == '\0') return;
   unlinked_ = true;
@@ -316,7 +357,8 @@ bool RingReader::read(RingSnapshot* out, std::string* error, uint64_t from) cons
   out->records.reserve(kMaxCapacity < bytes_ / sizeof(Record) ? kMaxCapacity
                                                               : bytes_ / sizeof(Record));
   // Names are copied into fixed buffers under the guard, strings made after.
-  std::vector<char> names(static_cast<size_t>(kRingNames) * kRingNameBytes, 0);
+  std::vector<char> names(ring_names_bytes(), 0);
+  std::vector<SiteEntry> sites(kRingSites);
   HeaderCopy seen{};
   std::string why;
   const bool ok = common::guarded([&] {
@@ -329,6 +371,12 @@ bool RingReader::read(RingSnapshot* out, std::string* error, uint64_t from) cons
       std::memcpy(names.data(), static_cast<const char*>(map_) + ring_records_bytes(h.capacity),
                   names.size());
     }
+    if (h.version >= 4) {
+      const uint64_t n = h.sites < kRingSites ? h.sites : kRingSites;
+      std::memcpy(static_cast<void*>(sites.data()),
+                  static_cast<const char*>(map_) + ring_sites_offset(h.capacity),
+                  n * sizeof(SiteEntry));
+    }
     seen = h;
     return true;
   });
@@ -338,6 +386,7 @@ bool RingReader::read(RingSnapshot* out, std::string* error, uint64_t from) cons
     return false;
   }
   if (seen.version >= 2) collect_names(names.data(), seen.names, out);
+  if (seen.version >= 4) collect_sites(sites.data(), seen.sites, out);
   return true;
 }
 
@@ -372,7 +421,28 @@ bool RingReader::read_image(const void* image, size_t bytes, RingSnapshot* out,
     collect_names(reinterpret_cast<const char*>(aligned.data()) + ring_records_bytes(c.capacity),
                   c.names, out);
   }
+  if (c.version >= 4) {
+    collect_sites(reinterpret_cast<const SiteEntry*>(reinterpret_cast<const char*>(aligned.data()) +
+                                                     ring_sites_offset(c.capacity)),
+                  c.sites, out);
+  }
   return true;
+}
+
+const CodeFrame* call_site(const RingSnapshot& s, const RecordData& d) {
+  const int id = call_site_of(d);
+  return id >= 0 && static_cast<size_t>(id) < s.sites.size() ? &s.sites[id] : nullptr;
+}
+
+SiteEntry site_entry(const CodeFrame& f) {
+  SiteEntry e;
+  e.line = f.line > 0 ? f.line : 0;
+  const size_t fn = std::min(f.function.size(), sizeof(e.function) - 1);
+  std::memcpy(e.function, f.function.data(), fn);
+  // A path too long keeps its end: the file's name and its nearest folders.
+  const size_t keep = std::min(f.file.size(), sizeof(e.file) - 1);
+  std::memcpy(e.file, f.file.data() + (f.file.size() - keep), keep);
+  return e;
 }
 
 std::string dump_file_name(int rank, int world_size) {
@@ -413,6 +483,13 @@ RingImage ring_image(const RingSnapshot& s) {
         s.names[i].size() < kRingNameBytes - 1 ? s.names[i].size() : kRingNameBytes - 1;
     std::memcpy(names + i * kRingNameBytes, s.names[i].data(), len);
   }
+  h->site_bytes = kRingSiteBytes;
+  h->max_sites = kRingSites;
+  const size_t nsites = s.sites.size() < kRingSites ? s.sites.size() : kRingSites;
+  h->sites.store(nsites, std::memory_order_relaxed);
+  auto* sites = reinterpret_cast<SiteEntry*>(reinterpret_cast<char*>(image.data()) +
+                                             ring_sites_offset(static_cast<uint32_t>(cap)));
+  for (size_t i = 0; i < nsites; ++i) sites[i] = site_entry(s.sites[i]);
   auto* ring =
       reinterpret_cast<Record*>(reinterpret_cast<char*>(image.data()) + sizeof(RingHeader));
   for (size_t i = 0; i < n; ++i) {

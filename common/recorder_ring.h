@@ -32,6 +32,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/code_frame.h"
 #include "common/protocol.h"
 #include "common/rank_identity.h"
 
@@ -42,13 +43,27 @@ constexpr uint64_t kRingMagic = 0x474e495254555058ull;  // "XPUTRING" little end
 // and dumps (no names) are still read.
 // 3: RecordData::gemm_ops (a GEMM's transposes) in what was padding; a
 // version 1 or 2 record reads with gemm_ops 0 (unknown).
-constexpr uint32_t kRingVersion = 3;
+// 4: the call sites region after the names (the Python line that issued a
+// collective, inject/call_sites.h), indexed by an NCCL record's `m`
+// (call_site_of()); older records have none.
+constexpr uint32_t kRingVersion = 4;
 // The names region: kRingNames entries of kRingNameBytes (printable ASCII,
 // NUL-terminated), indexed by a range record's `seq` (its name id), so that
 // a dump names its ranges without the rank. Written once per name, before
 // RingHeader::names counts it.
 constexpr uint32_t kRingNames = proto::kMaxRanges;
 constexpr uint32_t kRingNameBytes = proto::kRangeNameBytes;
+// The call sites region (version 4): kRingSites entries, each written once,
+// before RingHeader::sites counts it.
+constexpr uint32_t kRingSites = 256;
+struct SiteEntry {
+  int32_t line = 0;  // 0: unknown
+  uint32_t reserved = 0;
+  char function[56] = {};  // printable ASCII, NUL-terminated
+  char file[192] = {};     // printable ASCII, NUL-terminated; a longer path keeps its end
+};
+static_assert(sizeof(SiteEntry) == 256 && std::is_trivially_copyable_v<SiteEntry>);
+constexpr uint32_t kRingSiteBytes = sizeof(SiteEntry);
 constexpr uint32_t kDefaultCapacity = 4096;
 constexpr uint32_t kMaxCapacity = 1u << 20;
 constexpr uint64_t kVersionStride = 1u << 16;  // writes of one position, at most
@@ -105,7 +120,9 @@ struct RecordData {
   uint64_t count = 0;       // NCCL: element count as passed to NCCL
   uint64_t bytes = 0;       // NCCL: payload bytes of this rank
   uint64_t flops = 0;       // GEMM: 2*m*n*k*batch
-  uint32_t m = 0, n = 0, k = 0, batch = 0;  // GEMM shape (0 = unknown)
+  // GEMM shape (0 = unknown). NCCL (version 4): `m` is the call site's
+  // index + 1 (0 = none), see call_site_of().
+  uint32_t m = 0, n = 0, k = 0, batch = 0;
   uint64_t launch_ns = 0;                   // host call
   uint64_t ready_ns = 0;                    // seen able to run (previous work on its stream done)
   uint64_t gpu_start_ns = 0;                // kRecTimed, or kRecEndOnly's arrival
@@ -132,6 +149,17 @@ inline int gemm_op_b(uint8_t ops) {
   return (ops >> 4) >= 1 && (ops >> 4) <= 3 ? (ops >> 4) - 1 : -1;
 }
 
+// The index of an NCCL record's call site in the sites region, -1 = none.
+inline int call_site_of(const RecordData& d) {
+  return d.kind == static_cast<uint8_t>(proto::OpKind::kNccl) && d.m >= 1 && d.m <= kRingSites
+             ? static_cast<int>(d.m) - 1
+             : -1;
+}
+// RecordData::m / OpRecord::m of an NCCL operation issued at site `id` (-1: none).
+inline uint32_t call_site_field(int id) {
+  return id >= 0 && id < static_cast<int>(kRingSites) ? static_cast<uint32_t>(id) + 1 : 0;
+}
+
 // A record as it lies in the ring: the seqlock word above, then the fields.
 struct Record {
   std::atomic<uint64_t> version;
@@ -156,7 +184,9 @@ struct RingHeader {
   uint32_t name_bytes;           // version 2: kRingNameBytes
   uint32_t max_names;            // version 2: entries of the names region
   std::atomic<uint64_t> names;   // version 2: entries written (release after their bytes)
-  uint64_t reserved[2];
+  uint32_t site_bytes;           // version 4: kRingSiteBytes
+  uint32_t max_sites;            // version 4: entries of the sites region
+  std::atomic<uint64_t> sites;   // version 4: entries written (release after their bytes)
 };
 static_assert(std::is_standard_layout_v<RingHeader>);
 static_assert(sizeof(RingHeader) == 96);
@@ -165,8 +195,12 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free);
 inline size_t ring_records_bytes(uint32_t capacity) {
   return sizeof(RingHeader) + static_cast<size_t>(capacity) * sizeof(Record);
 }
+inline size_t ring_names_bytes() { return static_cast<size_t>(kRingNames) * kRingNameBytes; }
+inline size_t ring_sites_offset(uint32_t capacity) {
+  return ring_records_bytes(capacity) + ring_names_bytes();
+}
 inline size_t ring_file_bytes(uint32_t capacity) {
-  return ring_records_bytes(capacity) + static_cast<size_t>(kRingNames) * kRingNameBytes;
+  return ring_sites_offset(capacity) + static_cast<size_t>(kRingSites) * kRingSiteBytes;
 }
 // <dir>/rank-<rank>-<pid>.ring: where a rank's ring lives, beside its status
 // page (the supervisor derives it from the page's path at registration).
@@ -197,6 +231,8 @@ class RingWriter {
   // Names entry `id` (ids are set in order 0, 1, 2...; one beyond the next
   // is ignored, as is an id >= kRingNames). Cut to kRingNameBytes - 1.
   void set_name(uint32_t id, const char* name);
+  // Call site entry `id`, under the same rule as names (ids in order, each once).
+  void set_site(uint32_t id, const SiteEntry& site);
   void unlink_file();
 
  private:
@@ -207,6 +243,7 @@ class RingWriter {
   size_t bytes_ = 0;
   bool unlinked_ = false;
   char* names_ = nullptr;
+  SiteEntry* sites_ = nullptr;
   char path_[256] = {};
 };
 
@@ -227,7 +264,15 @@ struct RingSnapshot {
   // The names region (range records' `seq` indexes it), cleaned: printable
   // ASCII only. Empty for a version 1 ring.
   std::vector<std::string> names;
+  // The call sites region (call_site_of() indexes it), cleaned likewise
+  // (python = true, the file as the rank's interpreter named it). Empty
+  // before version 4.
+  std::vector<CodeFrame> sites;
 };
+// The call site of a collective record of `s`, nullptr when none.
+const CodeFrame* call_site(const RingSnapshot& s, const RecordData& d);
+// A site as the region holds it: text cut to its fields (a path keeps its end).
+SiteEntry site_entry(const CodeFrame& f);
 
 // The supervisor's side: a read-only mapping of a ring file (RAII).
 class RingReader {

@@ -273,9 +273,76 @@ TEST(RecorderRing, GemmTransposesAreReadFromVersion3Only) {
   ASSERT_TRUE(RingReader::read_image(v2.data(), v2.size(), &back, &error)) << error;
   ASSERT_EQ(back.records.size(), 1u);
   EXPECT_EQ(back.records[0].gemm_ops, 0);
-  put<uint32_t>(&v2, offsetof(RingHeader, version), 4u);
+  put<uint32_t>(&v2, offsetof(RingHeader, version), kRingVersion + 1);
   EXPECT_FALSE(RingReader::read_image(v2.data(), v2.size(), &back, &error));
-  EXPECT_EQ(error, "ring format version 4, this build reads 1 to 3");
+  EXPECT_EQ(error, "ring format version 5, this build reads 1 to 4");
+}
+
+// Version 4: a collective names the Python line that issued it, an entry of
+// the sites region; the written ring, a dump image and the live reader agree,
+// a long path keeps its end, and an older ring's collective has none.
+TEST(RecorderRing, ACollectiveNamesItsCallSiteFromVersion4) {
+  TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  RingWriter w;
+  ASSERT_TRUE(w.create(dir.path().c_str(), RankIdentity{0, 0, 1}, getpid(), 16));
+  SiteEntry train;
+  train.line = 42;
+  std::snprintf(train.function, sizeof(train.function), "train_step");
+  std::snprintf(train.file, sizeof(train.file), "/src/train.py");
+  const std::string long_path = "/" + std::string(300, 'd') + "/model/parallel.py";
+  const SiteEntry deep = site_entry(CodeFrame{"forward", long_path, 7, true});
+  w.set_site(0, train);
+  w.set_site(2, train);  // out of order: ignored
+  w.set_site(1, deep);
+  RecordData gemm;
+  gemm.name = static_cast<uint16_t>(proto::OpName::kGemmEx);
+  gemm.kind = static_cast<uint8_t>(proto::OpKind::kGemm);
+  gemm.m = 2;  // a GEMM's m is its shape, never a site
+  RecordData ar;
+  ar.name = static_cast<uint16_t>(proto::OpName::kAllReduce);
+  ar.kind = static_cast<uint8_t>(proto::OpKind::kNccl);
+  ar.m = call_site_field(1);
+  RecordData bare = ar;
+  bare.m = call_site_field(-1);
+  w.append(gemm);
+  w.append(ar);
+  w.append(bare);
+  std::string error;
+  auto reader = RingReader::attach(w.path(), getpid(), 0, &error);
+  ASSERT_NE(reader, nullptr) << error;
+  RingSnapshot live;
+  ASSERT_TRUE(reader->read(&live, &error)) << error;
+  ASSERT_EQ(live.sites.size(), 2u);
+  EXPECT_EQ(live.sites[0], (CodeFrame{"train_step", "/src/train.py", 42, true}));
+  EXPECT_EQ(live.sites[1].function, "forward");
+  EXPECT_EQ(live.sites[1].file.size(), sizeof(SiteEntry::file) - 1);
+  EXPECT_EQ(live.sites[1].file, long_path.substr(long_path.size() - live.sites[1].file.size()));
+  ASSERT_EQ(live.records.size(), 3u);
+  EXPECT_EQ(call_site(live, live.records[0]), nullptr);
+  ASSERT_NE(call_site(live, live.records[1]), nullptr);
+  EXPECT_EQ(call_site(live, live.records[1])->function, "forward");
+  EXPECT_EQ(call_site(live, live.records[2]), nullptr);
+  // A dump holds the same.
+  const RingImage img = ring_image(live);
+  RingSnapshot dumped;
+  ASSERT_TRUE(RingReader::read_image(img.data(), img.bytes, &dumped, &error)) << error;
+  EXPECT_EQ(dumped.sites, live.sites);
+  ASSERT_NE(call_site(dumped, dumped.records[1]), nullptr);
+  EXPECT_EQ(*call_site(dumped, dumped.records[1]), live.sites[1]);
+  // The same image called version 3: no sites, no collective names one.
+  std::string v3(img.data(), img.bytes);
+  put<uint32_t>(&v3, offsetof(RingHeader, version), 3u);
+  RingSnapshot old;
+  ASSERT_TRUE(RingReader::read_image(v3.data(), v3.size(), &old, &error)) << error;
+  EXPECT_TRUE(old.sites.empty());
+  EXPECT_EQ(old.records[1].m, 0u);
+  EXPECT_EQ(old.records[0].m, 2u);
+  // A version 4 header whose sites region is not this build's is refused.
+  std::string odd(img.data(), img.bytes);
+  put<uint32_t>(&odd, offsetof(RingHeader, max_sites), kRingSites + 1);
+  EXPECT_FALSE(RingReader::read_image(odd.data(), odd.size(), &old, &error));
+  EXPECT_EQ(error, "ring call sites region differs from this build's");
 }
 
 TEST(RecorderRingFuzz, MutatedImagesNeverCrashAndOnlyWindowRecordsAreAccepted) {
@@ -301,9 +368,17 @@ TEST(RecorderRingFuzz, MutatedImagesNeverCrashAndOnlyWindowRecordsAreAccepted) {
     const uint64_t head = h.head.load(), cap = h.capacity;
     ASSERT_EQ(snap.head, head);
     ASSERT_EQ(snap.capacity, cap);
-    ASSERT_GE(img.size(),
-              h.version >= 2 ? ring_file_bytes(h.capacity) : ring_records_bytes(h.capacity))
+    ASSERT_GE(img.size(), h.version >= 4   ? ring_file_bytes(h.capacity)
+                          : h.version >= 2 ? ring_sites_offset(h.capacity)
+                                           : ring_records_bytes(h.capacity))
         << iter;
+    ASSERT_LE(snap.sites.size(), static_cast<size_t>(kRingSites)) << iter;
+    for (const CodeFrame& f : snap.sites) {
+      for (const std::string* text : {&f.function, &f.file}) {
+        for (char c : *text) ASSERT_TRUE(c >= 0x20 && c < 0x7f) << iter;
+      }
+      ASSERT_GE(f.line, 0) << iter;
+    }
     ASSERT_LE(snap.names.size(), static_cast<size_t>(kRingNames)) << iter;
     for (const std::string& name : snap.names) {
       ASSERT_LT(name.size(), static_cast<size_t>(kRingNameBytes)) << iter;
@@ -332,6 +407,9 @@ TEST(RecorderRingFuzz, MutatedImagesNeverCrashAndOnlyWindowRecordsAreAccepted) {
       RecordData expect;
       to_data(slot, &expect);
       expect.op_id = r.op_id;
+      // What an older version did not have reads as unknown.
+      if (h.version < 3) expect.gemm_ops = 0;
+      if (h.version < 4 && expect.kind == static_cast<uint8_t>(proto::OpKind::kNccl)) expect.m = 0;
       ASSERT_TRUE(same(r, expect)) << iter;
       ++accepted_records;
     }

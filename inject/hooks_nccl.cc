@@ -2,6 +2,7 @@
 // ncclGroupStart/End (see nccl_group.h for how groups are timed).
 #include <nccl.h>
 
+#include "inject/call_sites.h"
 #include "inject/comm_registry.h"
 #include "inject/dtype_mapping.h"
 #include "inject/hook_export.h"
@@ -69,6 +70,7 @@ ncclResult_t timed_nccl_call(RealFunction<Fn>& real, const Collective& c, Args..
   }
   OpDesc d;
   d.name = c.name;
+  d.m = recorder::call_site_field(call_sites().capture());
   d.dtype = dtype_from_nccl(c.dtype);
   d.bytes = bytes;
   d.count = c.count;
@@ -172,6 +174,9 @@ XPU_TIMER_HOOK ncclResult_t ncclGroupEnd() {
   RuntimeState* st = active_runtime();
   if (st == nullptr || !any) return fn();
   if (untracked > 0) st->counters.hook_errors.fetch_add(untracked, std::memory_order_relaxed);
+  if (xpu_timer::proto::op_kind_of(d.name) == xpu_timer::proto::OpKind::kNccl) {
+    d.m = xpu_timer::recorder::call_site_field(call_sites().capture());
+  }
   TimedCall call;
   call.begin(st, d, stream);
   const ncclResult_t r = fn();

@@ -97,6 +97,8 @@ TEST_F(ElfTest, ExportsExactlyTheHooks) {
                                        "cudaMemcpyPeer",
                                        "cudaMemcpyPeerAsync",
                                        "xpu_timer_bench_set_paused",
+                                       "xpu_timer_bench_call_site",
+                                       "xpu_timer_bench_call_site_text",
                                        "xpu_timer_python_builtin",
                                        "xpu_timer_python_trace",
                                        "xpu_timer_python_set_retry",

@@ -130,6 +130,7 @@ class Poller {
   proto::RangeSlot ranges_[proto::kMaxRanges] = {};
   bool range_dirty_[proto::kMaxRanges] = {};
   uint32_t ring_names_ = 0;  // names written to the flight recorder
+  uint32_t ring_sites_ = 0;  // call sites written to the flight recorder
   proto::StepCounters steps_{};
   StepBubbles bubbles_;
   std::map<uint64_t, recorder::RecordData> step_records_;  // by ring position, until measured

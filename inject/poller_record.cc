@@ -1,6 +1,7 @@
 // The Poller's flight-recorder writes (common/recorder_ring.h): an
 // operation's record as it is appended and rewritten in place. Poller thread.
 #include "common/recorder_ring.h"
+#include "inject/call_sites.h"
 #include "inject/poller.h"
 #include "inject/runtime.h"
 
@@ -10,6 +11,15 @@ void Poller::record(Pending& p, uint8_t state) {
   recorder::RingWriter& ring = state_->ring;
   if (!ring.ok()) return;
   const OpRecord& r = p.rec;
+  if (r.kind == static_cast<uint8_t>(proto::OpKind::kNccl) && r.m > 0) {
+    // Its call site, and any before it, in the ring before the record.
+    const CallSites& sites = call_sites();
+    const uint32_t known = sites.size();
+    while (ring_sites_ < known && ring_sites_ < r.m) {
+      ring.set_site(ring_sites_, sites.entry(ring_sites_));
+      ++ring_sites_;
+    }
+  }
   recorder::RecordData d;
   d.name = r.name;
   d.kind = r.kind;

@@ -47,6 +47,8 @@ void CollectiveMonitor::read_rings(const std::vector<RankRecord>& records,
     }
     cur.read_ns = now;
     cur.head = snap.head;
+    // Entries are written once, before the records that name them.
+    if (snap.sites.size() > cur.sites.size()) cur.sites = std::move(snap.sites);
     cur.capacity = snap.capacity;
     // Positions before the ring's window were overwritten unread.
     const uint64_t window_start = snap.head > snap.capacity ? snap.head - snap.capacity : 0;
@@ -92,7 +94,15 @@ void CollectiveMonitor::read_rings(const std::vector<RankRecord>& records,
       if (!m.comm_name.empty()) m.summary = mismatch_sentence(m);
     }
   }
-  for (Mismatch& m : found) report_once(std::move(m));
+  for (Mismatch& m : found) {
+    for (const auto& [rank, id] : m.site_ids) {
+      const auto it = ring_cursors_.find(rank);
+      if (it != ring_cursors_.end() && static_cast<size_t>(id) < it->second.sites.size()) {
+        m.issued_at[rank] = it->second.sites[static_cast<size_t>(id)];
+      }
+    }
+    report_once(std::move(m));
+  }
 }
 
 uint64_t CollectiveMonitor::next_read_delay_ns(uint64_t min_ns, uint64_t max_ns) const {

@@ -101,6 +101,7 @@ class CollectiveMonitor {
     uint32_t capacity = 0;
     uint64_t lost = 0;       // records overwritten before they were read
     bool lost_said = false;  // said once in the log
+    std::vector<CodeFrame> sites;  // the ring's call sites as last read
   };
   JobView* const job_view_;
   const ReportFn report_;

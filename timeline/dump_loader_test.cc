@@ -72,7 +72,7 @@ TEST(DumpLoader, MalformedFilesAreSkippedWithOneWarningEach) {
       paths[4] + ": not a flight-recorder ring (bad magic); skipped",
       paths[5] + ": none of its 32 record(s) is readable; skipped",
       paths[6] + ": rank -7 of world size 4 is out of range; skipped",
-      paths[7] + ": ring format version 99, this build reads 1 to 3; skipped",
+      paths[7] + ": ring format version 99, this build reads 1 to 4; skipped",
   };
   EXPECT_EQ(d.warnings, expected);
 }

@@ -213,6 +213,11 @@ json slice_args(const TraceContext& ctx, const Slice& s) {
     }
     if (r.red_op != 0) a["red_op"] = red_op_name(r.red_op);
     if (r.group_size > 1) a["group_size"] = r.group_size;
+    // The Python line that issued it (inject/call_sites.h).
+    if (const CodeFrame* site = recorder::call_site(ctx.dumps.ranks[s.rank_index].ring, r)) {
+      a["issued_at"] = where_phrase({*site});
+      a["issued_at_file"] = site->file;
+    }
   } else if (is_gemm(r)) {
     a["m"] = r.m;
     a["n"] = r.n;

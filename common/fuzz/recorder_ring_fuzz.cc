@@ -51,6 +51,19 @@ void check(const RingSnapshot& s) {
       if (c < 0x20 || c >= 0x7f) __builtin_trap();  // cleaned: printable ASCII only
     }
   }
+  if (s.sites.size() > xpu_timer::recorder::kRingSites) __builtin_trap();
+  for (const xpu_timer::CodeFrame& f : s.sites) {
+    if (f.line < 0) __builtin_trap();
+    for (const std::string* text : {&f.function, &f.file}) {
+      for (const char c : *text) {
+        if (c < 0x20 || c >= 0x7f) __builtin_trap();
+      }
+    }
+  }
+  for (const RecordData& r : s.records) {
+    const int site = xpu_timer::recorder::call_site_of(r);
+    if (site >= static_cast<int>(xpu_timer::recorder::kRingSites)) __builtin_trap();
+  }
 }
 
 bool same(const RingSnapshot& a, const RingSnapshot& b) {
@@ -58,7 +71,7 @@ bool same(const RingSnapshot& a, const RingSnapshot& b) {
       a.world_size != b.world_size || a.capacity != b.capacity ||
       a.created_mono_ns != b.created_mono_ns || a.created_realtime_ns != b.created_realtime_ns ||
       a.head != b.head || a.skipped != b.skipped || a.first_skipped != b.first_skipped ||
-      a.names != b.names || a.records.size() != b.records.size()) {
+      a.names != b.names || a.sites != b.sites || a.records.size() != b.records.size()) {
     return false;
   }
   for (size_t i = 0; i < a.records.size(); ++i) {

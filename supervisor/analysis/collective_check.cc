@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/comm_names.h"
+#include "common/hang_document.h"
 #include "common/rank_set.h"
 
 namespace xpu_timer::supervisor {
@@ -126,6 +127,8 @@ void CollectiveChecker::add(int rank, const recorder::RecordData& d) {
   // A record is appended once and later updated in place: the same rank's
   // record may be read again (the reader retries torn positions).
   e.by_rank[rank] = fingerprint_of(d);
+  const int site = recorder::call_site_of(d);
+  if (site >= 0) e.site_by_rank[rank] = site;
   e.last_launch_ns = std::max(e.last_launch_ns, d.launch_ns);
   e.dirty = true;
 }
@@ -166,6 +169,7 @@ std::vector<Mismatch> CollectiveChecker::check(uint64_t now_ns, double now_unix_
         } else if (disagree) {
           Mismatch m = mismatch_of(comm, it->first.second, e.nranks, e.by_rank);
           m.comm_name = comm_name(comm);
+          m.site_ids = e.site_by_rank;
           m.last_launch_ns = e.last_launch_ns;
           m.detected_ns = now_ns;
           m.detected_at_unix_s = now_unix_s;
@@ -240,6 +244,14 @@ std::string mismatch_sentence(const Mismatch& m) {
   return s;
 }
 
+nlohmann::json issued_at_json(const Mismatch& m) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [rank, f] : m.issued_at) {
+    out[std::to_string(rank)] = hang_document::where_json({f});
+  }
+  return out;
+}
+
 nlohmann::json mismatch_json(const Mismatch& m) {
   nlohmann::json groups = nlohmann::json::array();
   for (const auto& [f, ranks] : m.groups) {
@@ -273,7 +285,10 @@ nlohmann::json mismatch_json(const Mismatch& m) {
            m.last_launch_ns != 0 && m.detected_ns >= m.last_launch_ns
                ? nlohmann::json(static_cast<double>(m.detected_ns - m.last_launch_ns) / 1e9)
                : nlohmann::json(nullptr)},
-          {"summary", m.summary}};
+          {"summary", m.summary},
+          // rank -> the Python line that issued its collective (this node's
+          // ranks whose flight recorder had it).
+          {"issued_at", issued_at_json(m)}};
 }
 
 }  // namespace xpu_timer::supervisor

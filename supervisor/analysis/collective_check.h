@@ -80,11 +80,18 @@ struct Mismatch {
   uint64_t detected_ns = 0;     // CLOCK_MONOTONIC
   double detected_at_unix_s = 0;
   std::string summary;  // one sentence
+  // rank -> the index of the Python line that issued its collective in its
+  // flight recorder's call sites (inject/call_sites.h), for the ranks whose
+  // record had one; the poll loop turns them into `issued_at`.
+  std::map<int, int> site_ids;
+  // rank -> that line (this node's ranks).
+  std::map<int, CodeFrame> issued_at;
 };
 
 class CollectiveChecker {
  public:
-  // One record of `rank` (any kind; only collectives are kept).
+  // One record of `rank` (any kind; only collectives are kept), with its
+  // call site's index (recorder::call_site_of).
   void add(int rank, const recorder::RecordData& d);
   // Compares what arrived since the last call; returns new mismatches (each
   // (comm, seq) at most once) and forgets collectives every member reported
@@ -131,6 +138,7 @@ class CollectiveChecker {
     uint64_t first_seen_ns = 0;
     uint64_t last_launch_ns = 0;
     std::map<int, Fingerprint> by_rank;
+    std::map<int, int> site_by_rank;  // the ranks whose record named its call site
     bool dirty = false;
     bool reported = false;
     uint64_t disagreed_ns = 0;  // when check() first saw two fingerprints; 0: not yet
@@ -159,5 +167,7 @@ Mismatch mismatch_of(uint64_t comm_hash, uint64_t seq, uint32_t nranks,
 std::string mismatch_sentence(const Mismatch& m);
 // The mismatch as GET /hang shows it (docs/usage.md).
 nlohmann::json mismatch_json(const Mismatch& m);
+// Its `issued_at` object: rank -> [{function, file, line}].
+nlohmann::json issued_at_json(const Mismatch& m);
 
 }  // namespace xpu_timer::supervisor

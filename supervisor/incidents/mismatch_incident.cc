@@ -26,12 +26,29 @@ void MismatchIncident::on_mismatch(const Mismatch& m) {
         post([this, m, r] { on_stacks_done(m, *r); });
       }));
   write_file(hooks_.remember(m, std::move(entry)));
+  // An odd rank whose recorder kept the line that issued the collective is
+  // placed there at once; the others where their stacks find them.
+  const RankPlaces issued = issued_places(m);
+  if (issued.empty()) return;
+  SUP_LOG_WARN("%s", mismatch_where_line(m, issued).c_str());
+  write_file(hooks_.locate(m, issued));
+}
+
+RankPlaces MismatchIncident::issued_places(const Mismatch& m) {
+  RankPlaces out;
+  for (const int rank : m.odd_ranks) {
+    const auto it = m.issued_at.find(rank);
+    if (it != m.issued_at.end()) out[rank] = {it->second};
+  }
+  return out;
 }
 
 void MismatchIncident::on_stacks_done(const Mismatch& m, const StackDumpReport& dump) {
   // Only the odd ranks are blamed (with two ranks, none: either may be the
   // wrong one); only this node's are in its dump.
-  const std::set<int> odd(m.odd_ranks.begin(), m.odd_ranks.end());
+  std::set<int> odd(m.odd_ranks.begin(), m.odd_ranks.end());
+  for (const auto& [rank, where] : issued_places(m)) odd.erase(rank);  // placed by their line
+  if (odd.empty()) return;
   std::vector<std::string> errors;
   const RankPlaces places = places_in_dump(dump, odd, {}, &errors);
   for (const std::string& e : errors) SUP_LOG_WARN("where the odd rank is: %s", e.c_str());

@@ -1,16 +1,17 @@
 // What the supervisor does about a collective mismatch (docs/architecture.md
 // "Collective consistency"): one log line, the ranks' flight recorders and
-// stacks, the entry kept for GET /hang and <dump-dir>/mismatch.json; and,
-// once the stacks are in, where the odd ranks of this node were (their
-// innermost frame of the user's and its caller, as for a hang's culprits:
-// culprit_locations.h), added to the entry (`where`), to mismatch.json and
-// said in one more log line.
+// stacks, the entry kept for GET /hang and <dump-dir>/mismatch.json; and
+// where the odd ranks of this node are (`where`, in the entry, mismatch.json
+// and one more log line): the Python line that issued the odd collective
+// when the rank's flight recorder kept it (inject/call_sites.h), at once;
+// otherwise, once the stacks are in, the rank's innermost frame of the
+// user's and its caller (as for a hang's culprits: culprit_locations.h).
 //
-// Why the places come second: collecting stops every rank and may take up to
-// the dumper's rank timeout; the mismatch is reported at once. An odd rank
-// that moved on since its odd collective is named where it is then (the
-// stacks are taken within a poll or two of the mismatch; the job is never
-// held for them).
+// Why the stacks' places come second: collecting stops every rank and may
+// take up to the dumper's rank timeout; the mismatch is reported at once. An
+// odd rank placed by its stacks is named where it is then (they are taken
+// within a poll or two of the mismatch; the job is never held for them),
+// which may be past the line that issued the collective.
 //
 // Threads: the asio thread only; the stacks' end is posted back through
 // `post`.
@@ -54,6 +55,8 @@ class MismatchIncident {
 
  private:
   void write_file(const nlohmann::json& all) const;
+  // The odd ranks placed by the line that issued their collective.
+  static RankPlaces issued_places(const Mismatch& m);
 
   IncidentDumps* const dumps_;
   const std::string dump_dir_;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "tests/integration/supervisor_fixture.h"
@@ -152,31 +153,73 @@ TEST_P(MismatchE2E, NamesTheCollectiveTheRanksAndTheirFingerprintsOnce) {
   }
   EXPECT_EQ(log.find("hang:"), std::string::npos) << log;
 
-  // Where the odd rank was: in held_after_odd_collective, called right after
-  // its odd collective; lines derived from the trainer's source.
+  // The Python trainer: every rank's collective carries the line that
+  // issued it (its flight recorder's call site), the odd rank's is its
+  // `where`. Lines derived from the trainer's source.
+  const int issued_line = sim_trainer_line(
+      true, "check(lib, lib.sim_collective_ex(*odd), \"sim_collective\")  # the odd collective");
+  const int common_line = sim_trainer_line(
+      true, "check(lib, lib.sim_collective(kind, args.bytes), \"sim_collective\")");
+  ASSERT_GT(issued_line, 0);
+  ASSERT_GT(common_line, 0);
+  const auto issued = [&](int line) {
+    return nlohmann::json::array({{{"function", "train_step"},
+                                   {"file", "sim_trainer.py"},
+                                   {"line", line},
+                                   {"kind", "python"}}});
+  };
+  if (c.python) {
+    ASSERT_EQ(m.at("issued_at").size(), static_cast<size_t>(c.nranks)) << m.dump(2);
+    for (int r = 0; r < c.nranks; ++r) {
+      EXPECT_EQ(where_by_base_name(m.at("issued_at").at(std::to_string(r))),
+                issued(r == odd ? issued_line : common_line))
+          << m.dump(2);
+    }
+    // The dump's trace: every collective slice names its line, the odd one
+    // (collective #kMismatchStep+1 of the odd rank) the odd line.
+    const auto trace = nlohmann::json::parse(
+        read_file(m.at("timeline").at("dir").get<std::string>() + "/timeline.json"), nullptr,
+        false);
+    ASSERT_TRUE(trace.is_object());
+    std::map<std::string, int> seen_at;
+    for (const auto& e : trace.at("traceEvents")) {
+      if (e.value("ph", "") != "X" || !e.contains("args") || !e.at("args").contains("seq"))
+        continue;
+      const auto& a = e.at("args");
+      if (a.value("seq", uint64_t{0}) != static_cast<uint64_t>(kMismatchStep + 1)) continue;
+      if (a.contains("issued_at")) ++seen_at[a.at("issued_at").get<std::string>()];
+    }
+    const std::string odd_at = "train_step (sim_trainer.py:" + std::to_string(issued_line) + ")";
+    const std::string common_at = "train_step (sim_trainer.py:" + std::to_string(common_line) + ")";
+    EXPECT_GE(seen_at[odd_at], 1) << trace.dump().substr(0, 2000);
+    EXPECT_GE(seen_at[common_at], 1);
+  } else {
+    EXPECT_EQ(m.at("issued_at"), nlohmann::json::object()) << "no Python: no call site";
+  }
+  // Where the odd rank was: the line that issued its odd collective (Python),
+  // else in held_after_odd_collective, called right after it.
   if (c.nranks <= 2) {
     EXPECT_EQ(m.at("where"), nlohmann::json::object()) << "no odd rank, no place";
     return;
   }
   const std::string wait_line =
-      c.python ? "while not os.access(path, os.F_OK) and time.monotonic() < deadline: "
-                 "time.sleep(0.01)"
-               : "for (int i = 0; i < 12000 && ::access(path, F_OK) != 0; ++i) usleep(10000);";
-  const std::string caller = c.python ? "train_step" : "main";
-  const std::string call_line =
-      c.python ? "held_after_odd_collective(rank, args.mismatch_hold)"
-               : "held_after_odd_collective(id.rank, opt.mismatch_hold.c_str());";
+      "for (int i = 0; i < 12000 && ::access(path, F_OK) != 0; ++i) usleep(10000);";
   const nlohmann::json expected_where =
-      sim_trainer_where(c.python, "held_after_odd_collective", wait_line, caller, call_line);
+      c.python
+          ? issued(issued_line)
+          : sim_trainer_where(false, "held_after_odd_collective", wait_line, "main",
+                              "held_after_odd_collective(id.rank, opt.mismatch_hold.c_str());");
   const std::string key = std::to_string(odd);
   ASSERT_EQ(located.at("where").size(), 1u) << located.dump(2);
   EXPECT_EQ(where_by_base_name(located.at("where").at(key)), expected_where) << located.dump(2);
   ASSERT_TRUE(m.at("where").contains(key)) << m.dump(2);
   EXPECT_EQ(where_by_base_name(m.at("where").at(key)), expected_where) << m.dump(2);
-  const std::string file = c.python ? "sim_trainer.py:" : "sim_trainer_main.cc:";
-  const std::string place =
-      "held_after_odd_collective (" + file + std::to_string(expected_where[0]["line"].get<int>()) +
-      ") <- " + caller + " (" + file + std::to_string(expected_where[1]["line"].get<int>()) + ")";
+  const std::string place = c.python
+                                ? "train_step (sim_trainer.py:" + std::to_string(issued_line) + ")"
+                                : "held_after_odd_collective (sim_trainer_main.cc:" +
+                                      std::to_string(expected_where[0]["line"].get<int>()) +
+                                      ") <- main (sim_trainer_main.cc:" +
+                                      std::to_string(expected_where[1]["line"].get<int>()) + ")";
   const std::string said = "collective mismatch #" + std::to_string(kMismatchStep + 1) +
                            " on comm " + m.at("comm").get<std::string>() + ": rank " + key +
                            " (odd) in " + place + "\n";

@@ -313,10 +313,9 @@ def train_step(lib, args, rank, step, apis, rng):
         k = args.mismatch_kind
         world = int(os.environ.get("WORLD_SIZE", "1"))
         other = COLLECTIVES.index("allreduce" if kind == COLLECTIVES.index("allgather") else "allgather")
-        check(lib, lib.sim_collective_ex(other if k == "op" else kind,
-                                         args.bytes * 2 if k == "count" else args.bytes,
-                                         1 if k == "dtype" else 0, 1 % world if k == "root" else 0),
-              "sim_collective")
+        odd = (other if k == "op" else kind, args.bytes * 2 if k == "count" else args.bytes,
+               1 if k == "dtype" else 0, 1 % world if k == "root" else 0)
+        check(lib, lib.sim_collective_ex(*odd), "sim_collective")  # the odd collective
         if args.mismatch_hold:
             held_after_odd_collective(rank, args.mismatch_hold)
     else:
