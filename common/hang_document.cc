@@ -74,6 +74,7 @@ json rank_json(const Rank& v) {
     r["last_completed_seq"] = or_null(v.last_completed_seq);
   }
   r["where"] = where_json(v.where);
+  r["issued_at"] = where_json(v.issued_at);
   json waits = json::array();
   for (const Rank::WaitFor& w : v.waits_for) {
     waits.push_back({{"rank", w.rank},
@@ -294,6 +295,38 @@ Operation read_operation(const Fields& o) {
   return p;
 }
 
+// A rank's frames under `key` (`where`, `issued_at`): a frame of another
+// shape is dropped alone; what is kept is bounded.
+void read_frames(const Fields& f, const char* key_name, std::vector<CodeFrame>* out) {
+  const json* w = f.typed(
+      key_name, [](const json& v) { return v.is_array(); }, "an array");
+  if (w == nullptr) return;
+  static const json kNull;
+  for (const json& frame_json : *w) {
+    auto key = [&frame_json](const char* k) -> const json& {
+      if (!frame_json.is_object()) return kNull;
+      const auto it = frame_json.find(k);
+      return it == frame_json.end() ? kNull : *it;
+    };
+    const json& kind = key("kind");
+    const json& file = key("file");
+    const json& line = key("line");
+    if (!kind.is_string() || !key("function").is_string() ||
+        !(file.is_null() || file.is_string()) || !(line.is_null() || is_int(line))) {
+      f.drop(key_name, "an array of frames (an entry)");
+      continue;
+    }
+    CodeFrame frame;
+    frame.function = key("function").get<std::string>();
+    if (file.is_string()) frame.file = file.get<std::string>();
+    if (!line.is_null()) frame.line = line.get<int>();
+    frame.python = kind.get_ref<const std::string&>() == "python";
+    out->push_back(std::move(frame));
+    if (out->size() > kMaxWhereFrames) break;
+  }
+  *out = bounded_where(std::move(*out));
+}
+
 void read_rank(const json& e, const Fields& f, Rank* r, std::vector<std::string>* warnings,
                size_t* dropped, const std::string& path) {
   r->rank = e["rank"].get<int>();
@@ -317,34 +350,8 @@ void read_rank(const json& e, const Fields& f, Rank* r, std::vector<std::string>
   f.read("seq", &r->seq);
   f.read("issued_seq", &r->issued_seq);
   f.read("last_completed_seq", &r->last_completed_seq);
-  // A frame of another shape is dropped alone; what is kept is bounded.
-  if (const json* w = f.typed(
-          "where", [](const json& v) { return v.is_array(); }, "an array")) {
-    static const json kNull;
-    for (const json& frame_json : *w) {
-      auto key = [&frame_json](const char* k) -> const json& {
-        if (!frame_json.is_object()) return kNull;
-        const auto it = frame_json.find(k);
-        return it == frame_json.end() ? kNull : *it;
-      };
-      const json& kind = key("kind");
-      const json& file = key("file");
-      const json& line = key("line");
-      if (!kind.is_string() || !key("function").is_string() ||
-          !(file.is_null() || file.is_string()) || !(line.is_null() || is_int(line))) {
-        f.drop("where", "an array of frames (an entry)");
-        continue;
-      }
-      CodeFrame frame;
-      frame.function = key("function").get<std::string>();
-      if (file.is_string()) frame.file = file.get<std::string>();
-      if (!line.is_null()) frame.line = line.get<int>();
-      frame.python = kind.get_ref<const std::string&>() == "python";
-      r->where.push_back(std::move(frame));
-      if (r->where.size() > kMaxWhereFrames) break;
-    }
-    r->where = bounded_where(std::move(r->where));
-  }
+  read_frames(f, "where", &r->where);
+  read_frames(f, "issued_at", &r->issued_at);
   if (const json* w = f.typed(
           "waits_for", [](const json& v) { return v.is_array(); }, "an array")) {
     for (const json& e : *w) {

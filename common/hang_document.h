@@ -94,6 +94,10 @@ struct Rank {
   // "python"|"native"}). Written for every rank, [] while unknown (no stacks
   // yet, a rank that is no culprit, a node that could not take them).
   std::vector<CodeFrame> where;
+  // The Python line that issued the collective it is in, from its flight
+  // recorder (one frame, the same shape as `where`); [] when unknown (not in
+  // a collective, no Python line, a rank of another node).
+  std::vector<CodeFrame> issued_at;
   // A stuck rank: the members of its collective it waits for ("waits_for":
   // [{"rank", "comm", "comm_name", "seq"}], [] for every other rank).
   struct WaitFor {

@@ -37,6 +37,7 @@ Document example() {
   r0.operation = op;
   r0.pending_s = 3;
   r0.running_s = 2.5;
+  r0.issued_at = {CodeFrame{"sync", "/w/train.py", 19, true}};
   Rank r1;
   r1.rank = 1;
   r1.state = "missing";
@@ -98,7 +99,8 @@ TEST(HangDocument, WriterWritesTheDocumentedKeys) {
       "local_rank":0,"host":"h","heartbeat_age_s":0.25,"operation":{"kind":"nccl",
       "name":"AllGather","comm":"0000000000000abc","seq":4,"dtype":"fp32","bytes":4096,
       "flops":0,"group_size":1},"pending_s":3.0,"running_s":2.5,"not_started":false,
-      "where":[],"waits_for":[{"rank":1,"comm":"0000000000000abc","comm_name":"tp","seq":4}]})"));
+      "where":[],"issued_at":[{"function":"sync","file":"/w/train.py","line":19,"kind":"python"}],
+      "waits_for":[{"rank":1,"comm":"0000000000000abc","comm_name":"tp","seq":4}]})"));
   EXPECT_EQ(j["ranks"][1]["comm"], "0000000000000abc");
   EXPECT_EQ(j["ranks"][1]["comm_name"], "tp");
   EXPECT_EQ(j["ranks"][1]["reason"], "behind");
@@ -108,7 +110,7 @@ TEST(HangDocument, WriterWritesTheDocumentedKeys) {
   // Every missing rank has the communicator keys, null when it is in none.
   EXPECT_EQ(j["ranks"][2], json::parse(R"({"rank":2,"state":"missing","registered":false,
       "node":null,"reason":"never_registered","comm":null,"comm_name":null,"seq":null,
-      "issued_seq":null,"last_completed_seq":null,"where":[],"waits_for":[]})"));
+      "issued_seq":null,"last_completed_seq":null,"where":[],"issued_at":[],"waits_for":[]})"));
   EXPECT_EQ(j["roots"], json::parse(R"([{"kind":"rank","ranks":[1],"ranks_folded":"1",
       "waiters":[[0,3,4]]}])"));
   EXPECT_EQ(j["groups"][0]["ranks_folded"], "0/2-4");
@@ -179,6 +181,8 @@ TEST(HangDocument, ReadsBackWhatTheWriterWrote) {
   EXPECT_EQ(r1.last_completed_seq, 3u);
   EXPECT_FALSE(r1.operation);
   EXPECT_EQ(r1.where, in.ranks[1].where);
+  EXPECT_EQ(out.find(0)->issued_at, in.ranks[0].issued_at);
+  EXPECT_TRUE(r1.issued_at.empty());
   const Rank& r2 = *out.find(2);
   EXPECT_EQ(r2.reason, "never_registered");
   EXPECT_FALSE(r2.registered);

@@ -64,6 +64,15 @@ void CollectiveMonitor::read_rings(const std::vector<RankRecord>& records,
       }
     }
     for (const recorder::RecordData& d : snap.records) {
+      const int site = recorder::call_site_of(d);
+      if (site >= 0 && d.comm_hash != 0) {
+        const std::pair<uint64_t, uint64_t> key{d.comm_hash, d.seq};
+        if (cur.recent_sites.emplace(key, site).second) cur.recent_order.push_back(key);
+        while (cur.recent_order.size() > kRecentSites) {
+          cur.recent_sites.erase(cur.recent_order.front());
+          cur.recent_order.pop_front();
+        }
+      }
       checker_.add(r.reg.rank, d);
       if (job_view_ != nullptr) fingerprints_.add(r.reg.rank, d);
     }
@@ -136,6 +145,21 @@ void CollectiveMonitor::note_snapshot(const Snapshot& snap, int node) {
   fingerprints_.note_members(snap);
   checker_.note_cross_node(fingerprints_.comms());
   exchange_fingerprints(node);
+}
+
+void CollectiveMonitor::annotate_issued(Snapshot* snap) const {
+  for (RankSample& s : snap->ranks) {
+    const proto::OpRef& op = s.oldest_inflight;
+    if (s.inflight_count == 0 || op.kind != static_cast<uint8_t>(proto::OpKind::kNccl)) continue;
+    const auto cur = ring_cursors_.find(s.rank);
+    if (cur == ring_cursors_.end() || cur->second.pid != s.pid) continue;
+    const auto site = cur->second.recent_sites.find({op.comm_hash, op.seq});
+    if (site == cur->second.recent_sites.end() ||
+        static_cast<size_t>(site->second) >= cur->second.sites.size()) {
+      continue;
+    }
+    s.issued_at = {cur->second.sites[static_cast<size_t>(site->second)]};
+  }
 }
 
 void CollectiveMonitor::report_once(Mismatch m) {

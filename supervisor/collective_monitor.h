@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -66,6 +67,9 @@ class CollectiveMonitor {
   // job of several nodes, offers and compares fingerprints (`node`: this
   // node's group rank).
   void note_snapshot(const Snapshot& snap, int node);
+  // Sets `issued_at` of this node's ranks whose oldest operation in flight
+  // is a collective their ring named the Python line of (a recent one).
+  void annotate_issued(Snapshot* snap) const;
   // A mismatch another node published for the whole job.
   void on_job_mismatch(Mismatch m, int from_node);
   // Keeps what was reported of `m` (its mismatch.json entry, with the dump
@@ -102,7 +106,12 @@ class CollectiveMonitor {
     uint64_t lost = 0;       // records overwritten before they were read
     bool lost_said = false;  // said once in the log
     std::vector<CodeFrame> sites;  // the ring's call sites as last read
+    // The call sites of its latest collectives: (comm, seq) -> site, at
+    // most kRecentSites, the oldest forgotten first.
+    std::map<std::pair<uint64_t, uint64_t>, int> recent_sites;
+    std::deque<std::pair<uint64_t, uint64_t>> recent_order;
   };
+  static constexpr size_t kRecentSites = 512;
   JobView* const job_view_;
   const ReportFn report_;
   // Asio thread only.

@@ -306,6 +306,7 @@ void Supervisor::poll() {
     collectives_->read_rings(records, [&] { return take_snapshot(records, poll_scratch_.get()); });
     Snapshot snap = take_snapshot(records, poll_scratch_.get());
     hang_->annotate(&snap);  // where the verdict's culprits are, once its stacks are in
+    collectives_->annotate_issued(&snap);  // the lines that issued the collectives in flight
     const int node = records.empty() ? -1 : records.front().reg.group_rank;
     collectives_->note_snapshot(snap, node);
     slow_->poll(records, snap, node, records.empty() ? 0 : records.front().reg.world_size);

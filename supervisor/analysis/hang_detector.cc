@@ -173,6 +173,7 @@ HangReport classify_snapshot(const Snapshot& snap, double timeout_s) {
     v.node = s.node;
     v.host = s.host;
     v.where = s.where;
+    v.issued_at = s.issued_at;
     const uint64_t beat_age_ns =
         proto::heartbeat_age_ns(snap.now_ns, s.heartbeat_ns, s.registered_ns);
     v.heartbeat_age_s = s.registered ? ns_to_s(beat_age_ns) : 0;

@@ -90,6 +90,8 @@ struct RankVerdict {
   // Where it was when its stacks were taken (RankSample::where): named in the
   // sentence for a culprit (missing, unresponsive, stalled).
   std::vector<CodeFrame> where;
+  // The Python line that issued the operation it is in (RankSample::issued_at).
+  std::vector<CodeFrame> issued_at;
   // kStuck in a collective: the members it waits for (wait_graph.h).
   std::vector<WaitEdge> waits_for;
 };

@@ -49,6 +49,7 @@ hd::Rank rank_of(const RankVerdict& v) {
     r.last_completed_seq = v.last_completed_seq;
   }
   r.where = v.where;
+  r.issued_at = v.issued_at;
   for (const WaitEdge& e : v.waits_for) {
     hd::Rank::WaitFor w;
     w.rank = e.rank;

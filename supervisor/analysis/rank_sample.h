@@ -48,6 +48,10 @@ struct RankSample {
   // verdict (incidents/culprit_locations.h; its culprits only); empty:
   // unknown. Travels with the node's document, so every node names it.
   std::vector<CodeFrame> where;
+  // The Python line that issued its oldest collective in flight, from its
+  // flight recorder (inject/call_sites.h); empty: unknown. This node's
+  // ranks only: it does not travel with the node's document.
+  std::vector<CodeFrame> issued_at;
 };
 
 struct Snapshot {

@@ -54,6 +54,15 @@ TEST_P(HangE2E, ReportsStuckAndMissingRanksWithinTimeoutPlusTwoSeconds) {
       << job.log();
   const auto hang = nlohmann::json::parse(read_file(hang_path));
   ASSERT_TRUE(hang.at("hung").get<bool>()) << hang.dump(2);
+  // A stuck rank names the line that issued its collective (Python only);
+  // the missing rank is in none.
+  const int issued_line = sim_trainer_line(
+      true, "check(lib, lib.sim_collective(kind, args.bytes), \"sim_collective\")");
+  ASSERT_GT(issued_line, 0);
+  const nlohmann::json issued_here = nlohmann::json::array({{{"function", "train_step"},
+                                                             {"file", "sim_trainer.py"},
+                                                             {"line", issued_line},
+                                                             {"kind", "python"}}});
 
   std::set<int> stuck, missing;
   std::set<uint64_t> seqs;
@@ -75,7 +84,11 @@ TEST_P(HangE2E, ReportsStuckAndMissingRanksWithinTimeoutPlusTwoSeconds) {
       const double pending = r.at("pending_s").get<double>();
       longest_pending = std::max(longest_pending, pending);
       EXPECT_LE(pending, kTimeoutS + 2.0) << "detected too late";
+      EXPECT_EQ(where_by_base_name(r.at("issued_at")),
+                c.python ? issued_here : nlohmann::json::array())
+          << r.dump(2);
     } else if (state == "missing") {
+      EXPECT_EQ(r.at("issued_at"), nlohmann::json::array()) << r.dump(2);
       missing.insert(rank);
       missing_last_completed = r.at("last_completed_seq").get<uint64_t>();
       EXPECT_EQ(r.at("comm_name"), expected_name) << r.dump(2);
