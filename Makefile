@@ -3,6 +3,10 @@
 BUILD ?= build
 BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
+# The tests wait on events far more than they compute (a 2-core machine:
+# 131 s of CPU in 483 s at -j2), so four run per core: 141 s on 2 cores with
+# both loaded by stress-ng (bench/results/2026-11-28-make-test-time.md).
+TEST_JOBS ?= $(shell echo $$(( $(JOBS) * 4 )))
 CMAKE_FLAGS ?=
 
 .PHONY: all deps configure build test demo clean dist sanitize fuzz
@@ -19,7 +23,7 @@ build: configure
 	cmake --build $(BUILD) -j$(JOBS)
 
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 300
+	cd $(BUILD) && ctest --output-on-failure -j$(TEST_JOBS) --timeout 300
 
 # The demo builds only what it runs: the supervisor, the injected library, the
 # simulated GPU and launcher, and the timeline converter.
