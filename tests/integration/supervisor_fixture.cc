@@ -91,6 +91,10 @@ SupervisedJob::SupervisedJob(const std::string& name, std::vector<std::string> s
   argv.push_back("--");
   argv.insert(argv.end(), job.begin(), job.end());
   auto full_env = sim_env();
+  // A supervisor whose /metrics a test read would wait 30 s at the job's end
+  // for a last scrape (--metrics-linger): a test that is about it says so
+  // with the flag, which overrides this.
+  full_env.push_back("XPU_TIMER_METRICS_LINGER_S=0");
   full_env.insert(full_env.end(), env.begin(), env.end());
   child_ = std::make_unique<Child>(argv, full_env, ChildOptions{dump_dir_ + "/console.log"});
 }
