@@ -54,11 +54,13 @@ SAN_TARGETS ?= common_test inject_unit_test stack_unit_test flamegraph_test time
 # TSan only where threads meet: the pure components (common, timeline, the
 # analysis, the job launcher) have none, and leaving them out keeps CI short.
 TSAN_TARGETS ?= $(filter-out common_test timeline_test supervisor_analysis_test supervisor_job_test,$(SAN_TARGETS))
+# Line tables only (-g1): what a sanitizer's report reads.
+SAN_FLAGS = -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DCMAKE_C_FLAGS_DEBUG=-g1
 sanitize: deps
-	cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=Debug -DXPU_TIMER_SANITIZE=address $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD)-asan $(SAN_FLAGS) -DXPU_TIMER_SANITIZE=address $(CMAKE_FLAGS)
 	cmake --build $(BUILD)-asan -j$(JOBS) --target $(SAN_TARGETS)
 	cd $(BUILD)-asan && for t in $(SAN_TARGETS); do UBSAN_OPTIONS=halt_on_error=1 ./bin/$$t --gtest_brief=1 || exit 1; done
-	cmake -S . -B $(BUILD)-tsan -DCMAKE_BUILD_TYPE=Debug -DXPU_TIMER_SANITIZE=thread $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD)-tsan $(SAN_FLAGS) -DXPU_TIMER_SANITIZE=thread $(CMAKE_FLAGS)
 	cmake --build $(BUILD)-tsan -j$(JOBS) --target $(TSAN_TARGETS)
 	cd $(BUILD)-tsan && for t in $(TSAN_TARGETS); do TSAN_OPTIONS=halt_on_error=1 ./bin/$$t --gtest_brief=1 || exit 1; done
 
