@@ -174,9 +174,7 @@ XPU_TIMER_HOOK ncclResult_t ncclGroupEnd() {
   RuntimeState* st = active_runtime();
   if (st == nullptr || !any) return fn();
   if (untracked > 0) st->counters.hook_errors.fetch_add(untracked, std::memory_order_relaxed);
-  if (xpu_timer::proto::op_kind_of(d.name) == xpu_timer::proto::OpKind::kNccl) {
-    d.m = xpu_timer::recorder::call_site_field(call_sites().capture());
-  }
+  d.m = xpu_timer::recorder::call_site_field(call_sites().capture());  // a group's: NCCL only
   TimedCall call;
   call.begin(st, d, stream);
   const ncclResult_t r = fn();

@@ -105,13 +105,19 @@ void CollectiveMonitor::read_rings(const std::vector<RankRecord>& records,
   }
   for (Mismatch& m : found) {
     for (const auto& [rank, id] : m.site_ids) {
-      const auto it = ring_cursors_.find(rank);
-      if (it != ring_cursors_.end() && static_cast<size_t>(id) < it->second.sites.size()) {
-        m.issued_at[rank] = it->second.sites[static_cast<size_t>(id)];
-      }
+      if (const CodeFrame* f = site_of(rank, -1, id)) m.issued_at[rank] = *f;
     }
     report_once(std::move(m));
   }
+}
+
+const CodeFrame* CollectiveMonitor::site_of(int rank, pid_t pid, int id) const {
+  const auto it = ring_cursors_.find(rank);
+  if (it == ring_cursors_.end() || (pid >= 0 && it->second.pid != pid) || id < 0 ||
+      static_cast<size_t>(id) >= it->second.sites.size()) {
+    return nullptr;
+  }
+  return &it->second.sites[static_cast<size_t>(id)];
 }
 
 uint64_t CollectiveMonitor::next_read_delay_ns(uint64_t min_ns, uint64_t max_ns) const {
@@ -152,13 +158,10 @@ void CollectiveMonitor::annotate_issued(Snapshot* snap) const {
     const proto::OpRef& op = s.oldest_inflight;
     if (s.inflight_count == 0 || op.kind != static_cast<uint8_t>(proto::OpKind::kNccl)) continue;
     const auto cur = ring_cursors_.find(s.rank);
-    if (cur == ring_cursors_.end() || cur->second.pid != s.pid) continue;
+    if (cur == ring_cursors_.end()) continue;
     const auto site = cur->second.recent_sites.find({op.comm_hash, op.seq});
-    if (site == cur->second.recent_sites.end() ||
-        static_cast<size_t>(site->second) >= cur->second.sites.size()) {
-      continue;
-    }
-    s.issued_at = {cur->second.sites[static_cast<size_t>(site->second)]};
+    if (site == cur->second.recent_sites.end()) continue;
+    if (const CodeFrame* f = site_of(s.rank, s.pid, site->second)) s.issued_at = {*f};
   }
 }
 

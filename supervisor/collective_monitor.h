@@ -93,6 +93,8 @@ class CollectiveMonitor {
 
  private:
   void exchange_fingerprints(int node);
+  // Call site `id` of the ring of `rank` (of process `pid`; -1: any), nullptr if unknown.
+  const CodeFrame* site_of(int rank, pid_t pid, int id) const;
   void report_once(Mismatch m);
 
   struct RingCursor {
