@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "common/clock.h"
+#include "inject/bench_parts.h"
 #include "inject/call_sites.h"
 #include "inject/hook_export.h"
 #include "inject/runtime.h"
@@ -13,6 +14,12 @@
 // not active in this process (no supervisor, pass-through, not started yet).
 XPU_TIMER_HOOK int xpu_timer_bench_set_paused(int paused) {
   return xpu_timer::inject::set_paused(paused != 0) ? 0 : -1;
+}
+
+// Switches one part of the library (inject/bench_parts.h) on (on != 0) or
+// off in this process; 0, or -1 for an unknown part's name.
+XPU_TIMER_HOOK int xpu_timer_bench_set_part(const char* name, int on) {
+  return xpu_timer::inject::set_bench_part(name, on != 0) ? 0 : -1;
 }
 
 // Reads the calling thread's call site (inject/call_sites.h) `n` times, as

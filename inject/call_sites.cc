@@ -11,6 +11,7 @@
 
 #include "common/env_config.h"
 #include "common/log.h"
+#include "inject/bench_parts.h"
 #include "stack/line_table.h"
 #include "stack/python_layouts.h"
 
@@ -212,6 +213,7 @@ int line_of(const PyLayout& l, uintptr_t code, int32_t firstlineno, int64_t addr
 }  // namespace
 
 int CallSites::capture() {
+  if (bench_part_off(BenchPart::kCallSites)) return -1;
   const Interpreter* in = interpreter();
   if (in == nullptr) return -1;
   const PyLayout& l = in->layout;

@@ -97,6 +97,7 @@ TEST_F(ElfTest, ExportsExactlyTheHooks) {
                                        "cudaMemcpyPeer",
                                        "cudaMemcpyPeerAsync",
                                        "xpu_timer_bench_set_paused",
+                                       "xpu_timer_bench_set_part",
                                        "xpu_timer_bench_call_site",
                                        "xpu_timer_bench_call_site_text",
                                        "xpu_timer_python_builtin",

@@ -16,6 +16,7 @@
 #include <new>
 
 #include "common/protocol.h"
+#include "inject/bench_parts.h"
 #include "inject/comm_registry.h"
 #include "inject/hook_export.h"
 #include "inject/nccl_profiler_abi.h"
@@ -87,6 +88,7 @@ template <typename Descr, typename ChannelsOf>
 ncclResult_t start_named(void* context, void** handle, Descr* d, ChannelsOf channels) noexcept {
   if (handle != nullptr) *handle = nullptr;
   if (d == nullptr || d->type != abi::kProfileColl) return ncclSuccess;
+  if (bench_part_off(BenchPart::kProfilerPlugin)) return ncclSuccess;
   nccl_tag_note_coll(nccl_algo_from_name(d->coll.algo), nccl_proto_from_name(d->coll.proto),
                      transport_of_context(context), channels(*d));
   return ncclSuccess;
@@ -111,6 +113,7 @@ ncclResult_t start_v2(void* context, void** handle, abi::EventDescrV2* d) noexce
 ncclResult_t start_v1(void* context, void** handle, abi::EventDescrV1* d) noexcept {
   if (handle != nullptr) *handle = nullptr;
   if (d == nullptr || d->type != abi::kProfileColl) return ncclSuccess;
+  if (bench_part_off(BenchPart::kProfilerPlugin)) return ncclSuccess;
   nccl_tag_note_coll(nccl_algo_from_v1(d->coll.algo), nccl_proto_from_v1(d->coll.proto),
                      transport_of_context(context), d->coll.nMaxChannels);
   return ncclSuccess;

@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "common/env_config.h"
 #include "common/log.h"
+#include "inject/bench_parts.h"
 #include "inject/comm_registry.h"
 #include "inject/crash_handlers.h"
 #include "inject/cuda_runtime_calls.h"
@@ -89,10 +90,16 @@ void* Poller::thread_main(void* self) {
 void Poller::run() {
   while (!stop_.load(std::memory_order_acquire)) {
     const uint64_t now = monotonic_ns();
+    if (bench_part_off(BenchPart::kPollerPasses)) {
+      sleep_ns(busy_pass_ns_);
+      continue;
+    }
     drain_queue();
     drain_ranges();
     sample_launches(now, /*force=*/false);
-    if (cuda_ok_) complete_ready(now, /*honour_stop=*/true);
+    if (cuda_ok_ && !bench_part_off(BenchPart::kEventQueries)) {
+      complete_ready(now, /*honour_stop=*/true);
+    }
     settle_steps(now);
     if (!draining_ && !state_->link.alive()) {
       switch_to_pass_through("the supervisor closed its connection");
@@ -429,6 +436,7 @@ void Poller::finish(const Pending& p, uint64_t duration_ns, Outcome outcome, uin
 void Poller::map_gpu_times(Pending& p, cudaEvent_t start, cudaEvent_t end, uint64_t duration_ns,
                            uint64_t seen_ns) {
   if (!state_->ring.ok()) return;  // only the flight recorder shows GPU times
+  if (bench_part_off(BenchPart::kGpuClock)) return;
   GpuClock::Observation o;
   o.start = start;
   o.launch_ns = p.rec.launch_ns;

@@ -1,12 +1,13 @@
 #include "inject/timed_call.h"
 
 #include "common/clock.h"
+#include "inject/bench_parts.h"
 #include "inject/comm_registry.h"
 #include "inject/cuda_runtime_calls.h"
 #include "inject/event_pool.h"
 #include "inject/nccl_profiler_tags.h"
-#include "inject/sample_gate.h"
 #include "inject/runtime.h"
+#include "inject/sample_gate.h"
 
 namespace xpu_timer::inject {
 namespace {
@@ -85,10 +86,14 @@ bool TimedCall::begin(RuntimeState* st, const OpDesc& d, cudaStream_t stream) {
   // detection"): the start marker says when it could start (the work before
   // it on its stream, and what the stream waits for, had finished), the end
   // marker that it completed. Nothing is measured from them.
-  if (timed || proto::op_kind_of(d.name) == proto::OpKind::kNccl) {
+  const bool nccl = proto::op_kind_of(d.name) == proto::OpKind::kNccl;
+  if (nccl && bench_part_off(BenchPart::kCollectiveEvents)) {
+    publish_untimed(st, d, stream, /*advance=*/true);  // a benchmark's: no events
+    timed = false;
+  } else if (timed || nccl) {
     timed = begin_events(st, d, stream, timed);
   } else {
-    publish_untimed(st, d, stream);
+    publish_untimed(st, d, stream, /*advance=*/false);
   }
   cost_after_begin(t0);
   return timed;
@@ -109,7 +114,8 @@ bool TimedCall::should_time(RuntimeState* st, const OpDesc& d) {
                                now_ns_);
 }
 
-void TimedCall::publish_untimed(RuntimeState* st, const OpDesc& d, cudaStream_t stream) {
+void TimedCall::publish_untimed(RuntimeState* st, const OpDesc& d, cudaStream_t stream,
+                                bool advance) {
   uint64_t pos = 0;
   auto* cell = st->queue.try_reserve(&pos);
   if (cell == nullptr) {
@@ -121,7 +127,7 @@ void TimedCall::publish_untimed(RuntimeState* st, const OpDesc& d, cudaStream_t 
   // in place (one cache line of the cell; the tail keeps whatever an earlier
   // record left, never read); a record whose tail holds more, whole.
   OpRecord& r = cell->item;
-  if (tail_is_default(d.device, d.group_size, d.count, d.bytes, d.peer, d.red_op)) {
+  if (!advance && tail_is_default(d.device, d.group_size, d.count, d.bytes, d.peer, d.red_op)) {
     describe_head(d, &r);
     r.nmarks = 0;
     r.flags = static_cast<uint8_t>(OpRecord::kUntimed | OpRecord::kHeadOnly |
@@ -131,6 +137,9 @@ void TimedCall::publish_untimed(RuntimeState* st, const OpDesc& d, cudaStream_t 
     describe(d, &r);
     r.device = d.device;
     r.flags = OpRecord::kUntimed;
+    // A collective's sequence numbers advance as when it is timed, so that
+    // they stay identical across ranks.
+    if (advance) advance_comms(d, &r);
   }
   r.valid = 1;
   r.launch_ns = now_ns_;

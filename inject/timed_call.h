@@ -75,7 +75,7 @@ class TimedCall {
     const uint64_t t0 = cost_begin(st);
     bool timed = should_time(st, desc);
     if (!timed) {
-      publish_untimed(st, desc, stream);
+      publish_untimed(st, desc, stream, /*advance=*/false);
     } else {
       OpDesc exact = desc;
       timed = resolve(&exact, &stream) && begin_events(st, exact, stream, /*timed=*/true);
@@ -93,7 +93,9 @@ class TimedCall {
   uint64_t cost_begin(RuntimeState* st);
   void cost_after_begin(uint64_t t0);
   bool should_time(RuntimeState* st, const OpDesc& desc);
-  void publish_untimed(RuntimeState* st, const OpDesc& desc, cudaStream_t stream);
+  // An untimed record, counted when the Poller drains it; `advance`: a
+  // collective's, whose communicators' sequence numbers advance.
+  void publish_untimed(RuntimeState* st, const OpDesc& desc, cudaStream_t stream, bool advance);
   bool begin_events(RuntimeState* st, const OpDesc& desc, cudaStream_t stream, bool timed);
   void end_call(bool call_ok);
   void add_sample();

@@ -18,7 +18,10 @@ step each, each between two cuda synchronizations): drift of the machine
 slower than a step (clocks, neighbours, other processes) then falls on both
 arms of a pair alike, which rounds of many steps cannot give a host-bound
 loop. The result adds the bootstrap 95% interval of the median of the N
-per-pair ratios (resampling pairs).
+per-pair ratios (resampling pairs). --arms names what a B step lacks, one
+run of N pairs each: `paused` (the whole library), one part of it switched
+off through xpu_timer_bench_set_part (inject/bench_parts.h), or `pin_poller`
+(the background thread pinned to one core): see Arm.
 
 --one-gpu runs every rank on GPU 0 and gives each its own NCCL_HOSTID, so
 NCCL takes the ranks for separate hosts and connects them through its socket
@@ -57,6 +60,69 @@ def control():
     f.argtypes = [ctypes.c_int]
     f.restype = ctypes.c_int
     return f
+
+
+def part_control():
+    """xpu_timer_bench_set_part(name, on) of the injected library, or None."""
+    try:
+        f = ctypes.CDLL(None).xpu_timer_bench_set_part
+    except AttributeError:
+        return None
+    f.argtypes = [ctypes.c_char_p, ctypes.c_int]
+    f.restype = ctypes.c_int
+    return f
+
+
+def poller_tid():
+    """The thread id of the injected library's background thread, or None."""
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open("/proc/self/task/%s/comm" % tid) as f:
+                if f.read().strip() == "xpu_timer_poll":
+                    return int(tid)
+        except OSError:
+            continue
+    return None
+
+
+class Arm:
+    """What a B step lacks that an A step has (A: everything on).
+
+    paused        the whole library (xpu_timer_bench_set_paused): B = unwatched
+    pin_poller    B: the background thread pinned to one core of the rank's
+                  own set (its last, or one given by --pin-cpu), away from the
+                  cores the scheduler gives the main and NCCL threads
+    <part>        one part of the library switched off (inject/bench_parts.h):
+                  poller, queries, collective_events, gpu_clock, call_sites,
+                  profiler_plugin
+    """
+
+    def __init__(self, name, paused_ctl, args, local_rank):
+        self.name = name
+        self.paused_ctl = paused_ctl
+        self.part_ctl = part_control()
+        self.tid = None
+        if name == "pin_poller":
+            self.tid = poller_tid()
+            if self.tid is None:
+                raise SystemExit("no xpu_timer_poll thread in this process")
+            self.free_mask = os.sched_getaffinity(self.tid)
+            cpus = sorted(os.sched_getaffinity(0))
+            self.pinned = {args.pin_cpu + local_rank} if args.pin_cpu >= 0 else {cpus[-1 - local_rank]}
+        elif name != "paused" and self.part_ctl is None:
+            raise SystemExit("xpu_timer_bench_set_part missing: an older libxpu_timer_inject.so?")
+
+    def set_b(self, b):
+        """Puts this process in the state of a B step (b) or an A step."""
+        if self.name == "paused":
+            rc = self.paused_ctl(1 if b else 0)
+        elif self.name == "pin_poller":
+            os.sched_setaffinity(self.tid, self.pinned if b else self.free_mask)
+            rc = 0
+        else:
+            rc = self.part_ctl(self.name.encode(), 0 if b else 1)
+        if rc != 0:
+            raise SystemExit("switching %s refused: is the job running under the supervisor?" % self.name)
 
 
 class Block(nn.Module):
@@ -146,7 +212,25 @@ def make_launch(args, dev):
     return step
 
 
-WORKLOADS = {"ddp": make_ddp, "tp": make_tp, "launch": make_launch}
+def make_gpt2(args, dev):
+    # Hugging Face GPT-2 (random init, nothing downloaded), as
+    # bench/gpu/workloads/gpt2_ddp.py: --layers 12 --width 1024 --batch 8.
+    from transformers import GPT2Config, GPT2LMHeadModel
+    cfg = GPT2Config(n_layer=args.layers, n_embd=args.width, n_head=args.width // 64,
+                     n_positions=args.seq, vocab_size=50257, attn_implementation="sdpa")
+    model = DDP(GPT2LMHeadModel(cfg).to(dev, dtype=torch.bfloat16), device_ids=[dev.index])
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    idx = torch.randint(0, cfg.vocab_size, (args.batch, args.seq), device=dev)
+
+    def step():
+        model(input_ids=idx, labels=idx).loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return step
+
+
+WORKLOADS = {"ddp": make_ddp, "tp": make_tp, "launch": make_launch, "gpt2": make_gpt2}
 
 
 def timed_round(step, steps):
@@ -226,15 +310,25 @@ def switch(ctl, timed, world):
         raise SystemExit("xpu_timer_bench_set_paused refused: is the job running under the supervisor?")
 
 
-def ab_steps(name, step, args, ctl, rank, world):
-    """--pairs: A and B alternate at every step (A B B A ...)."""
+def switch_arm(arm, a, world):
+    """Every rank into the A state (a) or B state of `arm`, between two steps."""
+    if world > 1:
+        dist.barrier()
+    torch.cuda.synchronize()
+    arm.set_b(not a)
+    if world > 1:
+        dist.barrier()
+
+
+def ab_steps(name, step, args, ctl, rank, world, arm):
+    """--pairs: A and B alternate at every step (A B B A ...); B lacks `arm`."""
     for _ in range(args.warmup * args.steps):
         step()
     a_times, b_times = [], []
     m0 = metric_sums(PER_STEP_SERIES) if rank == 0 else None
     for i in range(args.pairs):
         for mode in ("A", "B") if i % 2 == 0 else ("B", "A"):
-            switch(ctl, mode == "A", world)
+            switch_arm(arm, mode == "A", world)
             torch.cuda.synchronize()
             t0 = time.perf_counter()
             step()
@@ -245,14 +339,14 @@ def ab_steps(name, step, args, ctl, rank, world):
     # operations over a few steps of each.
     counted = {}
     for mode in ("A", "B"):
-        switch(ctl, mode == "A", world)
+        switch_arm(arm, mode == "A", world)
         before = issued_total(rank) if rank == 0 else None
         for _ in range(3):
             step()
         torch.cuda.synchronize()
         after = issued_total(rank) if rank == 0 else None
         counted[mode] = after - before if before is not None and after is not None else None
-    switch(ctl, True, world)
+    switch_arm(arm, True, world)
     ratios = [a / b for a, b in zip(a_times, b_times)]
     med = statistics.median(ratios)
     q = statistics.quantiles(ratios, n=4)
@@ -260,6 +354,7 @@ def ab_steps(name, step, args, ctl, rank, world):
     diffs = [a - b for a, b in zip(a_times, b_times)]
     res = {
         "workload": name,
+        "b_lacks": arm.name,
         "interleave": "step",
         "pairs": len(ratios),
         "world": world,
@@ -409,6 +504,10 @@ def main():
     p.add_argument("--micro-chunks", type=int, default=10)
     p.add_argument("--pairs", type=int, default=0,
                    help="alternate A and B at every step, this many pairs (instead of --rounds)")
+    p.add_argument("--arms", default="paused",
+                   help="with --pairs: what B steps lack, one run of pairs each (see Arm)")
+    p.add_argument("--pin-cpu", type=int, default=-1,
+                   help="pin_poller: the core of rank 0's background thread (rank r: this + r)")
     p.add_argument("--one-gpu", action="store_true",
                    help="every rank on GPU 0, connected by NCCL's socket transport (see above)")
     args = p.parse_args()
@@ -431,7 +530,9 @@ def main():
         step()  # first hooked calls start the injected runtime
         torch.cuda.synchronize()
         if args.pairs:
-            results.append(ab_steps(name, step, args, ctl, rank, world))
+            for arm in args.arms.split(","):
+                results.append(ab_steps(name, step, args, ctl, rank, world,
+                                        Arm(arm, ctl, args, int(os.environ.get("LOCAL_RANK", 0)))))
         else:
             results.append(ab_rounds(name, step, args, ctl, rank))
         del step
@@ -442,12 +543,12 @@ def main():
         micro.update(micro_torch(ctl, dev, args.micro_calls // 4, args.micro_chunks, world))
     if rank == 0:
         print(json.dumps({"micro": micro}), flush=True)
-        print("\n%-8s %12s %12s %10s %18s %18s" % ("workload", "with ms", "without ms", "ratio", "ratio p25..p75",
-                                                "95% interval"))
+        print("\n%-8s %-18s %12s %12s %10s %18s %18s" % (
+            "workload", "B lacks", "with ms", "without ms", "ratio", "ratio p25..p75", "95% interval"))
         for r in results:
             ci = r.get("ci95")
-            print("%-8s %12.3f %12.3f %10.4f %8.4f..%-8.4f %s" % (
-                r["workload"], r["median_step_ms_with"], r["median_step_ms_without"], r["median_ratio"],
+            print("%-8s %-18s %12.3f %12.3f %10.4f %8.4f..%-8.4f %s" % (
+                r["workload"], r.get("b_lacks", "paused"), r["median_step_ms_with"], r["median_step_ms_without"], r["median_ratio"],
                 r["ratio_p25"], r["ratio_p75"], "%.4f..%.4f" % tuple(ci) if ci else "-"))
         for k, v in micro.items():
             print("%-28s %s us" % (k, "%.3f..%.3f" % tuple(v) if isinstance(v, list) else "%8.3f" % v))
