@@ -3,13 +3,17 @@
 // not timed makes none of the library calls the injected library makes to
 // describe or time a call (the handle's stream, the layouts' attributes,
 // the pointers' kinds); a timed one makes them all. docs/architecture.md
-// "The hot path", 4.
+// "The hot path", 4. And the budget of every operation: each library call
+// the injected library makes on the user's thread, by entry point, so that
+// a change adding one fails (InjectSimCallBudget).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -44,37 +48,63 @@ std::vector<uint64_t> counted_calls(const std::string& out) {
   return v;
 }
 
+// A driver run under the injected library, registered with a fake
+// supervisor, past its steps (it printed READY and waits for stdin to close).
+struct DriverRun {
+  std::unique_ptr<Child> job;
+  RegisteredRank* rank = nullptr;
+};
+
+// Starts the driver with `steps` (ending in "wait") in a world of one rank;
+// on failure, says why in *error.
+bool run_driver(FakeSupervisor& sup, const std::string& job_id, const std::string& sample_per_sec,
+                const std::vector<std::string>& steps, DriverRun* run, std::string* error) {
+  std::vector<std::string> env = sup.env();
+  env.push_back(std::string(proto::kEnvPreload) + "=" + INJECT_LIB);
+  env.push_back(std::string("XPU_TIMER_SIM_LIB_DIR=") + SIM_LIB_DIR);
+  env.push_back("XPU_TIMER_SIM_JOB_ID=" + job_id + "-" + std::to_string(getpid()));
+  env.push_back("XPU_TIMER_SAMPLE_PER_SEC=" + sample_per_sec);
+  for (const char* v : {"RANK=0", "LOCAL_RANK=0", "WORLD_SIZE=1", "LOCAL_WORLD_SIZE=1"}) {
+    env.push_back(v);
+  }
+  std::vector<std::string> argv = {SIM_DRIVER};
+  argv.insert(argv.end(), steps.begin(), steps.end());
+  run->job = Child::start(argv, env);
+  if (run->job == nullptr) {
+    *error = "cannot start the driver";
+    return false;
+  }
+  run->rank = sup.accept_rank(kTimeout.count(), error);
+  if (run->rank == nullptr) return false;
+  if (!run->job->wait_for_output("READY", kTimeout)) {
+    *error = "the driver did not finish its steps: " + run->job->output();
+    return false;
+  }
+  return true;
+}
+
 TEST(InjectSimSampling, SampledOutCallsMakeNoLibraryCallsOfOurs) {
   if (access(INJECT_LIB, R_OK) != 0 || access(SIM_LIB_DIR "/libsim_workload.so", R_OK) != 0) {
     GTEST_SKIP() << "inject library or simulated GPU not built";
   }
   FakeSupervisor sup;
   ASSERT_TRUE(sup.ok()) << "cannot listen on a unix socket in /tmp";
-  std::vector<std::string> env = sup.env();
-  env.push_back(std::string(proto::kEnvPreload) + "=" + INJECT_LIB);
-  env.push_back(std::string("XPU_TIMER_SIM_LIB_DIR=") + SIM_LIB_DIR);
-  env.push_back("XPU_TIMER_SIM_JOB_ID=sampling-" + std::to_string(getpid()));
   // One timing per second and shape: most of the 300 calls of each are not
   // timed (on a loaded machine a few more are; the counts below hold for any
-  // number of timed calls).
-  env.push_back("XPU_TIMER_SAMPLE_PER_SEC=1");
-  for (const char* v : {"RANK=0", "LOCAL_RANK=0", "WORLD_SIZE=1", "LOCAL_WORLD_SIZE=1"}) {
-    env.push_back(v);
-  }
-  // The copies go between the same two buffers; the free in between starts
-  // a new epoch of the direction cache (the address may now be another kind
-  // of memory). The sim's memory is the host's: the copies must be done
-  // before their buffer is freed.
-  auto job = Child::start(
-      {SIM_DRIVER, "init", "gemm:gemmex:64:64:64:1*300", "gemm:ltmatmul:64:32:16:1*300",
-       "malloc:65536", "copy:default-h2d:4096*150", "sync", "free", "malloc:65536",
-       "copy:default-h2d:4096*150", "sync", "calls", "wait"},
-      env);
-  ASSERT_NE(job, nullptr);
+  // number of timed calls). The copies go between the same two buffers; the
+  // free in between starts a new epoch of the direction cache (the address
+  // may now be another kind of memory). The sim's memory is the host's: the
+  // copies must be done before their buffer is freed.
+  DriverRun run;
   std::string error;
-  RegisteredRank* rank = sup.accept_rank(kTimeout.count(), &error);
-  ASSERT_NE(rank, nullptr) << error;
-  ASSERT_TRUE(job->wait_for_output("READY", kTimeout)) << job->output();
+  ASSERT_TRUE(run_driver(sup, "sampling", "1",
+                         {"init", "gemm:gemmex:64:64:64:1*300", "gemm:ltmatmul:64:32:16:1*300",
+                          "malloc:65536", "copy:default-h2d:4096*150", "sync", "free",
+                          "malloc:65536", "copy:default-h2d:4096*150", "sync", "calls", "wait"},
+                         &run, &error))
+      << error;
+  Child* job = run.job.get();
+  RegisteredRank* rank = run.rank;
   const std::vector<uint64_t> calls = counted_calls(job->output());
   ASSERT_EQ(calls.size(), static_cast<size_t>(XPU_SIM_COUNTED_CALLS)) << job->output();
 
@@ -117,6 +147,187 @@ TEST(InjectSimSampling, SampledOutCallsMakeNoLibraryCallsOfOurs) {
   job->close_stdin();
   EXPECT_EQ(job->wait_exit_code(kTimeout), 0) << job->output();
 }
+
+// The driver's "USERCALLS name count,..." lines, in order: per entry point,
+// how often the injected library's code called it on the driver's thread.
+std::vector<std::map<std::string, uint64_t>> user_calls(const std::string& out) {
+  std::vector<std::map<std::string, uint64_t>> snapshots;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("USERCALLS ", 0) != 0) continue;
+    std::map<std::string, uint64_t>& m = snapshots.emplace_back();
+    std::istringstream entries(line.substr(10));
+    for (std::string entry; std::getline(entries, entry, ',');) {
+      const size_t space = entry.find(' ');
+      if (space == std::string::npos) continue;
+      m[entry.substr(0, space)] = std::stoull(entry.substr(space + 1));
+    }
+  }
+  return snapshots;
+}
+
+// The calls made between two snapshots, entry points called 0 times left out.
+std::map<std::string, uint64_t> calls_between(const std::map<std::string, uint64_t>& before,
+                                              const std::map<std::string, uint64_t>& after) {
+  std::map<std::string, uint64_t> d;
+  for (const auto& [name, n] : after) {
+    const auto it = before.find(name);
+    const uint64_t b = it != before.end() ? it->second : 0;
+    if (n > b) d[name] = n - b;
+  }
+  return d;
+}
+
+std::string show(const std::map<std::string, uint64_t>& m) {
+  std::string s;
+  for (const auto& [name, n] : m) s += name + "=" + std::to_string(n) + " ";
+  return s;
+}
+
+struct CallBudgetCase {
+  const char* name;
+  const char* sample_per_sec;  // "0": every call timed; "0.001": none after the first
+  bool timed;
+};
+
+class InjectSimCallBudget : public ::testing::TestWithParam<CallBudgetCase> {};
+
+// What watching costs the user's thread in library calls, per operation: the
+// call the hook passes on, and every call the injected library makes on its
+// own behalf (describing, timing, marking). A change that adds any call on
+// the user's threads fails here, whatever the GPU: the simulated libraries
+// count each entry point called from the library's code on threads not its
+// own (sim_ext.h XPU_SIM_ENTRY). The Poller's calls (its own thread) are not
+// the user's and are not counted.
+TEST_P(InjectSimCallBudget, EachOperationMakesOnlyItsBudgetOfCalls) {
+  if (access(INJECT_LIB, R_OK) != 0 || access(SIM_LIB_DIR "/libsim_workload.so", R_OK) != 0) {
+    GTEST_SKIP() << "inject library or simulated GPU not built";
+  }
+  const CallBudgetCase& c = GetParam();
+  FakeSupervisor sup;
+  ASSERT_TRUE(sup.ok()) << "cannot listen on a unix socket in /tmp";
+  // One of each operation first (the first call of a kind sets up caches and
+  // the sampling gate times the first of each shape), then each kind alone,
+  // 100 times, between snapshots of the counts.
+  constexpr uint64_t kN = 100;
+  DriverRun run;
+  std::string error;
+  ASSERT_TRUE(run_driver(sup, std::string("budget-") + c.name, c.sample_per_sec,
+                         {"init",
+                          "malloc:65536",
+                          "gemm:gemmex:64:64:64:1",
+                          "gemm:ltmatmul:64:32:16:1",
+                          "copy:default-h2d:4096",
+                          "coll:allreduce:4096",
+                          "launch:1",
+                          "sync",
+                          "usercalls",
+                          "gemm:gemmex:64:64:64:1*100",
+                          "usercalls",
+                          "gemm:ltmatmul:64:32:16:1*100",
+                          "usercalls",
+                          "copy:default-h2d:4096*100",
+                          "usercalls",
+                          "coll:allreduce:4096*100",
+                          "usercalls",
+                          "launch:100",
+                          "usercalls",
+                          "part:collective_events:0",
+                          "coll:allreduce:4096*100",
+                          "usercalls",
+                          "part:collective_events:1",
+                          "sync",
+                          "wait"},
+                         &run, &error))
+      << error;
+  Child* job = run.job.get();
+  RegisteredRank* rank = run.rank;
+  const auto snaps = user_calls(job->output());
+  ASSERT_EQ(snaps.size(), 7u) << job->output();
+
+  using Budget = std::map<std::string, uint64_t>;
+  auto with = [](Budget b, const Budget& more) {
+    for (const auto& [name, n] : more) b[name] += n;
+    return b;
+  };
+  // Event pairs come from a pool that grows by 64 pairs on the calling
+  // thread when none is free (inject/event_pool.h): the device asked once,
+  // 128 events created. So many calls are growth, never per operation.
+  auto take_growth = [](Budget* d, uint64_t ops) {
+    const auto it = d->find("cudaEventCreateWithFlags");
+    if (it == d->end()) return;
+    const uint64_t growths = it->second / 128;
+    EXPECT_EQ(it->second, 128 * growths) << "events created outside the pool's growth";
+    EXPECT_LE(growths, (ops + 63) / 64);
+    d->erase(it);
+    EXPECT_GE((*d)["cudaGetDevice"], growths);
+    if (((*d)["cudaGetDevice"] -= growths) == 0) d->erase("cudaGetDevice");
+  };
+  // The user's own call, which the hook passes on: counted when the hook
+  // calls it, not when the compiler made that call a jump (the return
+  // address is then the user's).
+  auto take_pass_through = [](Budget* d, const std::string& api, uint64_t n) {
+    const auto it = d->find(api);
+    if (it == d->end()) return;
+    EXPECT_EQ(it->second, n) << api << " passed on more often than the user called it";
+    d->erase(it);
+  };
+  // A timed call: its two events, the capture check before recording them.
+  const Budget timing = {{"cudaEventRecord", 2 * kN}, {"cudaStreamIsCapturing", kN}};
+  // ... and the device it runs on, which a GEMM or a copy does not name.
+  const Budget timing_on_current_device = with(timing, {{"cudaGetDevice", kN}});
+  struct Phase {
+    const char* what;
+    Budget budget;
+  };
+  const Phase phases[] = {
+      // The handle's stream, when timed.
+      {"cublasGemmEx",
+       c.timed ? with({{"cublasGetStream_v2", kN}}, timing_on_current_device) : Budget{}},
+      // Six layout reads and three descriptor reads, when timed.
+      {"cublasLtMatmul", c.timed ? with({{"cublasLtMatrixLayoutGetAttribute", 6 * kN},
+                                         {"cublasLtMatmulDescGetAttribute", 3 * kN}},
+                                        timing_on_current_device)
+                                 : Budget{}},
+      // The two pointers' kinds, when timed.
+      {"cudaMemcpyAsync",
+       c.timed ? with({{"cudaPointerGetAttributes", 2 * kN}}, timing_on_current_device) : Budget{}},
+      // A collective always records its two events: the hang clock's markers.
+      {"ncclAllReduce", timing},
+      // A launch is only counted.
+      {"cudaLaunchKernel", {}},
+      // A benchmark's switch (inject/bench_parts.h): collectives without
+      // their events.
+      {"ncclAllReduce", {}},
+  };
+  for (size_t i = 0; i < 6; ++i) {
+    Budget d = calls_between(snaps[i], snaps[i + 1]);
+    take_growth(&d, kN);
+    take_pass_through(&d, phases[i].what, kN);
+    EXPECT_EQ(d, phases[i].budget) << phases[i].what << " x" << kN << ": " << show(d)
+                                   << "\nexpected: " << show(phases[i].budget);
+  }
+  // The collectives without events still advanced their communicator's
+  // sequence numbers, and completed.
+  std::unique_ptr<proto::StatusPage> p;
+  const auto deadline = std::chrono::steady_clock::now() + kTimeout;
+  do {
+    p = rank->snapshot();
+    if (p != nullptr && p->ncomms == 1 && p->comms[0].completed_seq == 1 + 2 * kN) break;
+    usleep(2000);
+  } while (std::chrono::steady_clock::now() < deadline);
+  ASSERT_NE(p, nullptr);
+  ASSERT_EQ(p->ncomms, 1u);
+  EXPECT_EQ(p->comms[0].issued_seq, 1 + 2 * kN);
+  EXPECT_EQ(p->comms[0].completed_seq, 1 + 2 * kN);
+  job->close_stdin();
+  EXPECT_EQ(job->wait_exit_code(kTimeout), 0) << job->output();
+}
+
+INSTANTIATE_TEST_SUITE_P(Sampling, InjectSimCallBudget,
+                         ::testing::Values(CallBudgetCase{"every_call_timed", "0", true},
+                                           CallBudgetCase{"none_timed", "0.001", false}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace xpu_timer::inject

@@ -27,6 +27,10 @@
 //   calls                        print "CALLS" and the sim's counts of the library
 //                                calls a hook library makes on its own behalf
 //                                (sim_ext.h XpuSimCountedCall, in enum order)
+//   part:NAME:ON                 xpu_timer_bench_set_part(NAME, ON) of the injected library
+//   usercalls                    print "USERCALLS name count,..." : the sim's entry
+//                                points called from the hook library's code on
+//                                threads not its own, and how often
 //   finalize                     sim_finalize()
 //   exit:CODE                    exit status of the driver (default 0)
 // A step ending in *N runs N times (gemm:gemmex:64:64:64:1*500).
@@ -204,6 +208,22 @@ int main(int argc, char** argv) {
       std::printf("CALLS");
       for (int w = 0; w < 5; ++w) std::printf(" %lu", count(w));
       std::printf("\n");
+      std::fflush(stdout);
+    } else if (op == "part") {
+      auto set_part = reinterpret_cast<int (*)(const char*, int)>(
+          dlsym(RTLD_DEFAULT, "xpu_timer_bench_set_part"));
+      if (set_part == nullptr) die("xpu_timer_bench_set_part: the injected library is not loaded");
+      rc = set_part(a.size() > 1 ? a[1].c_str() : "", static_cast<int>(arg(2)));
+    } else if (op == "usercalls") {
+      void* cudart = dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD);
+      auto calls = cudart != nullptr ? reinterpret_cast<size_t (*)(char*, size_t)>(
+                                           dlsym(cudart, "xpu_sim_user_thread_calls"))
+                                     : nullptr;
+      if (calls == nullptr) die("the simulated libcudart.so.13 is not loaded");
+      std::string text(calls(nullptr, 0) + 1, '\0');
+      calls(text.data(), text.size());
+      for (char& c : text) c = c == '\n' ? ',' : c;
+      std::printf("USERCALLS %s\n", text.c_str());
       std::fflush(stdout);
     } else if (op == "finalize") {
       rc = api.finalize();

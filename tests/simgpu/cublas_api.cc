@@ -47,18 +47,21 @@ cublasStatus_t gemm(cublasHandle_t handle, cublasOperation_t ta, cublasOperation
 extern "C" {
 
 cublasStatus_t cublasCreate_v2(cublasHandle_t* handle) {
+  XPU_SIM_ENTRY();
   if (handle == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
   *handle = new (std::nothrow) cublasContext();
   return *handle != nullptr ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_ALLOC_FAILED;
 }
 
 cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) {
+  XPU_SIM_ENTRY();
   if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   delete handle;
   return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t cublasGetVersion_v2(cublasHandle_t handle, int* version) {
+  XPU_SIM_ENTRY();
   if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (version == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
   *version = CUBLAS_VERSION;
@@ -66,12 +69,14 @@ cublasStatus_t cublasGetVersion_v2(cublasHandle_t handle, int* version) {
 }
 
 cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t stream) {
+  XPU_SIM_ENTRY();
   if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   handle->stream = stream;
   return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t cublasGetStream_v2(cublasHandle_t handle, cudaStream_t* stream) {
+  XPU_SIM_ENTRY();
   xpu_sim_count_call(XPU_SIM_CUBLAS_GET_STREAM);
   if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (stream == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
@@ -80,12 +85,14 @@ cublasStatus_t cublasGetStream_v2(cublasHandle_t handle, cudaStream_t* stream) {
 }
 
 cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
+  XPU_SIM_ENTRY();
   if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   handle->math_mode = mode;
   return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t cublasGetMathMode(cublasHandle_t handle, cublasMath_t* mode) {
+  XPU_SIM_ENTRY();
   if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (mode == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
   *mode = handle->math_mode;
@@ -93,12 +100,14 @@ cublasStatus_t cublasGetMathMode(cublasHandle_t handle, cublasMath_t* mode) {
 }
 
 cublasStatus_t cublasSetPointerMode_v2(cublasHandle_t handle, cublasPointerMode_t mode) {
+  XPU_SIM_ENTRY();
   if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   handle->pointer_mode = mode;
   return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t cublasGetPointerMode_v2(cublasHandle_t handle, cublasPointerMode_t* mode) {
+  XPU_SIM_ENTRY();
   if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (mode == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
   *mode = handle->pointer_mode;
@@ -106,6 +115,7 @@ cublasStatus_t cublasGetPointerMode_v2(cublasHandle_t handle, cublasPointerMode_
 }
 
 cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void* workspace, size_t bytes) {
+  XPU_SIM_ENTRY();
   if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   handle->workspace = workspace;
   handle->workspace_bytes = bytes;
@@ -113,6 +123,7 @@ cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void* workspace, siz
 }
 
 const char* cublasGetStatusName(cublasStatus_t status) {
+  XPU_SIM_ENTRY();
   switch (status) {
     case CUBLAS_STATUS_SUCCESS:
       return "CUBLAS_STATUS_SUCCESS";
@@ -132,6 +143,7 @@ const char* cublasGetStatusName(cublasStatus_t status) {
 }
 
 const char* cublasGetStatusString(cublasStatus_t status) {
+  XPU_SIM_ENTRY();
   switch (status) {
     case CUBLAS_STATUS_SUCCESS:
       return "success";
@@ -156,6 +168,7 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
                             cudaDataType Btype, int ldb, const void* beta, void* C,
                             cudaDataType Ctype, int ldc, cublasComputeType_t computeType,
                             cublasGemmAlgo_t algo) {
+  XPU_SIM_ENTRY();
   (void)alpha, (void)A, (void)Atype, (void)B, (void)Btype, (void)beta, (void)C, (void)Ctype;
   (void)computeType, (void)algo;
   return gemm(handle, transa, transb, m, n, k, lda, ldb, ldc, 1);
@@ -167,6 +180,7 @@ cublasStatus_t cublasGemmEx_64(cublasHandle_t handle, cublasOperation_t transa,
                                const void* B, cudaDataType Btype, int64_t ldb, const void* beta,
                                void* C, cudaDataType Ctype, int64_t ldc,
                                cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
+  XPU_SIM_ENTRY();
   (void)alpha, (void)A, (void)Atype, (void)B, (void)Btype, (void)beta, (void)C, (void)Ctype;
   (void)computeType, (void)algo;
   return gemm(handle, transa, transb, m, n, k, lda, ldb, ldc, 1);
@@ -180,6 +194,7 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation
                                           const void* beta, void* C, cudaDataType Ctype, int ldc,
                                           long long int strideC, int batchCount,
                                           cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
+  XPU_SIM_ENTRY();
   (void)alpha, (void)A, (void)Atype, (void)B, (void)Btype, (void)beta, (void)C, (void)Ctype;
   (void)strideA, (void)strideB, (void)strideC, (void)computeType, (void)algo;
   return gemm(handle, transa, transb, m, n, k, lda, ldb, ldc, batchCount);
@@ -191,6 +206,7 @@ cublasStatus_t cublasGemmStridedBatchedEx_64(
     long long int strideA, const void* B, cudaDataType Btype, int64_t ldb, long long int strideB,
     const void* beta, void* C, cudaDataType Ctype, int64_t ldc, long long int strideC,
     int64_t batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
+  XPU_SIM_ENTRY();
   (void)alpha, (void)A, (void)Atype, (void)B, (void)Btype, (void)beta, (void)C, (void)Ctype;
   (void)strideA, (void)strideB, (void)strideC, (void)computeType, (void)algo;
   return gemm(handle, transa, transb, m, n, k, lda, ldb, ldc, batchCount);
@@ -200,6 +216,7 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa,
                               cublasOperation_t transb, int m, int n, int k, const float* alpha,
                               const float* A, int lda, const float* B, int ldb, const float* beta,
                               float* C, int ldc) {
+  XPU_SIM_ENTRY();
   (void)alpha, (void)A, (void)B, (void)beta, (void)C;
   return gemm(handle, transa, transb, m, n, k, lda, ldb, ldc, 1);
 }
@@ -208,6 +225,7 @@ cublasStatus_t cublasHgemm(cublasHandle_t handle, cublasOperation_t transa,
                            cublasOperation_t transb, int m, int n, int k, const __half* alpha,
                            const __half* A, int lda, const __half* B, int ldb, const __half* beta,
                            __half* C, int ldc) {
+  XPU_SIM_ENTRY();
   (void)alpha, (void)A, (void)B, (void)beta, (void)C;
   return gemm(handle, transa, transb, m, n, k, lda, ldb, ldc, 1);
 }
@@ -218,6 +236,7 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_
                                          long long int strideA, const float* B, int ldb,
                                          long long int strideB, const float* beta, float* C,
                                          int ldc, long long int strideC, int batchCount) {
+  XPU_SIM_ENTRY();
   (void)alpha, (void)A, (void)B, (void)beta, (void)C, (void)strideA, (void)strideB;
   (void)strideC;
   return gemm(handle, transa, transb, m, n, k, lda, ldb, ldc, batchCount);
@@ -229,6 +248,7 @@ cublasStatus_t cublasHgemmStridedBatched(cublasHandle_t handle, cublasOperation_
                                          long long int strideA, const __half* B, int ldb,
                                          long long int strideB, const __half* beta, __half* C,
                                          int ldc, long long int strideC, int batchCount) {
+  XPU_SIM_ENTRY();
   (void)alpha, (void)A, (void)B, (void)beta, (void)C, (void)strideA, (void)strideB;
   (void)strideC;
   return gemm(handle, transa, transb, m, n, k, lda, ldb, ldc, batchCount);

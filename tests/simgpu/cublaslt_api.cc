@@ -169,22 +169,28 @@ void* layout_field(LayoutState* s, cublasLtMatrixLayoutAttribute_t attr, size_t*
 extern "C" {
 
 cublasStatus_t cublasLtCreate(cublasLtHandle_t* handle) {
+  XPU_SIM_ENTRY();
   if (handle == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
   *handle = new (std::nothrow) cublasLtContext();
   return *handle != nullptr ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_ALLOC_FAILED;
 }
 
 cublasStatus_t cublasLtDestroy(cublasLtHandle_t handle) {
+  XPU_SIM_ENTRY();
   if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   delete handle;
   return CUBLAS_STATUS_SUCCESS;
 }
 
-size_t cublasLtGetVersion(void) { return CUBLAS_VERSION; }
+size_t cublasLtGetVersion(void) {
+  XPU_SIM_ENTRY();
+  return CUBLAS_VERSION;
+}
 
 cublasStatus_t cublasLtMatrixLayoutInit_internal(cublasLtMatrixLayout_t l, size_t size,
                                                  cudaDataType type, uint64_t rows, uint64_t cols,
                                                  int64_t ld) {
+  XPU_SIM_ENTRY();
   if (l == nullptr || size < sizeof(*l)) return CUBLAS_STATUS_INVALID_VALUE;
   init_layout(l, type, rows, cols, ld);
   return CUBLAS_STATUS_SUCCESS;
@@ -192,6 +198,7 @@ cublasStatus_t cublasLtMatrixLayoutInit_internal(cublasLtMatrixLayout_t l, size_
 
 cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* l, cudaDataType type,
                                           uint64_t rows, uint64_t cols, int64_t ld) {
+  XPU_SIM_ENTRY();
   if (l == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
   *l = new (std::nothrow) cublasLtMatrixLayoutOpaque_t;
   if (*l == nullptr) return CUBLAS_STATUS_ALLOC_FAILED;
@@ -200,6 +207,7 @@ cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* l, cudaDataTyp
 }
 
 cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t l) {
+  XPU_SIM_ENTRY();
   delete l;
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -207,6 +215,7 @@ cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t l) {
 cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t l,
                                                 cublasLtMatrixLayoutAttribute_t attr,
                                                 const void* buf, size_t size) {
+  XPU_SIM_ENTRY();
   LayoutState* s = layout(l);
   size_t need = 0;
   void* field = s != nullptr ? layout_field(s, attr, &need) : nullptr;
@@ -218,6 +227,7 @@ cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t l,
 cublasStatus_t cublasLtMatrixLayoutGetAttribute(cublasLtMatrixLayout_t l,
                                                 cublasLtMatrixLayoutAttribute_t attr, void* buf,
                                                 size_t size, size_t* written) {
+  XPU_SIM_ENTRY();
   xpu_sim_count_call(XPU_SIM_LT_LAYOUT_GET);
   LayoutState* s = layout(l);
   size_t need = 0;
@@ -235,6 +245,7 @@ cublasStatus_t cublasLtMatrixLayoutGetAttribute(cublasLtMatrixLayout_t l,
 
 cublasStatus_t cublasLtMatmulDescInit_internal(cublasLtMatmulDesc_t d, size_t size,
                                                cublasComputeType_t compute, cudaDataType_t scale) {
+  XPU_SIM_ENTRY();
   if (d == nullptr || size < sizeof(*d)) return CUBLAS_STATUS_INVALID_VALUE;
   init_desc(d, compute, scale);
   return CUBLAS_STATUS_SUCCESS;
@@ -242,6 +253,7 @@ cublasStatus_t cublasLtMatmulDescInit_internal(cublasLtMatmulDesc_t d, size_t si
 
 cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* d, cublasComputeType_t compute,
                                         cudaDataType_t scale) {
+  XPU_SIM_ENTRY();
   if (d == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
   *d = new (std::nothrow) cublasLtMatmulDescOpaque_t;
   if (*d == nullptr) return CUBLAS_STATUS_ALLOC_FAILED;
@@ -250,6 +262,7 @@ cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* d, cublasComputeTy
 }
 
 cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t d) {
+  XPU_SIM_ENTRY();
   delete d;
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -257,6 +270,7 @@ cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t d) {
 cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
                                               cublasLtMatmulDescAttributes_t attr, const void* buf,
                                               size_t size) {
+  XPU_SIM_ENTRY();
   DescState* s = desc(d);
   if (s == nullptr || !s->set(attr, buf, size)) return CUBLAS_STATUS_INVALID_VALUE;
   return CUBLAS_STATUS_SUCCESS;
@@ -265,6 +279,7 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
 cublasStatus_t cublasLtMatmulDescGetAttribute(cublasLtMatmulDesc_t d,
                                               cublasLtMatmulDescAttributes_t attr, void* buf,
                                               size_t size, size_t* written) {
+  XPU_SIM_ENTRY();
   xpu_sim_count_call(XPU_SIM_LT_DESC_GET);
   DescState* s = desc(d);
   if (s == nullptr || !s->get(attr, buf, size, written)) return CUBLAS_STATUS_INVALID_VALUE;
@@ -272,12 +287,14 @@ cublasStatus_t cublasLtMatmulDescGetAttribute(cublasLtMatmulDesc_t d,
 }
 
 cublasStatus_t cublasLtMatmulPreferenceInit_internal(cublasLtMatmulPreference_t p, size_t size) {
+  XPU_SIM_ENTRY();
   if (p == nullptr || size < sizeof(*p)) return CUBLAS_STATUS_INVALID_VALUE;
   init_pref(p);
   return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* p) {
+  XPU_SIM_ENTRY();
   if (p == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
   *p = new (std::nothrow) cublasLtMatmulPreferenceOpaque_t;
   if (*p == nullptr) return CUBLAS_STATUS_ALLOC_FAILED;
@@ -286,6 +303,7 @@ cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* p) {
 }
 
 cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t p) {
+  XPU_SIM_ENTRY();
   delete p;
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -293,6 +311,7 @@ cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t p) {
 cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p,
                                                     cublasLtMatmulPreferenceAttributes_t attr,
                                                     const void* buf, size_t size) {
+  XPU_SIM_ENTRY();
   PrefState* s = pref(p);
   if (s == nullptr || !s->set(attr, buf, size)) return CUBLAS_STATUS_INVALID_VALUE;
   return CUBLAS_STATUS_SUCCESS;
@@ -301,6 +320,7 @@ cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p
 cublasStatus_t cublasLtMatmulPreferenceGetAttribute(cublasLtMatmulPreference_t p,
                                                     cublasLtMatmulPreferenceAttributes_t attr,
                                                     void* buf, size_t size, size_t* written) {
+  XPU_SIM_ENTRY();
   PrefState* s = pref(p);
   if (s == nullptr || !s->get(attr, buf, size, written)) return CUBLAS_STATUS_INVALID_VALUE;
   return CUBLAS_STATUS_SUCCESS;
@@ -313,6 +333,7 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle,
                                               cublasLtMatmulPreference_t preference, int requested,
                                               cublasLtMatmulHeuristicResult_t results[],
                                               int* returned) {
+  XPU_SIM_ENTRY();
   if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (desc(operation) == nullptr || layout(a) == nullptr || layout(b) == nullptr ||
       layout(c) == nullptr || layout(d) == nullptr || pref(preference) == nullptr ||
@@ -334,6 +355,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t comp
                               const void* C, cublasLtMatrixLayout_t c_desc, void* D,
                               cublasLtMatrixLayout_t d_desc, const cublasLtMatmulAlgo_t* algo,
                               void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  XPU_SIM_ENTRY();
   (void)alpha, (void)A, (void)B, (void)beta, (void)C, (void)D, (void)algo, (void)workspace;
   (void)workspace_bytes;
   if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;

@@ -4,6 +4,7 @@
 
 #include "common/env_config.h"
 #include "tests/simgpu/error_state.h"
+#include "tests/simgpu/sim_ext.h"
 #include "tests/simgpu/stream.h"
 
 namespace sim = xpu_timer::simgpu;
@@ -28,24 +29,28 @@ thread_local int t_device = 0;
 extern "C" {
 
 cudaError_t cudaGetDeviceCount(int* count) {
+  XPU_SIM_ENTRY();
   if (count == nullptr) return sim::record_error(cudaErrorInvalidValue);
   *count = device_count();
   return cudaSuccess;
 }
 
 cudaError_t cudaGetDevice(int* device) {
+  XPU_SIM_ENTRY();
   if (device == nullptr) return sim::record_error(cudaErrorInvalidValue);
   *device = t_device;
   return cudaSuccess;
 }
 
 cudaError_t cudaSetDevice(int device) {
+  XPU_SIM_ENTRY();
   if (device < 0 || device >= device_count()) return sim::record_error(cudaErrorInvalidDevice);
   t_device = device;
   return cudaSuccess;
 }
 
 cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* prop, int device) {
+  XPU_SIM_ENTRY();
   if (prop == nullptr) return sim::record_error(cudaErrorInvalidValue);
   if (device < 0 || device >= device_count()) return sim::record_error(cudaErrorInvalidDevice);
   memset(prop, 0, sizeof(*prop));
@@ -60,25 +65,40 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* prop, int device) {
 }
 
 cudaError_t cudaDeviceSynchronize(void) {
+  XPU_SIM_ENTRY();
   for (const auto& stream : sim::StreamRegistry::instance().all()) stream->wait_idle();
   return cudaSuccess;
 }
 
 cudaError_t cudaRuntimeGetVersion(int* version) {
+  XPU_SIM_ENTRY();
   if (version == nullptr) return sim::record_error(cudaErrorInvalidValue);
   *version = CUDART_VERSION;
   return cudaSuccess;
 }
 
 cudaError_t cudaDriverGetVersion(int* version) {
+  XPU_SIM_ENTRY();
   if (version == nullptr) return sim::record_error(cudaErrorInvalidValue);
   *version = CUDART_VERSION;
   return cudaSuccess;
 }
 
-cudaError_t cudaGetLastError(void) { return sim::take_last_error(); }
-cudaError_t cudaPeekAtLastError(void) { return sim::peek_last_error(); }
-const char* cudaGetErrorName(cudaError_t error) { return sim::error_name(error); }
-const char* cudaGetErrorString(cudaError_t error) { return sim::error_string(error); }
+cudaError_t cudaGetLastError(void) {
+  XPU_SIM_ENTRY();
+  return sim::take_last_error();
+}
+cudaError_t cudaPeekAtLastError(void) {
+  XPU_SIM_ENTRY();
+  return sim::peek_last_error();
+}
+const char* cudaGetErrorName(cudaError_t error) {
+  XPU_SIM_ENTRY();
+  return sim::error_name(error);
+}
+const char* cudaGetErrorString(cudaError_t error) {
+  XPU_SIM_ENTRY();
+  return sim::error_string(error);
+}
 
 }  // extern "C"

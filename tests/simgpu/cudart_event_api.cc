@@ -6,6 +6,7 @@
 
 #include "tests/simgpu/error_state.h"
 #include "tests/simgpu/event.h"
+#include "tests/simgpu/sim_ext.h"
 #include "tests/simgpu/stream.h"
 
 namespace sim = xpu_timer::simgpu;
@@ -36,12 +37,14 @@ cudaError_t record(cudaEvent_t handle, cudaStream_t stream_handle) {
 extern "C" {
 
 cudaError_t cudaEventCreate(cudaEvent_t* event) {
+  XPU_SIM_ENTRY();
   if (event == nullptr) return sim::record_error(cudaErrorInvalidValue);
   *event = sim::EventRegistry::instance().create(cudaEventDefault)->handle();
   return cudaSuccess;
 }
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
+  XPU_SIM_ENTRY();
   if (event == nullptr || (flags & ~kEventFlags) != 0) {
     return sim::record_error(cudaErrorInvalidValue);
   }
@@ -53,6 +56,7 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
 }
 
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  XPU_SIM_ENTRY();
   if (!sim::EventRegistry::instance().destroy(event)) {
     return sim::record_error(cudaErrorInvalidResourceHandle);
   }
@@ -60,10 +64,12 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
 }
 
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  XPU_SIM_ENTRY();
   return record(event, stream);
 }
 
 cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
+  XPU_SIM_ENTRY();
   if ((flags & ~static_cast<unsigned>(cudaEventRecordExternal)) != 0) {
     return sim::record_error(cudaErrorInvalidValue);
   }
@@ -71,12 +77,14 @@ cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, uns
 }
 
 cudaError_t cudaEventQuery(cudaEvent_t handle) {
+  XPU_SIM_ENTRY();
   auto event = sim::EventRegistry::instance().resolve(handle);
   if (!event) return sim::record_error(cudaErrorInvalidResourceHandle);
   return event->state() == sim::Event::State::kPending ? cudaErrorNotReady : cudaSuccess;
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t handle) {
+  XPU_SIM_ENTRY();
   auto event = sim::EventRegistry::instance().resolve(handle);
   if (!event) return sim::record_error(cudaErrorInvalidResourceHandle);
   event->wait(0);
@@ -84,6 +92,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t handle) {
 }
 
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  XPU_SIM_ENTRY();
   if (ms == nullptr) return sim::record_error(cudaErrorInvalidValue);
   auto a = sim::EventRegistry::instance().resolve(start);
   auto b = sim::EventRegistry::instance().resolve(end);

@@ -97,9 +97,13 @@ cudaError_t enqueue_memset(void* dst, int value, size_t bytes, cudaStream_t hand
 
 extern "C" {
 
-cudaError_t cudaMalloc(void** ptr, size_t bytes) { return device_allocate(ptr, bytes); }
+cudaError_t cudaMalloc(void** ptr, size_t bytes) {
+  XPU_SIM_ENTRY();
+  return device_allocate(ptr, bytes);
+}
 
 cudaError_t cudaFree(void* ptr) {
+  XPU_SIM_ENTRY();
   device_release(ptr);
   return cudaSuccess;
 }
@@ -107,6 +111,7 @@ cudaError_t cudaFree(void* ptr) {
 // Stream-ordered allocation: the sim allocates at once (the memory is valid
 // earlier than CUDA promises, never later).
 cudaError_t cudaMallocAsync(void** ptr, size_t bytes, cudaStream_t stream) {
+  XPU_SIM_ENTRY();
   if (!sim::StreamRegistry::instance().resolve(stream)) {
     return sim::record_error(cudaErrorInvalidResourceHandle);
   }
@@ -114,6 +119,7 @@ cudaError_t cudaMallocAsync(void** ptr, size_t bytes, cudaStream_t stream) {
 }
 
 cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) {
+  XPU_SIM_ENTRY();
   auto s = sim::StreamRegistry::instance().resolve(stream);
   if (!s) return sim::record_error(cudaErrorInvalidResourceHandle);
   s->wait_idle();  // freed once the work before it ran
@@ -122,12 +128,14 @@ cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) {
 }
 
 cudaError_t cudaMallocHost(void** ptr, size_t bytes) {
+  XPU_SIM_ENTRY();
   if (ptr == nullptr) return sim::record_error(cudaErrorInvalidValue);
   *ptr = bytes == 0 ? nullptr : allocate(bytes);
   return bytes == 0 || *ptr != nullptr ? cudaSuccess : sim::record_error(cudaErrorMemoryAllocation);
 }
 
 cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const void* ptr) {
+  XPU_SIM_ENTRY();
   xpu_sim_count_call(XPU_SIM_POINTER_ATTRIBUTES);
   if (attributes == nullptr) return sim::record_error(cudaErrorInvalidValue);
   *attributes = cudaPointerAttributes{};
@@ -144,36 +152,43 @@ cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const vo
 }
 
 cudaError_t cudaFreeHost(void* ptr) {
+  XPU_SIM_ENTRY();
   free(ptr);
   return cudaSuccess;
 }
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, enum cudaMemcpyKind kind) {
+  XPU_SIM_ENTRY();
   return enqueue_copy(dst, src, bytes, kind, nullptr, /*wait=*/true);
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, enum cudaMemcpyKind kind,
                             cudaStream_t stream) {
+  XPU_SIM_ENTRY();
   return enqueue_copy(dst, src, bytes, kind, stream, /*wait=*/false);
 }
 
 cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src, int src_device,
                                 size_t bytes, cudaStream_t stream) {
+  XPU_SIM_ENTRY();
   if (dst_device < 0 || src_device < 0) return sim::record_error(cudaErrorInvalidDevice);
   return enqueue_copy(dst, src, bytes, cudaMemcpyDeviceToDevice, stream, /*wait=*/false);
 }
 
 cudaError_t cudaMemcpyPeer(void* dst, int dst_device, const void* src, int src_device,
                            size_t bytes) {
+  XPU_SIM_ENTRY();
   if (dst_device < 0 || src_device < 0) return sim::record_error(cudaErrorInvalidDevice);
   return enqueue_copy(dst, src, bytes, cudaMemcpyDeviceToDevice, nullptr, /*wait=*/true);
 }
 
 cudaError_t cudaMemset(void* dst, int value, size_t bytes) {
+  XPU_SIM_ENTRY();
   return enqueue_memset(dst, value, bytes, nullptr, /*wait=*/true);
 }
 
 cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t stream) {
+  XPU_SIM_ENTRY();
   return enqueue_memset(dst, value, bytes, stream, /*wait=*/false);
 }
 

@@ -50,24 +50,29 @@ std::shared_ptr<sim::Stream> stream_of(cudaStream_t handle) {
 extern "C" {
 
 cudaError_t cudaStreamCreate(cudaStream_t* stream) {
+  XPU_SIM_ENTRY();
   return create_stream(stream, cudaStreamDefault, 0);
 }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) {
+  XPU_SIM_ENTRY();
   return create_stream(stream, flags, 0);
 }
 
 cudaError_t cudaStreamCreateWithPriority(cudaStream_t* stream, unsigned int flags, int priority) {
+  XPU_SIM_ENTRY();
   return create_stream(stream, flags, priority);
 }
 
 cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
+  XPU_SIM_ENTRY();
   if (least != nullptr) *least = 0;
   if (greatest != nullptr) *greatest = -5;
   return cudaSuccess;
 }
 
 cudaError_t cudaStreamGetPriority(cudaStream_t handle, int* priority) {
+  XPU_SIM_ENTRY();
   auto stream = stream_of(handle);
   if (!stream) return sim::record_error(cudaErrorInvalidResourceHandle);
   if (priority == nullptr) return sim::record_error(cudaErrorInvalidValue);
@@ -76,6 +81,7 @@ cudaError_t cudaStreamGetPriority(cudaStream_t handle, int* priority) {
 }
 
 cudaError_t cudaStreamGetFlags(cudaStream_t handle, unsigned int* flags) {
+  XPU_SIM_ENTRY();
   auto stream = stream_of(handle);
   if (!stream) return sim::record_error(cudaErrorInvalidResourceHandle);
   if (flags == nullptr) return sim::record_error(cudaErrorInvalidValue);
@@ -84,6 +90,7 @@ cudaError_t cudaStreamGetFlags(cudaStream_t handle, unsigned int* flags) {
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t handle) {
+  XPU_SIM_ENTRY();
   if (sim::StreamRegistry::instance().is_default(handle) ||
       !sim::StreamRegistry::instance().destroy(handle)) {
     return sim::record_error(cudaErrorInvalidResourceHandle);
@@ -92,6 +99,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t handle) {
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t handle) {
+  XPU_SIM_ENTRY();
   auto stream = stream_of(handle);
   if (!stream) return sim::record_error(cudaErrorInvalidResourceHandle);
   if (stream->capturing(nullptr)) return sim::record_error(cudaErrorStreamCaptureUnsupported);
@@ -100,6 +108,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t handle) {
 }
 
 cudaError_t cudaStreamQuery(cudaStream_t handle) {
+  XPU_SIM_ENTRY();
   auto stream = stream_of(handle);
   if (!stream) return sim::record_error(cudaErrorInvalidResourceHandle);
   if (stream->capturing(nullptr)) return sim::record_error(cudaErrorStreamCaptureUnsupported);
@@ -107,6 +116,7 @@ cudaError_t cudaStreamQuery(cudaStream_t handle) {
 }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t handle, cudaEvent_t event_handle, unsigned int flags) {
+  XPU_SIM_ENTRY();
   auto stream = stream_of(handle);
   auto event = sim::EventRegistry::instance().resolve(event_handle);
   if (!stream || !event) return sim::record_error(cudaErrorInvalidResourceHandle);
@@ -126,6 +136,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t handle, cudaEvent_t event_handle, u
 }
 
 cudaError_t cudaLaunchHostFunc(cudaStream_t handle, cudaHostFn_t fn, void* user_data) {
+  XPU_SIM_ENTRY();
   auto stream = stream_of(handle);
   if (!stream) return sim::record_error(cudaErrorInvalidResourceHandle);
   if (fn == nullptr) return sim::record_error(cudaErrorInvalidValue);
@@ -143,6 +154,7 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t handle, cudaHostFn_t fn, void* user_
 // arguments are ignored.
 namespace {
 uint64_t user_kernel_ns() {
+  XPU_SIM_ENTRY();
   static const uint64_t ns = [] {
     const double us = xpu_timer::env_double("XPU_TIMER_SIM_KERNEL_US", 2.0);
     return static_cast<uint64_t>((us > 0 ? us : 2.0) * 1000.0);
@@ -151,6 +163,7 @@ uint64_t user_kernel_ns() {
 }
 
 cudaError_t launch_user_kernel(const void* func, cudaStream_t handle) {
+  XPU_SIM_ENTRY();
   if (func == nullptr) return sim::record_error(cudaErrorInvalidDeviceFunction);
   auto stream = stream_of(handle);
   if (!stream) return sim::record_error(cudaErrorInvalidResourceHandle);
@@ -160,11 +173,13 @@ cudaError_t launch_user_kernel(const void* func, cudaStream_t handle) {
 }  // namespace
 
 cudaError_t cudaLaunchKernel(const void* func, dim3, dim3, void**, size_t, cudaStream_t stream) {
+  XPU_SIM_ENTRY();
   return launch_user_kernel(func, stream);
 }
 
 cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3, dim3, void**, size_t,
                                         cudaStream_t stream) {
+  XPU_SIM_ENTRY();
   return launch_user_kernel(func, stream);
 }
 
@@ -172,15 +187,18 @@ cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3, dim3, void**, si
 // non-null handle as a kernel).
 cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3, dim3, void**, size_t,
                                cudaStream_t stream) {
+  XPU_SIM_ENTRY();
   return launch_user_kernel(reinterpret_cast<const void*>(kernel), stream);
 }
 
 cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void**) {
+  XPU_SIM_ENTRY();
   if (config == nullptr) return sim::record_error(cudaErrorInvalidValue);
   return launch_user_kernel(func, config->stream);
 }
 
 cudaError_t cudaStreamBeginCapture(cudaStream_t handle, enum cudaStreamCaptureMode mode) {
+  XPU_SIM_ENTRY();
   (void)mode;
   if (sim::StreamRegistry::instance().is_default(handle)) {
     return sim::record_error(cudaErrorStreamCaptureUnsupported);
@@ -194,6 +212,7 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t handle, enum cudaStreamCaptureMo
 }
 
 cudaError_t cudaStreamEndCapture(cudaStream_t handle, cudaGraph_t* graph) {
+  XPU_SIM_ENTRY();
   auto stream = stream_of(handle);
   if (!stream) return sim::record_error(cudaErrorInvalidResourceHandle);
   if (graph == nullptr) return sim::record_error(cudaErrorInvalidValue);
@@ -204,6 +223,7 @@ cudaError_t cudaStreamEndCapture(cudaStream_t handle, cudaGraph_t* graph) {
 }
 
 cudaError_t cudaStreamIsCapturing(cudaStream_t handle, enum cudaStreamCaptureStatus* status) {
+  XPU_SIM_ENTRY();
   xpu_sim_count_call(XPU_SIM_STREAM_IS_CAPTURING);
   auto stream = stream_of(handle);
   if (!stream) return sim::record_error(cudaErrorInvalidResourceHandle);
@@ -218,6 +238,7 @@ cudaError_t cudaStreamGetCaptureInfo(cudaStream_t handle, enum cudaStreamCapture
                                      const cudaGraphNode_t** dependencies_out,
                                      const cudaGraphEdgeData** edge_data_out,
                                      size_t* num_dependencies_out) {
+  XPU_SIM_ENTRY();
   auto stream = stream_of(handle);
   if (!stream) return sim::record_error(cudaErrorInvalidResourceHandle);
   if (status_out == nullptr) return sim::record_error(cudaErrorInvalidValue);
@@ -234,6 +255,7 @@ cudaError_t cudaStreamGetCaptureInfo(cudaStream_t handle, enum cudaStreamCapture
 
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph,
                                  unsigned long long flags) {
+  XPU_SIM_ENTRY();
   (void)flags;
   if (exec == nullptr || graph == nullptr) return sim::record_error(cudaErrorInvalidValue);
   *exec = new CUgraphExec_st{graph->kernels};
@@ -241,6 +263,7 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph,
 }
 
 cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t handle) {
+  XPU_SIM_ENTRY();
   auto stream = stream_of(handle);
   if (!stream) return sim::record_error(cudaErrorInvalidResourceHandle);
   if (exec == nullptr) return sim::record_error(cudaErrorInvalidValue);
@@ -249,11 +272,13 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t handle) {
 }
 
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  XPU_SIM_ENTRY();
   delete exec;
   return cudaSuccess;
 }
 
 cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  XPU_SIM_ENTRY();
   delete graph;
   return cudaSuccess;
 }

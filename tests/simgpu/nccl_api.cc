@@ -15,6 +15,7 @@
 #include "tests/simgpu/communicator.h"
 #include "tests/simgpu/nccl_group.h"
 #include "tests/simgpu/rendezvous.h"
+#include "tests/simgpu/sim_ext.h"
 
 namespace sim = xpu_timer::simgpu;
 
@@ -119,12 +120,14 @@ ncclResult_t point_to_point(bool is_send, size_t count, ncclDataType_t type, int
 extern "C" {
 
 ncclResult_t ncclGetVersion(int* version) {
+  XPU_SIM_ENTRY();
   if (version == nullptr) return ncclInvalidArgument;
   *version = NCCL_VERSION_CODE;
   return ncclSuccess;
 }
 
 ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
+  XPU_SIM_ENTRY();
   if (id == nullptr) return ncclInvalidArgument;
   size_t filled = 0;
   while (filled < sizeof(id->internal)) {
@@ -140,32 +143,38 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
 }
 
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank) {
+  XPU_SIM_ENTRY();
   return sim::comm_init(comm, nranks, id_hash(id), rank, /*wait=*/true);
 }
 
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank,
                                     ncclConfig_t* config) {
+  XPU_SIM_ENTRY();
   // Blocking mode only: a nonblocking config still initialises synchronously.
   return named(sim::comm_init(comm, nranks, id_hash(id), rank, /*wait=*/true), comm, config);
 }
 
 ncclResult_t ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank, int n_ids,
                                       ncclUniqueId* ids, ncclConfig_t* config) {
+  XPU_SIM_ENTRY();
   if (n_ids < 1 || ids == nullptr) return ncclInvalidArgument;
   // Every rank passes the same id list; the first id names the communicator.
   return named(sim::comm_init(comm, nranks, id_hash(ids[0]), rank, /*wait=*/true), comm, config);
 }
 
 ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
+  XPU_SIM_ENTRY();
   return cudaMalloc(ptr, size) == cudaSuccess ? ncclSuccess : ncclUnhandledCudaError;
 }
 
 ncclResult_t ncclMemFree(void* ptr) {
+  XPU_SIM_ENTRY();
   cudaFree(ptr);
   return ncclSuccess;
 }
 
 ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  XPU_SIM_ENTRY();
   if (comms == nullptr || ndev < 1) return ncclInvalidArgument;
   ncclUniqueId id;
   if (ncclResult_t res = ncclGetUniqueId(&id); res != ncclSuccess) return res;
@@ -183,6 +192,7 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
 
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
                            ncclConfig_t* config) {
+  XPU_SIM_ENTRY();
   if (ncclResult_t res = check_comm(comm); res != ncclSuccess) return res;
   if (newcomm == nullptr || (color < 0 && color != NCCL_SPLIT_NOCOLOR)) {
     return ncclInvalidArgument;
@@ -190,45 +200,55 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   return named(sim::comm_split(comm, color, key, newcomm), newcomm, config);
 }
 
-ncclResult_t ncclCommFinalize(ncclComm_t comm) { return check_comm(comm); }
+ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  XPU_SIM_ENTRY();
+  return check_comm(comm);
+}
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  XPU_SIM_ENTRY();
   if (comm == nullptr) return ncclInvalidArgument;
   sim::comm_release(comm, false);
   return ncclSuccess;
 }
 
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  XPU_SIM_ENTRY();
   if (comm == nullptr) return ncclSuccess;
   sim::comm_release(comm, true);
   return ncclSuccess;
 }
 
 ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
+  XPU_SIM_ENTRY();
   if (comm == nullptr || count == nullptr) return ncclInvalidArgument;
   *count = comm->state->nranks;
   return ncclSuccess;
 }
 
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
+  XPU_SIM_ENTRY();
   if (comm == nullptr || rank == nullptr) return ncclInvalidArgument;
   *rank = comm->state->rank;
   return ncclSuccess;
 }
 
 ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
+  XPU_SIM_ENTRY();
   if (comm == nullptr || device == nullptr) return ncclInvalidArgument;
   *device = comm->device;
   return ncclSuccess;
 }
 
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* async_error) {
+  XPU_SIM_ENTRY();
   if (comm == nullptr || async_error == nullptr) return ncclInvalidArgument;
   *async_error = ncclSuccess;
   return ncclSuccess;
 }
 
 const char* ncclGetErrorString(ncclResult_t result) {
+  XPU_SIM_ENTRY();
   switch (result) {
     case ncclSuccess:
       return "no error";
@@ -252,6 +272,7 @@ const char* ncclGetErrorString(ncclResult_t result) {
 }
 
 const char* ncclGetLastError(ncclComm_t comm) {
+  XPU_SIM_ENTRY();
   (void)comm;
   return sim::last_error();
 }
@@ -259,12 +280,14 @@ const char* ncclGetLastError(ncclComm_t comm) {
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                            ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                            cudaStream_t stream) {
+  XPU_SIM_ENTRY();
   (void)sendbuff, (void)recvbuff, (void)op;
   return collective(comm, count, datatype, 1, stream);
 }
 
 ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                            ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  XPU_SIM_ENTRY();
   (void)sendbuff, (void)recvbuff;
   const size_t nranks = comm != nullptr && comm->state ? comm->state->nranks : 1;
   return collective(comm, sendcount, datatype, nranks, stream);
@@ -273,6 +296,7 @@ ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
 ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                cudaStream_t stream) {
+  XPU_SIM_ENTRY();
   (void)sendbuff, (void)recvbuff, (void)op;
   const size_t nranks = comm != nullptr && comm->state ? comm->state->nranks : 1;
   return collective(comm, recvcount, datatype, nranks, stream);
@@ -281,6 +305,7 @@ ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recv
 ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                            ncclDataType_t datatype, int root, ncclComm_t comm,
                            cudaStream_t stream) {
+  XPU_SIM_ENTRY();
   (void)sendbuff, (void)recvbuff;
   if (ncclResult_t res = check_comm(comm); res != ncclSuccess) return res;
   if (ncclResult_t res = check_root(comm, root); res != ncclSuccess) return res;
@@ -289,11 +314,13 @@ ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
 
 ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
                        cudaStream_t stream) {
+  XPU_SIM_ENTRY();
   return ncclBroadcast(buff, buff, count, datatype, root, comm, stream);
 }
 
 ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                         ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+  XPU_SIM_ENTRY();
   (void)sendbuff, (void)recvbuff, (void)op;
   if (ncclResult_t res = check_comm(comm); res != ncclSuccess) return res;
   if (ncclResult_t res = check_root(comm, root); res != ncclSuccess) return res;
@@ -302,17 +329,25 @@ ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, nccl
 
 ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream) {
+  XPU_SIM_ENTRY();
   (void)sendbuff;
   return point_to_point(true, count, datatype, peer, comm, stream);
 }
 
 ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream) {
+  XPU_SIM_ENTRY();
   (void)recvbuff;
   return point_to_point(false, count, datatype, peer, comm, stream);
 }
 
-ncclResult_t ncclGroupStart() { return sim::group_start(); }
-ncclResult_t ncclGroupEnd() { return sim::group_end(); }
+ncclResult_t ncclGroupStart() {
+  XPU_SIM_ENTRY();
+  return sim::group_start();
+}
+ncclResult_t ncclGroupEnd() {
+  XPU_SIM_ENTRY();
+  return sim::group_end();
+}
 
 }  // extern "C"

@@ -1,7 +1,15 @@
 // The xpu_sim_* extension exported by the simulated libcudart.so.13 (see sim_ext.h).
 #include "tests/simgpu/sim_ext.h"
 
+#include <link.h>
+#include <pthread.h>
+
+#include <algorithm>
 #include <atomic>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
 
 #include "tests/simgpu/kernel_launch.h"
 #include "tests/simgpu/sim_clock.h"
@@ -11,6 +19,75 @@ namespace sim = xpu_timer::simgpu;
 
 namespace {
 std::atomic<uint64_t> g_counted_calls[XPU_SIM_COUNTED_CALLS];
+
+// The injected library's executable segments, found once: it is preloaded,
+// so it is mapped before any entry point of ours runs.
+struct Range {
+  uintptr_t begin, end;
+};
+std::vector<Range> g_inject_code;
+std::once_flag g_inject_once;
+
+int find_inject(dl_phdr_info* info, size_t, void*) {
+  if (info->dlpi_name == nullptr ||
+      std::strstr(info->dlpi_name, "libxpu_timer_inject") == nullptr) {
+    return 0;
+  }
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X) != 0) {
+      g_inject_code.push_back(
+          {info->dlpi_addr + ph.p_vaddr, info->dlpi_addr + ph.p_vaddr + ph.p_memsz});
+    }
+  }
+  return 1;
+}
+
+bool from_inject(const void* address) {
+  std::call_once(g_inject_once, [] { dl_iterate_phdr(&find_inject, nullptr); });
+  const auto a = reinterpret_cast<uintptr_t>(address);
+  return std::any_of(g_inject_code.begin(), g_inject_code.end(),
+                     [a](const Range& r) { return a >= r.begin && a < r.end; });
+}
+
+// A thread of the injected library's own: its name begins "xpu_timer_"
+// (read once per thread; the library names its threads before their first
+// CUDA call).
+bool on_library_thread() {
+  thread_local int ours = -1;
+  if (ours < 0) {
+    char name[16] = {};
+    ours = pthread_getname_np(pthread_self(), name, sizeof(name)) == 0 &&
+                   std::strncmp(name, "xpu_timer_", 10) == 0
+               ? 1
+               : 0;
+  }
+  return ours == 1;
+}
+
+// Counts by entry point: open addressing on the address of the entry
+// point's __func__ (one per function), filled on first use.
+constexpr size_t kEntrySlots = 512;
+struct EntryCount {
+  std::atomic<const char*> name{nullptr};
+  std::atomic<uint64_t> count{0};
+};
+EntryCount g_entries[kEntrySlots];
+
+void count_entry(const char* name) {
+  size_t i = (reinterpret_cast<uintptr_t>(name) >> 3) % kEntrySlots;
+  for (size_t probes = 0; probes < kEntrySlots; ++probes, i = (i + 1) % kEntrySlots) {
+    const char* seen = g_entries[i].name.load(std::memory_order_acquire);
+    if (seen == nullptr &&
+        g_entries[i].name.compare_exchange_strong(seen, name, std::memory_order_acq_rel)) {
+      seen = name;
+    }
+    if (seen == name) {
+      g_entries[i].count.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+  }
+}
 }  // namespace
 
 extern "C" {
@@ -25,6 +102,29 @@ uint64_t xpu_sim_call_count(int which) {
   return which >= 0 && which < XPU_SIM_COUNTED_CALLS
              ? g_counted_calls[which].load(std::memory_order_relaxed)
              : 0;
+}
+
+void xpu_sim_note_call(const char* entry_point, const void* return_address) {
+  if (entry_point != nullptr && from_inject(return_address) && !on_library_thread()) {
+    count_entry(entry_point);
+  }
+}
+
+size_t xpu_sim_user_thread_calls(char* buf, size_t size) {
+  std::vector<std::pair<std::string, uint64_t>> counts;
+  for (const EntryCount& e : g_entries) {
+    const char* name = e.name.load(std::memory_order_acquire);
+    if (name != nullptr) counts.emplace_back(name, e.count.load(std::memory_order_relaxed));
+  }
+  std::sort(counts.begin(), counts.end());
+  std::string text;
+  for (const auto& [name, n] : counts) text += name + " " + std::to_string(n) + "\n";
+  if (buf != nullptr && size > 0) {
+    const size_t n = std::min(size - 1, text.size());
+    std::memcpy(buf, text.data(), n);
+    buf[n] = '\0';
+  }
+  return text.size();
 }
 
 uint64_t xpu_sim_now_ns(void) { return sim::now_ns(); }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cuda_runtime_api.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -50,6 +51,18 @@ enum XpuSimCountedCall {
 void xpu_sim_count_call(int which);
 // Calls of `which` so far in this process (0 for an unknown `which`).
 uint64_t xpu_sim_call_count(int which);
+
+// Every entry point of the simulated libraries notes its caller first
+// (XPU_SIM_ENTRY). Calls made from the injected library's code
+// (libxpu_timer_inject.so: its own calls and the calls its hooks pass on) on
+// a thread that is not one of its own (named "xpu_timer_...") are counted by
+// entry point, so that a test can hold the library to the calls it makes
+// on the user's threads for each operation.
+void xpu_sim_note_call(const char* entry_point, const void* return_address);
+#define XPU_SIM_ENTRY() xpu_sim_note_call(__func__, __builtin_return_address(0))
+// "name count" lines, one per entry point called so (sorted by name), into
+// buf (NUL-terminated, cut to size); returns the length of the whole text.
+size_t xpu_sim_user_thread_calls(char* buf, size_t size);
 
 #ifdef __cplusplus
 }
