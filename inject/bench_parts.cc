@@ -18,6 +18,7 @@ constexpr PartName kBenchPartNames[] = {
     {"gpu_clock", BenchPart::kGpuClock},
     {"call_sites", BenchPart::kCallSites},
     {"profiler_plugin", BenchPart::kProfilerPlugin},
+    {"profiler_in_nccl", BenchPart::kProfilerInNccl},
 };
 
 }  // namespace
@@ -32,6 +33,7 @@ bool set_bench_part(const char* name, bool on) {
     } else {
       g_bench_parts_off.fetch_or(bit, std::memory_order_relaxed);
     }
+    if (p.part == BenchPart::kProfilerInNccl) nccl_profiler_switch(on);
     return true;
   }
   return false;

@@ -22,6 +22,7 @@ enum class BenchPart : uint32_t {
   kGpuClock = 1u << 3,          // mapping GPU times onto the host clock (arrivals)
   kCallSites = 1u << 4,         // reading a collective's Python call site
   kProfilerPlugin = 1u << 5,    // what NCCL's profiler-plugin callbacks do
+  kProfilerInNccl = 1u << 6,    // NCCL's whole profiler path (its activation mask 0)
 };
 
 // The parts switched off (BenchPart bits); 0 in every process not benchmarked.
@@ -34,5 +35,9 @@ inline bool bench_part_off(BenchPart part) {
 // Switches the part called `name` (see kBenchPartNames in bench_parts.cc) on
 // or off; false for an unknown name.
 bool set_bench_part(const char* name, bool on);
+
+// Sets NCCL's profiler activation mask to ours (on) or to nothing: NCCL
+// reads it for every collective (nccl_profiler_plugin.cc).
+void nccl_profiler_switch(bool on);
 
 }  // namespace xpu_timer::inject

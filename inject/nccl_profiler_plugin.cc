@@ -11,6 +11,7 @@
 // never block and never allocate except in init (a small per-communicator
 // context, freed by finalize). If anything is off the plugin stays silent
 // (activation mask 0) and NCCL runs on unchanged.
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -49,9 +50,15 @@ uint8_t transport_of(int nnodes) {
                                           : proto::NcclTransport::kInterNode);
 }
 
+// NCCL's own mask word, which it reads (atomically) for every task: a
+// benchmark switches NCCL's profiler path off and on through it
+// (nccl_profiler_switch).
+std::atomic<int*> g_nccl_mask{nullptr};
+
 ncclResult_t init_with_nodes(void** context, int* mask, int nnodes) noexcept {
   if (context == nullptr || mask == nullptr) return ncclSuccess;
   *mask = activation_mask();
+  g_nccl_mask.store(mask, std::memory_order_relaxed);
   auto* ctx = new (std::nothrow) CommContext{transport_of(nnodes)};
   *context = ctx != nullptr ? ctx : &g_unknown_comm;
   return ncclSuccess;
@@ -75,6 +82,7 @@ ncclResult_t init_v4(void** context, int* mask, const char* name, uint64_t /*com
 ncclResult_t init_v1(void** context, int* mask) noexcept {
   if (context == nullptr || mask == nullptr) return ncclSuccess;
   *mask = activation_mask();
+  g_nccl_mask.store(mask, std::memory_order_relaxed);
   *context = &g_unknown_comm;
   return ncclSuccess;
 }
@@ -133,6 +141,12 @@ ncclResult_t finalize(void* context) noexcept {
 constexpr const char* kPluginName = "xpu-timer";
 
 }  // namespace
+
+void nccl_profiler_switch(bool on) {
+  int* mask = g_nccl_mask.load(std::memory_order_relaxed);
+  if (mask != nullptr) __atomic_store_n(mask, on ? activation_mask() : 0, __ATOMIC_RELAXED);
+}
+
 }  // namespace xpu_timer::inject
 
 using namespace xpu_timer::inject;  // NOLINT: the exported objects below are extern "C"

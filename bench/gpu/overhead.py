@@ -94,7 +94,8 @@ class Arm:
                   cores the scheduler gives the main and NCCL threads
     <part>        one part of the library switched off (inject/bench_parts.h):
                   poller, queries, collective_events, gpu_clock, call_sites,
-                  profiler_plugin
+                  profiler_plugin (our callbacks), profiler_in_nccl (NCCL's
+                  profiler path: its activation mask 0)
     """
 
     def __init__(self, name, paused_ctl, args, local_rank):
