@@ -81,18 +81,10 @@ JobExit Supervisor::run() {
           [this](std::function<void()> fn) { boost::asio::post(io_, std::move(fn)); },
           [this](const Mismatch& m, nlohmann::json e) { return collectives_->remember(m, e); },
           [this](const Mismatch& m, const RankPlaces& p) { return collectives_->locate(m, p); }});
-  HangIncidentHooks hooks;
-  hooks.post = [this](std::function<void()> fn) { boost::asio::post(io_, std::move(fn)); };
-  hooks.terminate_job = [this](const std::string& why) {
-    if (job_) job_->terminate(SIGTERM, why.c_str());
-  };
-  hooks.parts = [this] { return hang_document_parts(); };
-  hooks.judge_now = [this] { poll(); };
-  hooks.announce = [this] {
-    if (job_view_) job_view_->request_dumps("hang");  // nodes that do not see it yet
-  };
   hang_ = std::make_unique<HangIncident>(dumps_.get(), dump_dir_, options_.on_hang == OnHang::kKill,
-                                         std::move(hooks));
+                                         [this](std::shared_ptr<const StackDumpReport> r) {
+                                           boost::asio::post(io_, [this, r] { on_stacks_done(r); });
+                                         });
 
   // Watching needs the library, a run dir and the socket; without any of
   // them the job still runs, unwatched.
@@ -218,7 +210,7 @@ bool Supervisor::prepare(std::string* error) {
                         [this](std::string* body) {
                           return dumps_->stacks_request(
                               [this](std::shared_ptr<const StackDumpReport> r) {
-                                boost::asio::post(io_, [this, r] { hang_->on_stacks_done(r); });
+                                boost::asio::post(io_, [this, r] { on_stacks_done(r); });
                               },
                               body);
                         },
@@ -326,10 +318,27 @@ void Supervisor::poll() {
       std::lock_guard<std::mutex> lock(report_mutex_);
       published_report_ = std::make_shared<const HangReport>(detector_.report());
     }
-    if (event != HangEvent::kNone) hang_->on_event(event, detector_.report());
+    if (event == HangEvent::kNone) return;
+    // A new hang: the nodes that do not see it yet first, then this node's
+    // dumps, then what they call for.
+    if (job_view_ && HangIncident::announced(event, detector_.report())) {
+      job_view_->request_dumps("hang");
+    }
+    follow_up(hang_->on_event(event, detector_.report(), hang_document_parts()));
   } catch (const std::exception& e) {
     SUP_LOG_ERROR("poll failed: %s", e.what());
   }
+}
+
+void Supervisor::on_stacks_done(const std::shared_ptr<const StackDumpReport>& report) {
+  // The verdict's culprits placed: judged again now, so that the places are
+  // in the verdict (hang.json, the log) before what follows (--on-hang kill).
+  if (hang_->take_stacks(report, hang_document_parts())) poll();
+  follow_up(hang_->after_stacks(*report, hang_document_parts()));
+}
+
+void Supervisor::follow_up(const HangFollowUp& f) {
+  if (!f.terminate_why.empty() && job_) job_->terminate(SIGTERM, f.terminate_why.c_str());
 }
 
 void Supervisor::on_remote_dump_request(const std::string& reason, int from_node) {

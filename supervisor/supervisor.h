@@ -34,9 +34,11 @@ namespace xpu_timer::supervisor {
 
 class CollectiveMonitor;
 class SlowRankMonitor;
+struct StackDumpReport;
 class CrashPluginRunner;
 class CrashTracker;
 class HangIncident;
+struct HangFollowUp;
 class HttpServer;
 class IncidentDumps;
 class JobController;
@@ -77,6 +79,10 @@ class Supervisor {
   // registry as of now, read once per round.
   void schedule_ring_read(const std::vector<RankRecord>& records);
   void poll();
+  // Asio thread: a stack dump ended (a hang's, or one asked over HTTP).
+  void on_stacks_done(const std::shared_ptr<const StackDumpReport>& report);
+  // Asio thread: what the hang incident returned it wants done.
+  void follow_up(const HangFollowUp& f);
   // Asio thread: another node asked every node to dump (job_view.h).
   void on_remote_dump_request(const std::string& reason, int from_node);
   // The job ended: take the last crash reports, conclude the ranks that died

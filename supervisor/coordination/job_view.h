@@ -1,67 +1,50 @@
 // The job beyond this node: the supervisor's link to the coordination store
 // (coordination_store.h) when the job spans several nodes (--coordinator).
+// <root> is /xpu_timer/<job id>; keys are put under the store client's
+// lease, so a dead supervisor's entries expire.
 //
 // A thread of its own (store calls block up to their timeout; the asio
-// thread never waits for the store) does, every publish period:
-//   - put or remove <root>/alarms/<node>: whether this node wants the job's
-//     view now (wants_job_view: a rank past half the hang timeout, its ranks
-//     still for half the stall time, a verdict standing), and read
-//     <root>/alarms/ (a few bytes);
-//   - while any node raises an alarm (and every kQuietRefreshS otherwise),
-//     exchange the nodes' latest snapshots (node_progress.h) for merge():
-//     put <root>/nodes/<node>, this node's document, only when it changed
-//     but for its times, and <root>/stamps/<node>, its times (a few hundred
-//     bytes); read every stamp, and of <root>/nodes/ only the documents
-//     changed since the last read (the store's min_mod_revision). A healthy
-//     job thus costs the store a small read per node per period, and a
-//     steady hang (where only times move) each node's stamp out and the
-//     others' stamps in, not every node's document (bench/results/,
-//     "job-scale");
-//   - keys are put under the store client's lease, so a dead supervisor's
-//     entries expire;
-//   - put the dump requests queued by request_dumps() as
-//     <root>/dumps/<unix_ms>-<node>, and read <root>/dumps/: a request from
-//     another node that this node has not seen is handed to `on_request`
-//     (once; requests older than this view are only marked seen).
-// <root> is /xpu_timer/<job id>.
+// thread never waits for the store) runs one round every publish period,
+// each part of the view in turn, one concern each:
+//   - KeyTrust (key_trust.h): claims this node's owner key and reads the
+//     owners; a key of another node counts only under its owner's lease;
+//   - NodeAlarms (node_alarms.h): whether this node wants the job's view
+//     now, and which nodes do;
+//   - ProgressExchange (progress_exchange.h): while any node raises an
+//     alarm (and every kQuietRefreshS otherwise), this node's document and
+//     stamp out, the other nodes' in, for merge();
+//   - DumpRequests (dump_requests.h): this node's requests out, the other
+//     nodes' in, handed to `on_request`;
+//   - FingerprintExchange (fingerprint_exchange.h): the job-wide collective
+//     comparison's windows and mismatches;
+//   - SlowSummaryExchange (slow_summary_exchange.h): every node's slow-rank
+//     summary.
+// A round stops at the first store call that fails; the parts it did not
+// reach run next round.
 //
-// Only what the job can vouch for counts (store_trust.h): this node claims
-// <root>/owners/<node> under its lease (create-if-absent), and reads the
-// owners every round; a key of node N counts only under N's owner lease, for
-// N within the job's node count, and a document or stamp only when its
-// ranks and clock pass store_trust's checks. What is refused is said once
-// per key. A node whose keys are gone (deleted, its lease expired, etcd
-// restarted empty) leaves the merge at the next exchange. Dump requests of
-// other nodes are obeyed only from an owner whose alarm stands, at most one
-// every DumpRequestGate::kMinIntervalS.
-//
-// The view keeps the documents it read, by node, and applies to each the
-// node's latest stamp. A stamp that names a document the view lacks (the
-// store lost or missed a change: its revision went back, a read raced a
-// put) keeps that node's previous snapshot and makes the next read take
-// every document again. merge() joins only snapshots whose stamp is at most
-// kFreshS old: an older one would show its ranks' operations in flight for
-// as long as it is old (while an alarm stands, its ranks stay without news);
-// a node whose stamp is gone is not merged at all.
+// merge() joins only snapshots whose stamp is at most kFreshS old: an older
+// one would show its ranks' operations in flight for as long as it is old
+// (while an alarm stands, its ranks stay without news); a node whose stamp
+// is gone is not merged at all.
 //
 // Losing the store never harms the job: while calls fail, merge() returns
 // this node's snapshot alone (today's single-node behaviour) and the view
 // says so once in the log and in status(); when the store answers again it
 // says that once too.
 //
-// Threads: offer(), merge(), request_dumps() and status() from the asio
-// thread; the store only from the view's thread.
+// Threads: offer(), merge(), request_dumps(), status() and the fingerprint
+// and slow-rank calls from the asio thread; the store only from the view's
+// thread.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
@@ -69,10 +52,15 @@
 #include <vector>
 
 #include "supervisor/analysis/collective_check.h"
-#include "supervisor/coordination/coordination_store.h"
 #include "supervisor/analysis/job_fingerprints.h"
+#include "supervisor/coordination/coordination_store.h"
+#include "supervisor/coordination/dump_requests.h"
+#include "supervisor/coordination/fingerprint_exchange.h"
+#include "supervisor/coordination/key_trust.h"
+#include "supervisor/coordination/node_alarms.h"
 #include "supervisor/coordination/node_progress.h"
-#include "supervisor/coordination/store_trust.h"
+#include "supervisor/coordination/progress_exchange.h"
+#include "supervisor/coordination/slow_summary_exchange.h"
 
 namespace xpu_timer::supervisor {
 
@@ -108,7 +96,7 @@ class JobView {
   using RequestHandler = std::function<void(const std::string& reason, int from_node)>;
   // A job-wide collective mismatch some node published (job_fingerprints.h),
   // each once, on the view's thread: post it to your own.
-  using MismatchHandler = std::function<void(Mismatch m, int from_node)>;
+  using MismatchHandler = FingerprintExchange::MismatchHandler;
 
   JobView(std::unique_ptr<CoordinationStore> store, std::string url, std::string job_id,
           int publish_ms, RequestHandler on_request, MismatchHandler on_mismatch = nullptr);
@@ -116,7 +104,7 @@ class JobView {
   JobView(const JobView&) = delete;
   JobView& operator=(const JobView&) = delete;
 
-  static constexpr double kQuietRefreshS = 120;
+  static constexpr double kQuietRefreshS = ProgressExchange::kQuietRefreshS;
   // A merged snapshot counts as of its own instant (node_progress.h): its
   // age delays what its ranks show by as much, so one older than
   // max(kFreshS, kFreshFraction x the timeout) is merged without news.
@@ -155,8 +143,8 @@ class JobView {
   // MismatchHandler (this one's too). Removed from the store after
   // kMismatchKeepS.
   void publish_mismatch(uint64_t comm_hash, uint64_t seq, NodeFingerprints mine);
-  static constexpr double kMismatchKeepS = 60;
-  static constexpr size_t kFingerprintWindowsKept = 4;
+  static constexpr double kMismatchKeepS = FingerprintExchange::kMismatchKeepS;
+  static constexpr size_t kFingerprintWindowsKept = FingerprintExchange::kWindowsKept;
 
   // Slow ranks across nodes (analysis/slow_summary.h): this node's window
   // summary, put as <root>/slow/<node> by the next slow round (every
@@ -165,113 +153,47 @@ class JobView {
   // caller, which knows the world), as of the last slow round.
   void offer_slow_summary(std::string text);
   std::map<int, std::string> slow_summaries() const;
-  static constexpr double kSlowPeriodS = 5;
+  static constexpr double kSlowPeriodS = SlowSummaryExchange::kPeriodS;
   // A request from an owner whose alarm this view has not read yet is
   // looked at again for this long (its alarm is put just before it).
-  static constexpr double kRequestWaitS = 10;
+  static constexpr double kRequestWaitS = DumpRequests::kRequestWaitS;
 
  private:
   void run();
   bool round();  // one publish-and-read; false when a store call failed
-  // Publishes this node's document (if it changed) and stamp.
-  bool publish(const NodeProgress& mine);
-  // Reads the stamps and the changed documents into `others` (the other
-  // nodes' snapshots, stamps applied); false when a store call failed.
-  bool read_others(const std::optional<NodeProgress>& mine, std::vector<NodeProgress>* others);
-  // The fingerprint part of a round (job_view_collectives.cc); false when a
-  // store call failed.
-  bool fingerprint_round(int my_node);
-  // The slow-rank part of a round (job_view_slow.cc); false when a store
-  // call failed.
-  bool slow_round(int my_node);
-  // The keys under <root>/alarms/: hands new mismatches to on_mismatch_;
-  // whether a node's alarm stands (alarmed_ holds which).
-  bool note_alarm_keys(const std::vector<KeyValue>& kvs);
-  // Claims this node's owner key if it must, and reads every owner into
-  // owners_; false when a store call failed.
-  bool read_owners(const NodeProgress& mine);
-  // Whether `kv` (a key of `node`) was written by the node's owner; says
-  // once per key why not.
-  bool trusted(const KeyValue& kv, int node);
-  // The dump requests under <root>/dumps/ to hand on (reason, node).
-  std::vector<std::pair<std::string, int>> admit_requests(const std::vector<KeyValue>& kvs);
-  // <root>/fingerprints/<node>/<unix ms>: one window of the node's.
-  std::string fingerprints_key(int node, double unix_s) const;
-  // Says once per key that a value read from the store is not ours to use.
-  void ignore_key(const KeyValue& kv, const std::string& why);
-  // The destructor asked the thread to end: a round stops between calls, so
-  // the supervisor's exit waits for one store call at most.
-  bool stopping() const;
+  // Wakes the thread for a request or mismatch to put now.
+  void wake();
+  bool stopping() const { return stop_.load(); }
 
   std::unique_ptr<CoordinationStore> store_;
   const std::string url_;
   const std::string job_id_;
-  const std::string root_;
   const int publish_ms_;
   RequestHandler on_request_;
-  MismatchHandler on_mismatch_;
+  // The destructor asked the thread to end: a round stops between calls, so
+  // the supervisor's exit waits for one store call at most.
+  std::atomic<bool> stop_{false};
 
+  // The parts (the view's thread, but for their calls named in their
+  // headers).
+  KeyTrust trust_;
+  NodeAlarms alarms_;
+  ProgressExchange progress_;
+  DumpRequests dumps_;
+  FingerprintExchange fingerprints_;
+  SlowSummaryExchange slow_;
+
+  // What the asio thread and the view's thread share.
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  bool stop_ = false;
   std::optional<NodeProgress> mine_;
   bool mine_alarm_ = false;
   int local_world_size_ = 1;
-  std::vector<NodeProgress> others_;
   // Every other node's latest snapshot, as of the last exchange (a node whose
   // keys are gone is not): merged without news while an alarm stands and
   // its news is late (merge()).
   std::map<int, NodeProgress> last_known_;
-  std::vector<std::string> requests_;
   JobViewStatus status_;
-  struct PendingMismatch {
-    uint64_t comm_hash = 0;
-    uint64_t seq = 0;
-    NodeFingerprints mine;
-  };
-  std::optional<NodeFingerprints> fp_offer_;
-  std::set<uint64_t> fp_comms_;
-  std::vector<NodeFingerprints> fp_peer_docs_;
-  std::vector<PendingMismatch> fp_pending_;
-  std::optional<std::string> slow_offer_;
-  std::map<int, std::string> slow_docs_;
-
-  // The view's thread only.
-  std::set<std::string> seen_requests_;
-  bool first_read_ = true;
-  double slow_round_s_ = -1e9;  // unix time of the last slow round
-  bool alarm_put_ = false;          // our alarm key is in the store
-  double last_exchange_s_ = -1e9;   // unix time of the last documents exchange
-  std::set<std::string> bad_keys_;  // warned about once
-  // Who vouches for what (store_trust.h): the job's size as this node's
-  // ranks say, the owner lease of each node, the nodes whose alarm stands.
-  JobShape job_;
-  std::map<int, int64_t> owners_;
-  bool owners_reread_ = false;  // owners_ was read again this round (trusted())
-  bool claimed_ = false;  // this node's owner key was created (or is being re-claimed)
-  bool owner_lost_said_ = false;
-  std::set<int> alarmed_;
-  DumpRequestGate dump_gate_;
-  // The documents exchange (the view's thread only): what this node put,
-  // and what it read of the others.
-  uint64_t put_doc_ = 0;                   // id of our document in the store (0: none)
-  std::map<int, NodeProgress> docs_;       // the documents read, by node (their ids in .doc)
-  std::map<int, int64_t> doc_leases_;      // the lease each of docs_ was written under
-  int64_t docs_revision_ = 0;              // the store's revision at the last read of them
-  bool read_all_docs_ = true;              // the next read takes every document
-  std::set<std::string> unreadable_docs_;  // keys of documents that did not parse
-  // Documents that parsed but were not written under their node's owner
-  // lease as this node knew the owners when it read them (a forger's, or a
-  // node's own read between its owner key and an earlier read of the
-  // owners): kept with their lease, and taken once that lease owns the node.
-  // Nothing else reads an unchanged document again.
-  std::map<int, std::pair<NodeProgress, int64_t>> untrusted_docs_;
-  // The fingerprint exchange (the view's thread only): the keys of this
-  // node's windows in the store (oldest first), the mismatches seen, and
-  // those this node put (unix time, key).
-  std::deque<std::string> fp_keys_put_;
-  std::set<std::string> seen_mismatches_;
-  std::vector<std::pair<double, std::string>> mismatches_put_;
 
   std::thread thread_;
 };

@@ -75,68 +75,66 @@ std::string crash_document_text(const HangReport& now, int crashed_rank, const s
 }  // namespace
 
 HangIncident::HangIncident(IncidentDumps* dumps, std::string dump_dir, bool kill_on_hang,
-                           HangIncidentHooks hooks)
+                           StacksDone stacks_done)
     : dumps_(dumps),
       dump_dir_(std::move(dump_dir)),
       kill_on_hang_(kill_on_hang),
-      hooks_(std::move(hooks)) {}
+      stacks_done_(std::move(stacks_done)) {}
 
 // The hang document with this hang's own dumps: hang.json and the dump
 // folders' copies.
-std::string HangIncident::document() const {
+std::string HangIncident::document(HangDocumentParts parts) const {
   if (!hang_) return std::string();
-  HangDocumentParts parts = hooks_.parts ? hooks_.parts() : HangDocumentParts{};
   if (stacks_) parts.stacks = stack_dump_json(*stacks_);
   if (!timeline_dir_.empty()) parts.timeline = nlohmann::json{{"dir", timeline_dir_}};
   return hang_document_text(*hang_, parts);
 }
 
-void HangIncident::on_event(HangEvent event, const HangReport& report) {
+bool HangIncident::announced(HangEvent event, const HangReport& report) {
+  return event != HangEvent::kNone && event != HangEvent::kCleared && !report.stalled;
+}
+
+HangFollowUp HangIncident::on_event(HangEvent event, const HangReport& report,
+                                    const HangDocumentParts& parts) {
   if (event == HangEvent::kCleared) {
     SUP_LOG_INFO("%s cleared", hang_ ? verdict_reason(*hang_) : "hang");
     places_.clear();  // a later verdict waits for its own stacks
-    return;  // hang.json keeps the last verdict for the post-mortem
+    return {};        // hang.json keeps the last verdict for the post-mortem
   }
   if (event == HangEvent::kDetected) places_.clear();
   // A stall looks the same as a long evaluation or checkpoint: it is logged
-  // and dumped like a hang, but never ends the job. The other nodes judge it
-  // over the same merged snapshot themselves, so it is not announced.
+  // and dumped like a hang, but never ends the job (nor is it announced).
   const bool stall = report.stalled;
   SUP_LOG_WARN("%s: %s", verdict_reason(report), report.summary.c_str());
   hang_ = report;
   hang_declared_ = hang_declared_ || !stall;
-  if (!stall && hooks_.announce) hooks_.announce();
-  dump_timelines();
+  dump_timelines(parts);
   // Starting the collection only spawns its thread; hang.json then names the
   // folder being written, and is rewritten when the stacks are in.
-  start_stacks();
-  write_file();
-  if (stall || event != HangEvent::kDetected || !kill_on_hang_) return;
+  start_stacks(parts);
+  write_file(parts);
+  if (stall || event != HangEvent::kDetected || !kill_on_hang_) return {};
   StackDumper* stacks = dumps_->stacks();
   if (stacks != nullptr && stacks->running()) {
-    // Killing now would lose the evidence: on_stacks_done kills (each rank's
+    // Killing now would lose the evidence: after_stacks() kills (each rank's
     // collection is bounded by its timeout).
     kill_after_stacks_ = true;
     SUP_LOG_INFO("--on-hang kill: the job ends once its stacks are collected");
-  } else {
-    killed_for_hang_ = true;
-    hooks_.terminate_job("hang detected and --on-hang kill");
+    return {};
   }
+  killed_for_hang_ = true;
+  return {"hang detected and --on-hang kill"};
 }
 
-void HangIncident::start_stacks() {
+void HangIncident::start_stacks(const HangDocumentParts& parts) {
   if (!dumps_->enabled() || !hang_ || killed_for_hang_) return;
   // A changed hang deserves new stacks only when some rank is stuck in an
   // operation not seen stuck before: ranks merely exiting (as after the
   // kill) or being found missing do not change where the others wait.
   const std::vector<std::string> keys = stuck_operation_keys(*hang_);
   if (!has_new_key(keys, stacks_taken_)) return;
-  const StackDumper::Started started = dumps_->stacks_for(
-      verdict_reason(*hang_),
-      [post = hooks_.post, this](std::shared_ptr<const StackDumpReport> r) {
-        post([this, r] { on_stacks_done(r); });
-      },
-      document());
+  const StackDumper::Started started =
+      dumps_->stacks_for(verdict_reason(*hang_), stacks_done_, document(parts));
   switch (started.status) {
     case StackDumper::StartStatus::kStarted:
       remember_keys(keys, &stacks_taken_);
@@ -156,37 +154,41 @@ void HangIncident::start_stacks() {
   }
 }
 
-void HangIncident::on_stacks_done(std::shared_ptr<const StackDumpReport> report) {
-  if (hang_ && report->reason == verdict_reason(*hang_)) {  // the verdict's own
-    stacks_ = report;
-    write_file();
-    // The poll puts the places into the verdict, which then changes: logged
-    // again, hang.json rewritten (culprit_locations.h says why). Now, not
-    // at the next poll: a job killed for the hang below would be gone.
-    if (places_.learn(*report, *hang_) > 0 && hooks_.judge_now) hooks_.judge_now();
-  }
-  // A hang seen while a requested dump ran gets its own dump first, unless
-  // the job is to be killed and this hang's stacks are already in.
-  if (stacks_queued_ && !(kill_after_stacks_ && report->reason == "hang")) {
-    stacks_queued_ = false;
-    start_stacks();
-    if (dumps_->stacks()->running()) return;
-  }
-  stacks_queued_ = false;
-  if (kill_after_stacks_) {
-    kill_after_stacks_ = false;
-    killed_for_hang_ = true;
-    hooks_.terminate_job("hang detected and --on-hang kill (stacks collected)");
-  }
+bool HangIncident::take_stacks(const std::shared_ptr<const StackDumpReport>& report,
+                               const HangDocumentParts& parts) {
+  if (!hang_ || report->reason != verdict_reason(*hang_)) return false;  // not the verdict's own
+  stacks_ = report;
+  write_file(parts);
+  // The poll puts the places into the verdict, which then changes: logged
+  // again, hang.json rewritten (culprit_locations.h says why). Now, not
+  // at the next poll: a job killed for the hang by after_stacks() would be
+  // gone.
+  return places_.learn(*report, *hang_) > 0;
 }
 
-void HangIncident::dump_timelines() {
+HangFollowUp HangIncident::after_stacks(const StackDumpReport& report,
+                                        const HangDocumentParts& parts) {
+  // A hang seen while a requested dump ran gets its own dump first, unless
+  // the job is to be killed and this hang's stacks are already in.
+  if (stacks_queued_ && !(kill_after_stacks_ && report.reason == "hang")) {
+    stacks_queued_ = false;
+    start_stacks(parts);
+    if (dumps_->stacks()->running()) return {};
+  }
+  stacks_queued_ = false;
+  if (!kill_after_stacks_) return {};
+  kill_after_stacks_ = false;
+  killed_for_hang_ = true;
+  return {"hang detected and --on-hang kill (stacks collected)"};
+}
+
+void HangIncident::dump_timelines(const HangDocumentParts& parts) {
   // Once per stuck operation: a hang that only changes by ranks exiting or
   // being found missing keeps the first dump (the rings moved on since).
   const std::vector<std::string> keys = stuck_operation_keys(*hang_);
   if (!has_new_key(keys, timelines_taken_)) return;
   remember_keys(keys, &timelines_taken_);
-  const TimelineDumpResult r = dumps_->timelines(verdict_reason(*hang_), document());
+  const TimelineDumpResult r = dumps_->timelines(verdict_reason(*hang_), document(parts));
   if (r.ok) timeline_dir_ = r.dir;
 }
 
@@ -200,10 +202,10 @@ void HangIncident::after_crashes(uint64_t incidents, int crashed_rank, const std
   dumps_->timelines("crash", crash_document_text(now, crashed_rank, what));
 }
 
-void HangIncident::write_file() {
+void HangIncident::write_file(const HangDocumentParts& parts) {
   if (dump_dir_.empty() || !hang_) return;
   std::string error;
-  if (!write_file_atomically(dump_dir_ + "/hang.json", document(), &error)) {
+  if (!write_file_atomically(dump_dir_ + "/hang.json", document(parts), &error)) {
     SUP_LOG_WARN("%s", error.c_str());
   }
 }

@@ -9,7 +9,7 @@
 // stacks are in, it reads where its culprits are (culprit_locations.h).
 //
 // Threads: the asio thread only. Stack dumps end on the dumper's thread:
-// their `done` is posted back through `post`.
+// they go to `stacks_done`, which hands them back on the asio thread.
 #pragma once
 
 #include <cstdint>
@@ -26,32 +26,40 @@
 
 namespace xpu_timer::supervisor {
 
-struct HangIncidentHooks {
-  // Runs `fn` on the asio thread.
-  std::function<void(std::function<void()>)> post;
-  // Ends the job for the hang (SIGTERM through the job controller).
-  std::function<void(const std::string& why)> terminate_job;
-  // A new hang: tell the other nodes, which may not see it yet.
-  std::function<void()> announce;
-  // Judges the ranks again now (the poll), so that the places of the
-  // verdict's culprits are in it before anything else happens (--on-hang
-  // kill ends the job right after its stacks are in).
-  std::function<void()> judge_now;
-  // What the hang document holds beside the verdict (mismatches, the
-  // coordinator, ...); `stacks` and `timeline` are filled here.
-  std::function<HangDocumentParts()> parts;
+// What the supervisor does after the incident acted, in this order: the
+// incident returns it rather than calling back into the poll loop.
+struct HangFollowUp {
+  // End the job for the hang (SIGTERM through the job controller); "" if not.
+  std::string terminate_why;
 };
 
 class HangIncident {
  public:
+  // Any thread: a stack dump this incident started ended; the caller hands
+  // it back on the asio thread (take_stacks(), then after_stacks()).
+  using StacksDone = std::function<void(std::shared_ptr<const StackDumpReport>)>;
+
   // `dumps` must outlive this; `dump_dir` empty: no hang.json.
   HangIncident(IncidentDumps* dumps, std::string dump_dir, bool kill_on_hang,
-               HangIncidentHooks hooks);
+               StacksDone stacks_done);
 
-  void on_event(HangEvent event, const HangReport& report);
-  // A stack dump ended (the hang's or a requested one): rewrites hang.json,
-  // starts a hang's dump that waited, or ends the job for --on-hang kill.
-  void on_stacks_done(std::shared_ptr<const StackDumpReport> report);
+  // Whether `event` is a new hang to tell the other nodes of, before this
+  // node dumps it (they may not see it yet). A stall is not: they judge it
+  // over the same merged snapshot themselves.
+  static bool announced(HangEvent event, const HangReport& report);
+  // `parts`: what the hang document holds beside the verdict (mismatches,
+  // the coordinator, ...); `stacks` and `timeline` are filled here.
+  HangFollowUp on_event(HangEvent event, const HangReport& report, const HangDocumentParts& parts);
+  // A stack dump ended (the hang's or a requested one). The verdict's own:
+  // rewrites hang.json and learns where its culprits are; true when it did,
+  // so that the ranks are judged again now and the places are in the verdict
+  // before anything else happens (--on-hang kill ends the job right after
+  // its stacks are in).
+  bool take_stacks(const std::shared_ptr<const StackDumpReport>& report,
+                   const HangDocumentParts& parts);
+  // Then: starts a hang's dump that waited, or ends the job for --on-hang
+  // kill.
+  HangFollowUp after_stacks(const StackDumpReport& report, const HangDocumentParts& parts);
   // `incidents`: the crash tracker's count; `crashed_rank` and `what`: its
   // latest crash ("SIGSEGV at address 0x0 in memmove, from f (train.py:40)");
   // `now`: the verdict that stands. The rings are dumped once per incident:
@@ -73,15 +81,15 @@ class HangIncident {
   bool killed_job() const { return killed_for_hang_; }
 
  private:
-  void start_stacks();
-  void dump_timelines();
-  void write_file();
-  std::string document() const;
+  void start_stacks(const HangDocumentParts& parts);
+  void dump_timelines(const HangDocumentParts& parts);
+  void write_file(const HangDocumentParts& parts);
+  std::string document(HangDocumentParts parts) const;
 
   IncidentDumps* const dumps_;
   const std::string dump_dir_;
   const bool kill_on_hang_;
-  const HangIncidentHooks hooks_;
+  const StacksDone stacks_done_;
   // The verdict hang.json describes, the stack dump it points to, the stuck
   // operations (rank/pid/launch time) whose stacks and rings were taken, and
   // what waits for a running dump to end (--on-hang kill, a queued hang

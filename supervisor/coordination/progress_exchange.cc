@@ -1,0 +1,231 @@
+#include "supervisor/coordination/progress_exchange.h"
+
+#include <algorithm>
+
+#include "common/clock.h"
+#include "supervisor/log_tee.h"
+
+namespace xpu_timer::supervisor {
+
+Snapshot merge_progress(const Snapshot& local, int node, int world_size,
+                        const std::map<int, NodeProgress>& known, bool alarm, double fresh_s) {
+  std::vector<NodeProgress> fresh;
+  for (const auto& [other, p] : known) {
+    const double age_s = local.now_unix_s - p.snapshot.now_unix_s;
+    if (age_s <= fresh_s) {
+      fresh.push_back(p);
+    } else if (alarm) {
+      // Its news is late (a busy node or store) or its supervisor is gone
+      // (its stamp expired with its lease). Dropping its ranks would make
+      // them "never registered", and the verdict flap with each late
+      // stamp; keeping its operations would judge the job on old news. Its
+      // ranks stay, without news: nothing in flight, no communicators, the
+      // heartbeats as last heard (unresponsive once older than the detector
+      // allows).
+      NodeProgress blind = p;
+      const auto age_ns = static_cast<uint64_t>(std::min(age_s, 1e9) * 1e9);
+      for (RankSample& r : blind.snapshot.ranks) {
+        r.page_ok = false;
+        r.inflight_count = 0;
+        r.oldest_inflight = proto::OpRef{};
+        r.comms.clear();
+        for (uint64_t* t : {&r.heartbeat_ns, &r.registered_ns}) {
+          if (*t != 0) *t = *t > age_ns ? *t - age_ns : 1;
+        }
+      }
+      fresh.push_back(std::move(blind));
+    }
+  }
+  if (fresh.empty()) return local;
+  return merge_job_snapshot(local, node, fresh, world_size);
+}
+
+ProgressExchange::ProgressExchange(CoordinationStore* store, KeyTrust* trust, std::string url,
+                                   const std::string& root)
+    : store_(store),
+      trust_(trust),
+      url_(std::move(url)),
+      nodes_dir_(root + "/nodes/"),
+      stamps_dir_(root + "/stamps/") {}
+
+bool ProgressExchange::due(const std::optional<NodeProgress>& mine, bool alarm,
+                           double now_s) const {
+  bool known_others = false;
+  if (mine) {
+    size_t ranks = mine->snapshot.ranks.size();
+    for (const NodeProgress& p : others_) ranks += p.snapshot.ranks.size();
+    known_others = !others_.empty() && ranks >= static_cast<size_t>(mine->world_size);
+  }
+  return alarm || !known_others || now_s - last_exchange_s_ >= kQuietRefreshS;
+}
+
+bool ProgressExchange::publish(const NodeProgress& mine) {
+  const std::string node = std::to_string(mine.node);
+  const uint64_t id = node_document_id(mine);
+  if (id != put_doc_) {
+    if (!store_->put(nodes_dir_ + node, node_progress_text(mine))) return false;
+    put_doc_ = id;
+  }
+  // After the document: a reader that sees this stamp finds its document.
+  return store_->put(stamps_dir_ + node, node_stamp_text(mine));
+}
+
+void ProgressExchange::exchanged(bool published, double now_s, std::vector<NodeProgress> others) {
+  // Until we published, the others could not know us: exchange again next
+  // period (the rounds before a rank registered).
+  if (published) last_exchange_s_ = now_s;
+  others_ = std::move(others);
+}
+
+void ProgressExchange::keep_previous(int node, std::vector<NodeProgress>* out) const {
+  for (const NodeProgress& p : others_) {
+    if (p.node == node) out->push_back(p);
+  }
+}
+
+bool ProgressExchange::read(const std::optional<NodeProgress>& mine,
+                            std::vector<NodeProgress>* others) {
+  const int me = mine ? mine->node : -1;
+  const JobShape& job = trust_->job();
+  // Stamps before documents: the document a stamp names was put before it,
+  // so the read of the documents that follows finds it (or a newer one).
+  std::vector<KeyValue> kvs;
+  if (!store_->get_prefix(stamps_dir_, &kvs, nullptr)) return false;
+  std::vector<NodeStamp> stamps;
+  std::set<int> refused_stamps;  // nodes whose stamp key holds what does not count
+  const double now_s = unix_now_s();
+  if (job.node_count <= 0) return true;  // no rank registered here: nothing to judge by
+  for (const KeyValue& kv : kvs) {
+    NodeStamp st;
+    std::string why;
+    const int key_node = node_of_key(kv.key, stamps_dir_);
+    if (!parse_node_stamp(kv.value, &st, &why)) {
+      trust_->ignore(kv, why);
+    } else if (st.node == me && key_node == me) {
+      continue;
+    } else if (!(why = stamp_refusal(st, key_node, job, now_s)).empty()) {
+      trust_->ignore(kv, why);
+      refused_stamps.insert(key_node);
+    } else if (trust_->trusted(kv, key_node)) {
+      stamps.push_back(std::move(st));
+    } else {
+      refused_stamps.insert(key_node);
+    }
+  }
+
+  // The documents changed since the last read, or all of them.
+  int64_t revision = 0;
+  if (!store_->get_prefix(nodes_dir_, &kvs, &revision, read_all_docs_ ? 0 : docs_revision_ + 1)) {
+    return false;
+  }
+  if (!read_all_docs_ && revision < docs_revision_) {
+    SUP_LOG_INFO(
+        "coordinator %s: the store's revision went back from %lld to %lld (it lost its data): "
+        "reading every node's document again",
+        url_.c_str(), static_cast<long long>(docs_revision_), static_cast<long long>(revision));
+    read_all_docs_ = true;
+    if (!store_->get_prefix(nodes_dir_, &kvs, &revision, 0)) return false;
+  }
+  const bool all = read_all_docs_;
+  if (all) {  // what is not read now is gone
+    docs_.clear();
+    unreadable_docs_.clear();
+    untrusted_docs_.clear();
+  }
+  read_all_docs_ = false;
+  docs_revision_ = revision;
+  std::set<std::string> arrived;  // keys, readable or not
+  for (const KeyValue& kv : kvs) {
+    arrived.insert(kv.key);
+    NodeProgress p;
+    std::string why;
+    const int key_node = node_of_key(kv.key, nodes_dir_);
+    untrusted_docs_.erase(key_node);  // what the key held before is gone
+    if (!parse_node_progress(kv.value, &p, &why)) {
+      trust_->ignore(kv, why);
+      unreadable_docs_.insert(kv.key);
+      continue;
+    }
+    if (p.node == me && key_node == me) continue;
+    // Refused like an unreadable one: a stamp naming it does not make
+    // every later read a full one.
+    if (!(why = document_refusal(p, key_node, job, now_s)).empty()) {
+      trust_->ignore(kv, why);
+    } else if (trust_->trusted(kv, key_node)) {
+      unreadable_docs_.erase(kv.key);
+      doc_leases_[p.node] = kv.lease;
+      docs_[p.node] = std::move(p);
+      continue;
+    } else {
+      untrusted_docs_[key_node] = {std::move(p), kv.lease};
+    }
+    // The node's document read before stays: a forger overwriting a real
+    // node's key must not take the node out of the view.
+    unreadable_docs_.insert(kv.key);
+  }
+  // A document refused for its lease counts once that lease owns its node
+  // (the owners are read every round): it was put under the owner's lease,
+  // only read before this node knew so.
+  const std::map<int, int64_t>& owners = trust_->owners();
+  for (auto it = untrusted_docs_.begin(); it != untrusted_docs_.end();) {
+    const auto owner = owners.find(it->first);
+    if (owner == owners.end() || owner->second != it->second.second) {
+      ++it;
+      continue;
+    }
+    unreadable_docs_.erase(nodes_dir_ + std::to_string(it->first));
+    doc_leases_[it->first] = it->second.second;
+    docs_[it->first] = std::move(it->second.first);
+    it = untrusted_docs_.erase(it);
+  }
+  // A document counts while its node's owner is the one that wrote it.
+  for (auto it = docs_.begin(); it != docs_.end();) {
+    const auto owner = owners.find(it->first);
+    if (owner == owners.end() || owner->second != doc_leases_[it->first]) {
+      doc_leases_.erase(it->first);
+      it = docs_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+
+  for (const NodeStamp& st : stamps) {
+    const auto it = docs_.find(st.node);
+    if (it != docs_.end()) {
+      NodeProgress p = it->second;
+      if (apply_node_stamp(st, &p)) {
+        others->push_back(std::move(p));
+        continue;
+      }
+    }
+    // We lack the document this stamp belongs to. One read just now is
+    // newer than the stamp (put between our two reads): the next stamp
+    // matches it. One we cannot read stays unread (warned about once).
+    // Otherwise the store lost it or we missed it: read every document next
+    // round. Meanwhile the node's previous snapshot stands (merge_progress
+    // drops it once it is no longer fresh).
+    const std::string key = nodes_dir_ + std::to_string(st.node);
+    if (arrived.count(key) == 0 && unreadable_docs_.count(key) == 0) read_all_docs_ = true;
+    keep_previous(st.node, others);
+  }
+  // A stamp key that holds something else now (a forger overwrote it): the
+  // node's previous snapshot stands until its next stamp (merge_progress
+  // judges its age), as for a stamp naming a document we lack.
+  for (const int node : refused_stamps) {
+    if (docs_.count(node) > 0) keep_previous(node, others);
+  }
+  // One node per rank: this node's ranks, then the documents in node order.
+  std::vector<std::pair<int, std::string>> refused;
+  *others =
+      without_rank_conflicts(mine ? mine->snapshot : Snapshot{}, std::move(*others), &refused);
+  for (const auto& [node, why] : refused) {
+    KeyValue kv;
+    kv.key = nodes_dir_ + std::to_string(node);
+    trust_->ignore(kv, why);
+  }
+  docs_read_ += kvs.size();
+  if (all) ++full_reads_;
+  return true;
+}
+
+}  // namespace xpu_timer::supervisor

@@ -1,0 +1,104 @@
+// The job view's progress part (job_view.h): where every node's ranks are.
+// Each node puts <root>/nodes/<node>, its document (node_progress.h), only
+// when it changed but for its times, and <root>/stamps/<node>, its times (a
+// few hundred bytes), every exchange; it reads every stamp, and of
+// <root>/nodes/ only the documents changed since the last read (the store's
+// min_mod_revision). A healthy job thus costs the store a small read per
+// node per period, and a steady hang (where only times move) each node's
+// stamp out and the others' stamps in (bench/results/, "job-scale").
+//
+// It keeps the documents it read, by node, and applies to each the node's
+// latest stamp. A stamp that names a document it lacks (the store lost or
+// missed a change: its revision went back, a read raced a put) keeps that
+// node's previous snapshot and makes the next read take every document
+// again. A document or stamp counts only when KeyTrust and store_trust's
+// checks let it; a node whose keys are gone leaves at the next exchange.
+//
+// Threads: the view's thread only; merge_progress() is pure.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "supervisor/coordination/coordination_store.h"
+#include "supervisor/coordination/key_trust.h"
+#include "supervisor/coordination/node_progress.h"
+
+namespace xpu_timer::supervisor {
+
+// `local` (this node's ranks, as `node` of a job of `world_size`) joined
+// with the snapshots of `known` (the other nodes', by node) at most `fresh_s`
+// old. While `alarm` stands, an older one is merged without news: nothing in
+// flight, no communicators, heartbeats as last heard.
+Snapshot merge_progress(const Snapshot& local, int node, int world_size,
+                        const std::map<int, NodeProgress>& known, bool alarm, double fresh_s);
+
+class ProgressExchange {
+ public:
+  // Quiet periods exchange this rarely once the other nodes are known.
+  static constexpr double kQuietRefreshS = 120;
+
+  // `store` and `trust` must outlive this.
+  ProgressExchange(CoordinationStore* store, KeyTrust* trust, std::string url,
+                   const std::string& root);
+
+  // Whether this round exchanges documents: while some node's alarm
+  // stands, until every rank of the world is on this node or in another
+  // node's document (nodes start at different times; one that came before
+  // the others must not wait for the quiet refresh to learn of them), and
+  // every kQuietRefreshS.
+  bool due(const std::optional<NodeProgress>& mine, bool alarm, double now_s) const;
+  // Puts this node's document (if it changed) and stamp; false when a store
+  // call failed.
+  bool publish(const NodeProgress& mine);
+  // What was put under a lease that does not own the node does not count:
+  // the next publish() puts the document again.
+  void forget_published() { put_doc_ = 0; }
+  // Reads the stamps and the changed documents into `others` (the other
+  // nodes' snapshots, stamps applied, one node per rank); false when a
+  // store call failed.
+  bool read(const std::optional<NodeProgress>& mine, std::vector<NodeProgress>* others);
+  // The exchange of `now_s` is done (with `mine` published, if any): its
+  // `others` are the nodes known until the next.
+  void exchanged(bool published, double now_s, std::vector<NodeProgress> others);
+  // The other nodes as of the last exchange.
+  const std::vector<NodeProgress>& others() const { return others_; }
+
+  // Documents the store sent (this node's own included), and reads that
+  // took every document.
+  uint64_t docs_read() const { return docs_read_; }
+  uint64_t full_reads() const { return full_reads_; }
+
+ private:
+  // The previous snapshot of `node` stands: appended to `out`.
+  void keep_previous(int node, std::vector<NodeProgress>* out) const;
+
+  CoordinationStore* const store_;
+  KeyTrust* const trust_;
+  const std::string url_;
+  const std::string nodes_dir_;   // <root>/nodes/
+  const std::string stamps_dir_;  // <root>/stamps/
+  std::vector<NodeProgress> others_;
+  double last_exchange_s_ = -1e9;          // unix time of the last documents exchange
+  uint64_t put_doc_ = 0;                   // id of our document in the store (0: none)
+  std::map<int, NodeProgress> docs_;       // the documents read, by node (their ids in .doc)
+  std::map<int, int64_t> doc_leases_;      // the lease each of docs_ was written under
+  int64_t docs_revision_ = 0;              // the store's revision at the last read of them
+  bool read_all_docs_ = true;              // the next read takes every document
+  std::set<std::string> unreadable_docs_;  // keys of documents that did not parse
+  // Documents that parsed but were not written under their node's owner
+  // lease as this node knew the owners when it read them (a forger's, or a
+  // node's own read between its owner key and an earlier read of the
+  // owners): kept with their lease, and taken once that lease owns the node.
+  // Nothing else reads an unchanged document again.
+  std::map<int, std::pair<NodeProgress, int64_t>> untrusted_docs_;
+  uint64_t docs_read_ = 0;
+  uint64_t full_reads_ = 0;
+};
+
+}  // namespace xpu_timer::supervisor
