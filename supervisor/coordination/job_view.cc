@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "common/parse_number.h"
 #include "supervisor/log_tee.h"
 #include "supervisor/ranks/rank_sampler.h"
 
@@ -471,7 +472,8 @@ std::vector<std::pair<std::string, int>> JobView::admit_requests(const std::vect
     }
     // The asking node's alarm may reach the store after our read of the
     // alarms (it is put first, but read first too): its request waits.
-    const double asked_s = static_cast<double>(std::strtoll(kv.key.c_str() + dir.size(), nullptr, 10)) / 1000;
+    std::string_view asked_ms = std::string_view(kv.key).substr(dir.size());
+    const double asked_s = static_cast<double>(take_int(&asked_ms).value_or(0)) / 1000;
     if (from_owner && alarmed_.count(node) == 0 && now_s - asked_s < kRequestWaitS) {
       seen_requests_.erase(kv.key);
       continue;
