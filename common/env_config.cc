@@ -3,7 +3,11 @@
 #include <strings.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdlib>
+#include <string_view>
+
+#include "common/parse_number.h"
 
 namespace xpu_timer {
 namespace {
@@ -11,12 +15,8 @@ namespace {
 // Integer value of `name` as `env` gives it, or `fallback`.
 long lookup_long(const EnvLookup& env, const char* name, long fallback) {
   const char* v = env(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  char* end = nullptr;
-  errno = 0;
-  long x = std::strtol(v, &end, 10);
-  if (errno != 0 || end == v || *end != '\0') return fallback;
-  return x;
+  if (v == nullptr) return fallback;
+  return parse_int(v, LONG_MIN, LONG_MAX).value_or(fallback);
 }
 
 // Slurm's SLURM_TASKS_PER_NODE ("8(x2)", "8,7"): the count of the first
@@ -26,10 +26,9 @@ long slurm_tasks_per_node(const EnvLookup& env, long fallback) {
   if (given > 0) return given;
   const char* v = env("SLURM_TASKS_PER_NODE");
   if (v == nullptr) return fallback;
-  char* end = nullptr;
-  errno = 0;
-  const long x = std::strtol(v, &end, 10);
-  return errno == 0 && end != v && x > 0 ? x : fallback;
+  std::string_view counts = v;
+  const std::optional<int64_t> x = take_int(&counts);
+  return x && *x > 0 ? static_cast<long>(*x) : fallback;
 }
 
 }  // namespace

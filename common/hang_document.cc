@@ -6,6 +6,7 @@
 #include <limits>
 #include <utility>
 
+#include "common/parse_number.h"
 #include "common/rank_set.h"
 
 namespace xpu_timer::hang_document {
@@ -198,7 +199,7 @@ class Fields {
   }
   void read_comm(const char* key, std::optional<uint64_t>* out) const {
     if (const json* v = typed(key, is_comm, "a communicator (16 hex digits)")) {
-      *out = std::strtoull(v->get_ref<const std::string&>().c_str(), nullptr, 16);
+      *out = parse_uint(v->get_ref<const std::string&>(), 16);
     }
   }
   // A list of ranks: an entry that is no rank number is dropped alone.
@@ -363,7 +364,7 @@ void read_rank(const json& e, const Fields& f, Rank* r, std::vector<std::string>
       wf.rank = e["rank"].get<int>();
       const auto comm = e.find("comm");
       if (comm != e.end() && is_comm(*comm))
-        wf.comm = std::stoull(comm->get<std::string>(), nullptr, 16);
+        wf.comm = parse_uint(comm->get_ref<const std::string&>(), 16);
       const auto name = e.find("comm_name");
       if (name != e.end() && name->is_string()) wf.comm_name = name->get<std::string>();
       const auto seq = e.find("seq");

@@ -1,8 +1,10 @@
 #include "common/rank_set.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdlib>
+#include <cstdint>
+#include <optional>
+
+#include "common/parse_number.h"
 
 namespace xpu_timer {
 
@@ -22,12 +24,12 @@ std::string fold_ranks(std::vector<int> ranks) {
 }
 
 namespace {
-bool parse_int(const std::string& s, int* out) {
-  if (s.empty() || s.size() > 9) return false;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-  }
-  *out = std::atoi(s.c_str());
+// A rank: digits only, at most 9 of them (no sign, no overflow of int).
+bool parse_rank(const std::string& s, int* out) {
+  if (s.size() > 9) return false;
+  const std::optional<uint64_t> v = parse_uint(s);
+  if (!v) return false;
+  *out = static_cast<int>(*v);
   return true;
 }
 }  // namespace
@@ -43,9 +45,9 @@ std::optional<std::vector<int>> parse_rank_set(const std::string& text) {
     const size_t dash = part.find('-');
     int lo = 0, hi = 0;
     if (dash == std::string::npos) {
-      if (!parse_int(part, &lo)) return std::nullopt;
+      if (!parse_rank(part, &lo)) return std::nullopt;
       hi = lo;
-    } else if (!parse_int(part.substr(0, dash), &lo) || !parse_int(part.substr(dash + 1), &hi) ||
+    } else if (!parse_rank(part.substr(0, dash), &lo) || !parse_rank(part.substr(dash + 1), &hi) ||
                hi < lo) {
       return std::nullopt;
     }

@@ -13,6 +13,7 @@
 
 #include "common/cli_help.h"
 #include "common/log.h"
+#include "common/parse_number.h"
 #include "flamegraph/dump_merger.h"
 #include "flamegraph/flamegraph_files.h"
 #include "flamegraph/hang_verdict.h"
@@ -90,13 +91,9 @@ int main(int argc, char** argv) {
     } else if (arg == "--progress") {
       options.progress = true;
     } else if (arg == "--threads") {
-      char* end = nullptr;
-      errno = 0;
-      const long n = std::strtol(value.c_str(), &end, 10);
-      if (value.empty() || errno != 0 || *end != '\0' || n < 1 || n > 256) {
-        usage_error("--threads: '" + value + "' is not a number of threads (1 to 256)");
-      }
-      options.threads = static_cast<unsigned>(n);
+      const std::optional<int64_t> n = parse_int(value, 1, 256);
+      if (!n) usage_error("--threads: '" + value + "' is not a number of threads (1 to 256)");
+      options.threads = static_cast<unsigned>(*n);
     }
   }
   if (path.empty()) usage_error("--path is required: the folder of .stacktrace files");

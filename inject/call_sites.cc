@@ -7,10 +7,12 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/env_config.h"
 #include "common/log.h"
+#include "common/parse_number.h"
 #include "inject/bench_parts.h"
 #include "stack/line_table.h"
 #include "stack/python_layouts.h"
@@ -76,9 +78,16 @@ bool find_interpreter(Interpreter* out) {
   if (version_fn == nullptr || out->this_thread_state == nullptr || out->code_type == 0) {
     return false;
   }
-  int major = 0, minor = 0;
-  const char* version = version_fn();
-  if (version == nullptr || std::sscanf(version, "%d.%d", &major, &minor) != 2) return false;
+  const char* version = version_fn();  // "3.12.1 (main, ...) [GCC ...]"
+  if (version == nullptr) return false;
+  std::string_view text = version;
+  const std::optional<int64_t> major_number = take_int(&text);
+  if (!major_number || text.empty() || text.front() != '.') return false;
+  text.remove_prefix(1);
+  const std::optional<int64_t> minor_number = take_int(&text);
+  if (!minor_number) return false;
+  const int major = static_cast<int>(*major_number);
+  const int minor = static_cast<int>(*minor_number);
   std::optional<PyLayout> layout = stack::layout_for_version(major, minor);
   if (!layout && major == 3 && minor >= 13) {
     const auto* runtime = static_cast<const uint8_t*>(dlsym(RTLD_DEFAULT, "_PyRuntime"));

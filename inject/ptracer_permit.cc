@@ -9,8 +9,10 @@
 // this runs once, from the dynamic loader.
 #include <sys/prctl.h>
 
+#include <cstdint>
 #include <cstdlib>
 
+#include "common/parse_number.h"
 #include "common/protocol.h"
 
 namespace {
@@ -18,11 +20,10 @@ namespace {
 __attribute__((constructor)) void xpu_timer_permit_supervisor_ptrace() {
   const char* v = std::getenv(xpu_timer::proto::kEnvSupervisorPid);
   if (v == nullptr || *v == '\0') return;
-  char* end = nullptr;
-  const long pid = std::strtol(v, &end, 10);
-  if (end == v || *end != '\0' || pid <= 1) return;
+  const std::optional<int64_t> pid = xpu_timer::parse_int(v, 2, INT64_MAX);
+  if (!pid) return;
   // EINVAL without Yama: nothing to permit, nothing to report.
-  (void)prctl(PR_SET_PTRACER, static_cast<unsigned long>(pid), 0, 0, 0);
+  (void)prctl(PR_SET_PTRACER, static_cast<unsigned long>(*pid), 0, 0, 0);
 }
 
 }  // namespace

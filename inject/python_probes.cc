@@ -10,6 +10,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/parse_number.h"
 #include "common/protocol.h"
 #include "inject/comm_registry.h"
 #include "inject/hook_export.h"
@@ -60,8 +61,7 @@ bool python_probes_source(char* out, size_t size) {
       "XPU_TIMER_OPTIMIZER_HOOK", "torch.optim.optimizer:register_optimizer_step_post_hook");
   int tool = 4;
   if (const char* t = std::getenv("XPU_TIMER_PYTHON_MONITORING_TOOL"); t != nullptr && *t) {
-    tool = std::atoi(t);
-    if (tool < 0 || tool > 5) tool = 4;
+    tool = static_cast<int>(parse_int(t, 0, 5).value_or(tool));
   }
   const int n = std::snprintf(out, size,
                               "%s\n"

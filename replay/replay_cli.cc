@@ -7,6 +7,7 @@
 
 #include "common/cli_help.h"
 #include "common/log.h"
+#include "common/parse_number.h"
 #include "replay/gemm_groups.h"
 #include "replay/gemm_runner.h"
 #include "replay/replay_report.h"
@@ -55,11 +56,9 @@ int usage_error(const std::string& what) {
 }
 
 bool to_int(const std::string& s, int lo, int hi, int* out) {
-  char* end = nullptr;
-  const long v = std::strtol(s.c_str(), &end, 10);
-  if (s.empty() || *end != '\0' || v < lo || v > hi) return false;
-  *out = static_cast<int>(v);
-  return true;
+  const std::optional<int64_t> v = parse_int(s, lo, hi);
+  if (v) *out = static_cast<int>(*v);
+  return v.has_value();
 }
 
 struct Args {

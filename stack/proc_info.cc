@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "common/file_reader.h"
+#include "common/parse_number.h"
 
 namespace xpu_timer::stack {
 namespace {
@@ -60,9 +61,8 @@ std::vector<pid_t> list_tasks(pid_t pid) {
   DIR* dir = opendir(path.c_str());
   if (!dir) return tids;
   while (dirent* ent = readdir(dir)) {
-    char* end = nullptr;
-    long tid = strtol(ent->d_name, &end, 10);
-    if (end != ent->d_name && *end == '\0' && tid > 0) tids.push_back(static_cast<pid_t>(tid));
+    const std::optional<int64_t> tid = parse_int(ent->d_name, 1, INT32_MAX);
+    if (tid) tids.push_back(static_cast<pid_t>(*tid));
   }
   closedir(dir);
   std::sort(tids.begin(), tids.end());
@@ -72,7 +72,8 @@ std::vector<pid_t> list_tasks(pid_t pid) {
 int read_yama_ptrace_scope() {
   auto text = read_small_file("/proc/sys/kernel/yama/ptrace_scope");
   if (!text || text->empty()) return -1;
-  return atoi(text->c_str());
+  std::string_view scope = *text;  // "1\n"
+  return static_cast<int>(take_int(&scope).value_or(0));
 }
 
 std::string host_name() {

@@ -1,33 +1,23 @@
 #include "stack/proc_maps.h"
 
 #include <cstdlib>
+#include <optional>
+#include <string_view>
 
+#include "common/parse_number.h"
 #include "stack/proc_info.h"
 
 namespace xpu_timer::stack {
 namespace {
 
 bool parse_hex(const std::string& s, size_t* pos, char stop, uint64_t* out) {
-  size_t begin = *pos;
-  uint64_t value = 0;
-  while (*pos < s.size() && s[*pos] != stop) {
-    char c = s[*pos];
-    int digit;
-    if (c >= '0' && c <= '9')
-      digit = c - '0';
-    else if (c >= 'a' && c <= 'f')
-      digit = c - 'a' + 10;
-    else if (c >= 'A' && c <= 'F')
-      digit = c - 'A' + 10;
-    else
-      return false;
-    if (*pos - begin >= 16) return false;
-    value = (value << 4) | static_cast<uint64_t>(digit);
-    ++*pos;
-  }
-  if (*pos == begin || *pos >= s.size()) return false;
-  ++*pos;  // the stop character
-  *out = value;
+  const size_t end = s.find(stop, *pos);
+  if (end == std::string::npos || end - *pos > 16) return false;
+  const std::optional<uint64_t> value =
+      parse_uint(std::string_view(s).substr(*pos, end - *pos), 16);
+  if (!value) return false;
+  *pos = end + 1;  // past the stop character
+  *out = *value;
   return true;
 }
 

@@ -6,6 +6,7 @@
 #include <regex>
 #include <set>
 
+#include "common/parse_number.h"
 #include "stack/elf_symbols.h"
 #include "stack/line_table.h"
 
@@ -26,8 +27,10 @@ std::optional<int> minor_from_name(const std::string& path) {
   static const std::regex re(R"(python3\.(\d+))");
   std::smatch m;
   std::string base = basename_of(path);
-  if (std::regex_search(base, m, re)) return std::stoi(m[1]);
-  return std::nullopt;
+  if (!std::regex_search(base, m, re)) return std::nullopt;
+  const std::optional<int64_t> minor = parse_int(m.str(1), 0, INT32_MAX);
+  if (!minor) return std::nullopt;
+  return static_cast<int>(*minor);
 }
 
 void append_utf8(std::string* out, uint32_t cp) {

@@ -1,10 +1,9 @@
 #include "stack/stack_cli_options.h"
 
-#include <cerrno>
 #include <climits>
-#include <cstdlib>
 
 #include "common/cli_help.h"
+#include "common/parse_number.h"
 
 namespace xpu_timer::stack {
 namespace {
@@ -24,17 +23,6 @@ constexpr FlagHelp kFlags[] = {
 };
 
 bool takes_value(const FlagHelp& f) { return *f.value != '\0'; }
-
-// A whole decimal number in [lo, hi]; nothing else (no sign games, no "12ab").
-bool parse_long(const std::string& text, long lo, long hi, long* out) {
-  if (text.empty() || text[0] == ' ' || text[0] == '+') return false;
-  char* end = nullptr;
-  errno = 0;
-  const long v = std::strtol(text.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0' || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
 
 StackCliParse error(std::string message) {
   StackCliParse r;
@@ -90,11 +78,11 @@ StackCliParse parse_stack_cli(const std::vector<std::string>& args) {
       if (i + 1 >= args.size()) return error(name + " needs a value (" + flag->value + ")");
       value = args[++i];
     }
-    long v = 0;
+    std::optional<int64_t> v;  // a number the option takes
     if (name == "--pid") {
-      if (!parse_long(value, 1, INT_MAX, &v))
+      if (!(v = parse_int(value, 1, INT_MAX)))
         return error("--pid: '" + value + "' is not a process id");
-      o.pid = static_cast<pid_t>(v);
+      o.pid = static_cast<pid_t>(*v);
       have_pid = true;
     } else if (name == "--json") {
       o.json = true;
@@ -103,26 +91,26 @@ StackCliParse parse_stack_cli(const std::vector<std::string>& args) {
     } else if (name == "--python-only") {
       python_only = true;
     } else if (name == "--rank") {
-      if (!parse_long(value, 0, INT_MAX - 1, &v)) {
+      if (!(v = parse_int(value, 0, INT_MAX - 1))) {
         return error("--rank: '" + value + "' is not a rank (a whole number >= 0)");
       }
-      o.collect.rank = static_cast<int>(v);
+      o.collect.rank = static_cast<int>(*v);
     } else if (name == "--world-size") {
-      if (!parse_long(value, 1, INT_MAX, &v)) {
+      if (!(v = parse_int(value, 1, INT_MAX))) {
         return error("--world-size: '" + value + "' is not a world size (a whole number >= 1)");
       }
-      o.collect.world_size = static_cast<int>(v);
+      o.collect.world_size = static_cast<int>(*v);
     } else if (name == "--out") {
       if (value.empty()) return error("--out: the file name is empty");
       o.out = value;
     } else if (name == "--in-child") {
       o.in_child = true;
     } else if (name == "--stop-timeout-ms") {
-      if (!parse_long(value, 1, 3600 * 1000, &v)) {
+      if (!(v = parse_int(value, 1, 3600 * 1000))) {
         return error("--stop-timeout-ms: '" + value +
                      "' is not a number of milliseconds (1 to 3600000)");
       }
-      o.collect.stop_timeout = std::chrono::milliseconds(v);
+      o.collect.stop_timeout = std::chrono::milliseconds(*v);
     }
   }
   if (!have_pid) return error("--pid is required: which process?");

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "common/parse_number.h"
 #include "stack/stack_file.h"
 #include "stack/stack_file_keys.h"
 #include "stack/stack_file_reuse.h"
@@ -44,24 +45,11 @@ const char* type_name(Type t) {
 
 // "0x7f00123": at most 16 hex digits after an optional 0x.
 bool parse_hex(const std::string& text, uint64_t* out) {
-  size_t i = text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X') ? 2 : 0;
-  if (i == text.size() || text.size() - i > 16) return false;
-  uint64_t v = 0;
-  for (; i < text.size(); ++i) {
-    const char c = text[i];
-    int d;
-    if (c >= '0' && c <= '9') {
-      d = c - '0';
-    } else if (c >= 'a' && c <= 'f') {
-      d = c - 'a' + 10;
-    } else if (c >= 'A' && c <= 'F') {
-      d = c - 'A' + 10;
-    } else {
-      return false;
-    }
-    v = (v << 4) | static_cast<uint64_t>(d);
-  }
-  *out = v;
+  const size_t i = text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X') ? 2 : 0;
+  if (text.size() - i > 16) return false;
+  const std::optional<uint64_t> v = parse_uint(std::string_view(text).substr(i), 16);
+  if (!v) return false;
+  *out = *v;
   return true;
 }
 

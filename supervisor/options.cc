@@ -7,107 +7,128 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
+#include <optional>
+#include <variant>
 
 #include "common/cli_help.h"
+#include "common/parse_number.h"
 #include "supervisor/coordination/coordination_store.h"
 
 namespace xpu_timer::supervisor {
 namespace {
 
-bool parse_int(const std::string& text, long lo, long hi, long* out) {
-  if (text.empty()) return false;
-  char* end = nullptr;
-  errno = 0;
-  const long v = std::strtol(text.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0' || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
-
-bool parse_seconds(const std::string& text, double lo, double* out) {
-  if (text.empty()) return false;
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(text.c_str(), &end);
-  if (errno != 0 || *end != '\0' || !std::isfinite(v) || v < lo || v > 1e9) return false;
-  *out = v;
-  return true;
-}
-
-bool parse_histograms(const std::string& v, bool* per_rank) {
-  if (v != "node" && v != "rank") return false;
-  *per_rank = v == "rank";
-  return true;
-}
-
-bool is_true(const std::string& v) {
-  for (const char* t : {"1", "true", "yes", "on"}) {
-    if (strcasecmp(v.c_str(), t) == 0) return true;
-  }
-  return false;
-}
-
-ParseResult error(std::string message) {
-  ParseResult r;
-  r.status = ParseResult::Status::kError;
-  r.error = std::move(message);
-  return r;
-}
-
-// The linger delays the supervisor's exit: keep it a matter of scrape
-// intervals, never minutes.
-constexpr double kMaxLingerS = 300;
-
-// One row per option: the parser's list of known names and the help text
-// come from here, so --help cannot forget a flag.
-constexpr FlagHelp kFlags[] = {
-    {"--port", "P", "HTTP port (/metrics, /hang, /ranks, dumps); 0 picks a free one", "18888",
-     "XPU_TIMER_BASEPORT"},
-    {"--host", "H", "IP address the HTTP server listens on; 0.0.0.0 for all", "127.0.0.1", nullptr},
-    {"--hang-timeout", "S", "seconds an operation may be in flight before its rank is stuck", "300",
-     "XPU_TIMER_HANG_TIMEOUT"},
-    {"--stall-factor", "F",
-     "the job is stalled when every rank lives with nothing in flight and nothing completes "
-     "for F x the hang timeout (reported, never killed); 0: off",
-     "2", "XPU_TIMER_STALL_FACTOR"},
-    {"--dump-dir", "D", "folder for hang.json, stack dumps and crash reports", "./xpu_timer_dump",
-     nullptr},
-    {"--on-hang", "keep|kill", "on a hang, keep the job or end it once its stacks are in", "keep",
-     "XPU_TIMER_HANG_KILL=1 means kill"},
-    {"--poll-ms", "MS", "how often the ranks' status pages are read", "500", nullptr},
-    {"--slow-window", "S", "seconds of collectives the straggler analysis (GET /slow) looks at",
-     "30", "XPU_TIMER_SLOW_WINDOW_S"},
-    {"--kill-grace", "S", "seconds from SIGTERM to SIGKILL when the job is ended", "10", nullptr},
-    {"--metrics-linger", "S",
-     "after the job ended, seconds /metrics still answers (job_running 0) if it was scraped "
-     "during the job; a signal ends the wait; 0: none",
-     "30", "XPU_TIMER_METRICS_LINGER_S"},
-    {"--coordinator", "URL",
-     "etcd://HOST:PORT (https://HOST:PORT for TLS): share the ranks' progress with the job's other nodes and decide hangs "
-     "over the whole job; none: this node alone",
-     "none", "XPU_TIMER_COORDINATOR"},
-    {"--job-id", "ID", "names the job in the coordinator (the same on every node) and in job_name",
-     "TORCHELASTIC_RUN_ID, torchrun's --rdzv-id, else default", "XPU_TIMER_JOB_ID"},
-    {"--metrics-histograms", "node|rank",
-     "latency, NVTX, Python function and step histograms of /metrics summed per node, or per "
-     "rank (26 series per key and rank)",
-     "node", "XPU_TIMER_METRICS_HISTOGRAMS"},
-    {"--etcd-user", "NAME", "etcd user (auth enabled); its password from the file below or "
-     "XPU_TIMER_ETCD_PASSWORD", "none", "XPU_TIMER_ETCD_USER"},
-    {"--etcd-password-file", "F", "file whose first line is the etcd user's password", "none",
-     "XPU_TIMER_ETCD_PASSWORD_FILE"},
-    {"--etcd-ca-file", "F", "PEM CA of etcd's server certificate (https:// coordinator)",
-     "the system's CAs", "XPU_TIMER_ETCD_CA_FILE"},
-    {"--etcd-cert-file", "F", "PEM client certificate for etcd --client-cert-auth", "none",
-     "XPU_TIMER_ETCD_CERT_FILE"},
-    {"--etcd-key-file", "F", "PEM key of the client certificate", "none",
-     "XPU_TIMER_ETCD_KEY_FILE"},
+// How a setting's text becomes its value; ranges are inclusive.
+struct Integer {
+  int Options::*field;
+  int64_t min, max;
+  bool Options::*given = nullptr;  // set when the value came from a flag or variable
+};
+struct Number {
+  double Options::*field;
+  double min, max;
+};
+struct Text {
+  std::string* (*field)(Options&);
+  bool not_empty;           // "" is an error (an unset or empty variable means the default)
+  const char* empty_means;  // what the empty default stands for, in --help and the docs
+};
+// One of two words; `env_switch`: the variable is a switch ("1", "true",
+// "yes", "on") that selects `second`, any other value nothing.
+struct Choice {
+  const char* first;
+  const char* second;
+  bool (*is_second)(const Options&);
+  void (*set_second)(Options&, bool);
+  bool env_switch = false;
 };
 
-// Variables that set no option, listed after the options.
+// One row per setting: the environment pass, the flag pass, their errors,
+// --help, the usage line and the docs' table all come from here. Defaults
+// are Options' member initialisers.
+struct Setting {
+  const char* flag;     // "--port"; nullptr: environment only
+  const char* metavar;  // "P"
+  const char* env;      // "XPU_TIMER_BASEPORT"; nullptr: command line only
+  const char* meaning;  // one line of --help
+  // The error: "<flag or variable> must be <expects>, got '<text>'" (Text
+  // and Choice rows say it themselves).
+  const char* expects;
+  std::variant<Integer, Number, Text, Choice> value;
+};
+
+// Seconds beyond this are a typo, not a setting.
+constexpr double kMaxSeconds = 1e9;
+
+const Setting kSettings[] = {
+    {"--port", "P", "XPU_TIMER_BASEPORT",
+     "HTTP port (/metrics, /hang, /ranks, dumps); 0 picks a free one", "a port number 0-65535",
+     Integer{&Options::port, 0, 65535, &Options::port_given}},
+    {"--host", "H", nullptr, "IP address the HTTP server listens on; 0.0.0.0 for all", nullptr,
+     Text{[](Options& o) { return &o.host; }, true, "none"}},
+    {"--hang-timeout", "S", "XPU_TIMER_HANG_TIMEOUT",
+     "seconds an operation may be in flight before its rank is stuck",
+     "a positive number of seconds", Number{&Options::hang_timeout_s, 1e-3, kMaxSeconds}},
+    {"--stall-factor", "F", "XPU_TIMER_STALL_FACTOR",
+     "the job is stalled when every rank lives with nothing in flight and nothing completes "
+     "for F x the hang timeout (reported, never killed); 0: off",
+     "a number >= 0 (0: off)", Number{&Options::stall_factor, 0, kMaxSeconds}},
+    {"--dump-dir", "D", nullptr, "folder for hang.json, stack dumps and crash reports", nullptr,
+     Text{[](Options& o) { return &o.dump_dir; }, true, "none"}},
+    {"--on-hang", "keep|kill", "XPU_TIMER_HANG_KILL",
+     "on a hang, keep the job or end it once its stacks are in", nullptr,
+     Choice{"keep", "kill", [](const Options& o) { return o.on_hang == OnHang::kKill; },
+            [](Options& o, bool kill) { o.on_hang = kill ? OnHang::kKill : OnHang::kKeep; },
+            /*env_switch=*/true}},
+    {"--poll-ms", "MS", nullptr, "how often the ranks' status pages are read",
+     "a whole number of milliseconds >= 1", Integer{&Options::poll_ms, 1, 3600 * 1000}},
+    {"--slow-window", "S", "XPU_TIMER_SLOW_WINDOW_S",
+     "seconds of collectives the straggler analysis (GET /slow) looks at",
+     "a number of seconds >= 1", Number{&Options::slow_window_s, 1, kMaxSeconds}},
+    {"--kill-grace", "S", nullptr, "seconds from SIGTERM to SIGKILL when the job is ended",
+     "a number of seconds >= 0", Number{&Options::kill_grace_s, 0, kMaxSeconds}},
+    // The linger delays the supervisor's exit: a matter of scrape intervals,
+    // never minutes.
+    {"--metrics-linger", "S", "XPU_TIMER_METRICS_LINGER_S",
+     "after the job ended, seconds /metrics still answers (job_running 0) if it was scraped "
+     "during the job; a signal ends the wait; 0: none",
+     "a number of seconds 0-300", Number{&Options::metrics_linger_s, 0, 300}},
+    {"--coordinator", "URL", "XPU_TIMER_COORDINATOR",
+     "etcd://HOST:PORT (https://HOST:PORT for TLS): share the ranks' progress with the job's "
+     "other nodes and decide hangs over the whole job; none: this node alone",
+     nullptr, Text{[](Options& o) { return &o.coordinator; }, false, "none"}},
+    {"--job-id", "ID", "XPU_TIMER_JOB_ID",
+     "names the job in the coordinator (the same on every node) and in job_name", nullptr,
+     Text{[](Options& o) { return &o.job_id; }, true,
+          "TORCHELASTIC_RUN_ID, torchrun's --rdzv-id, else default"}},
+    {"--metrics-histograms", "node|rank", "XPU_TIMER_METRICS_HISTOGRAMS",
+     "latency, NVTX, Python function and step histograms of /metrics summed per node, or per "
+     "rank (26 series per key and rank)",
+     nullptr,
+     Choice{"node", "rank", [](const Options& o) { return o.metrics_per_rank_histograms; },
+            [](Options& o, bool rank) { o.metrics_per_rank_histograms = rank; }}},
+    {"--etcd-user", "NAME", "XPU_TIMER_ETCD_USER",
+     "etcd user (auth enabled); its password from the file below or XPU_TIMER_ETCD_PASSWORD",
+     nullptr, Text{[](Options& o) { return &o.coordinator_security.user; }, false, "none"}},
+    {nullptr, nullptr, "XPU_TIMER_ETCD_PASSWORD",
+     "the etcd user's password (or --etcd-password-file)", nullptr,
+     Text{[](Options& o) { return &o.coordinator_security.password; }, false, "none"}},
+    {"--etcd-password-file", "F", "XPU_TIMER_ETCD_PASSWORD_FILE",
+     "file whose first line is the etcd user's password", nullptr,
+     Text{[](Options& o) { return &o.coordinator_security.password_file; }, false, "none"}},
+    {"--etcd-ca-file", "F", "XPU_TIMER_ETCD_CA_FILE",
+     "PEM CA of etcd's server certificate (https:// coordinator)", nullptr,
+     Text{[](Options& o) { return &o.coordinator_security.ca_file; }, false, "the system's CAs"}},
+    {"--etcd-cert-file", "F", "XPU_TIMER_ETCD_CERT_FILE",
+     "PEM client certificate for etcd --client-cert-auth", nullptr,
+     Text{[](Options& o) { return &o.coordinator_security.cert_file; }, false, "none"}},
+    {"--etcd-key-file", "F", "XPU_TIMER_ETCD_KEY_FILE", "PEM key of the client certificate",
+     nullptr, Text{[](Options& o) { return &o.coordinator_security.key_file; }, false, "none"}},
+};
+
+// Variables read by other parts of the supervisor, listed after the options.
 constexpr const char* kOtherEnv[][2] = {
     {"XPU_TIMER_DEBUG_MODE", "1: debug log lines"},
-    {"XPU_TIMER_ETCD_PASSWORD", "the etcd user's password (or --etcd-password-file)"},
     {"XPU_TIMER_INJECT_LIB", "path of libxpu_timer_inject.so (default <bin>/../lib/)"},
     {"XPU_TIMER_EXIT_HOOK_PLUGIN", "comma-separated Python plugin files run on a crash"},
     {"XPU_TIMER_PLUGIN_TIMEOUT", "seconds a plugin may run (default 30)"},
@@ -121,26 +142,145 @@ constexpr const char* kOtherEnv[][2] = {
     {"POD_NAME, POD_IP, ENV_ARGO_WORKFLOW_NAME", "pod_name, ip, job_name of crash plugins"},
 };
 
+bool is_true(const char* v) {
+  for (const char* t : {"1", "true", "yes", "on"}) {
+    if (strcasecmp(v, t) == 0) return true;
+  }
+  return false;
+}
+
+// A whole decimal number (strtod's grammar: "2.5", "1e3"), finite, in range.
+std::optional<double> parse_real(const std::string& text, double min, double max) {
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(text.c_str(), &end);
+  if (errno != 0 || *end != '\0' || !std::isfinite(v) || v < min || v > max) return std::nullopt;
+  return v;
+}
+
+std::string quoted_choices(const Choice& c) {
+  return std::string("'") + c.first + "' or '" + c.second + "'";
+}
+
+// Sets `s` from `text`, which `source` (its flag or variable) gave: "" or
+// the error line.
+std::string apply(const Setting& s, const std::string& source, const std::string& text,
+                  Options* o) {
+  const std::string bad =
+      source + " must be " + (s.expects ? s.expects : "") + ", got '" + text + "'";
+  if (const auto* v = std::get_if<Integer>(&s.value)) {
+    const std::optional<int64_t> n = parse_int(text, v->min, v->max);
+    if (!n) return bad;
+    o->*v->field = static_cast<int>(*n);
+    if (v->given != nullptr) o->*v->given = true;
+  } else if (const auto* v = std::get_if<Number>(&s.value)) {
+    const std::optional<double> x = parse_real(text, v->min, v->max);
+    if (!x) return bad;
+    o->*v->field = *x;
+  } else if (const auto* v = std::get_if<Text>(&s.value)) {
+    if (v->not_empty && text.empty()) return source + " must not be empty";
+    *v->field(*o) = text;
+  } else if (const auto* v = std::get_if<Choice>(&s.value)) {
+    if (text != v->first && text != v->second) {
+      return source + " must be " + quoted_choices(*v) + ", got '" + text + "'";
+    }
+    v->set_second(*o, text == v->second);
+  }
+  return "";
+}
+
+// The value of a default-constructed Options, as --help and the docs show it.
+std::string default_text(const Setting& s) {
+  Options defaults;
+  if (const auto* v = std::get_if<Integer>(&s.value)) return std::to_string(defaults.*v->field);
+  if (const auto* v = std::get_if<Number>(&s.value)) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%g", defaults.*v->field);
+    return text;
+  }
+  if (const auto* v = std::get_if<Text>(&s.value)) {
+    const std::string& value = *v->field(defaults);
+    return value.empty() ? v->empty_means : value;
+  }
+  const auto& c = std::get<Choice>(s.value);
+  return c.is_second(defaults) ? c.second : c.first;
+}
+
+// How the variable sets the option, as --help says it.
+std::string env_text(const Setting& s) {
+  const auto* c = std::get_if<Choice>(&s.value);
+  if (c != nullptr && c->env_switch) return std::string(s.env) + "=1 means " + c->second;
+  return s.env;
+}
+
+// The value a setting takes, in words, for the docs.
+std::string value_text(const Setting& s) {
+  if (s.expects != nullptr) return s.expects;
+  if (const auto* c = std::get_if<Choice>(&s.value)) return quoted_choices(*c);
+  return std::get<Text>(s.value).not_empty ? "not empty" : "text";
+}
+
+ParseResult error(std::string message) {
+  ParseResult r;
+  r.status = ParseResult::Status::kError;
+  r.error = std::move(message);
+  return r;
+}
+
 }  // namespace
 
 std::string usage_line() {
-  return "usage: xpu_timer_supervisor [--port P] [--host H] [--hang-timeout S] [--stall-factor F] "
-         "[--dump-dir D] "
-         "[--on-hang keep|kill] [--poll-ms MS] [--slow-window S] [--kill-grace S] [--metrics-linger S] "
-         "[--metrics-histograms node|rank] "
-         "[--coordinator etcd://HOST:PORT] [--job-id ID] [--etcd-user NAME] "
-         "[--etcd-password-file F] [--etcd-ca-file F] [--etcd-cert-file F] [--etcd-key-file F] "
-         "-- COMMAND [ARGS...]";
+  std::string s = "usage: xpu_timer_supervisor";
+  for (const Setting& f : kSettings) {
+    if (f.flag != nullptr) s += std::string(" [") + f.flag + " " + f.metavar + "]";
+  }
+  return s + " -- COMMAND [ARGS...]";
 }
 
 std::string help_text() {
   std::string s = usage_line() + "\n";
   s += "Runs COMMAND (e.g. torchrun ... train.py) with libxpu_timer_inject.so preloaded, watches\n"
        "its ranks for hangs and crashes, and exits as the job exits.\n\nOptions:\n";
-  s += format_flag_help(kFlags, sizeof(kFlags) / sizeof(kFlags[0]));
+  std::vector<std::string> texts;  // FlagHelp points into these
+  texts.reserve(2 * std::size(kSettings));
+  std::vector<FlagHelp> flags;
+  for (const Setting& f : kSettings) {
+    if (f.flag == nullptr) continue;
+    const std::string& shown = texts.emplace_back(default_text(f));
+    const char* env = f.env != nullptr ? texts.emplace_back(env_text(f)).c_str() : nullptr;
+    flags.push_back(FlagHelp{f.flag, f.metavar, f.meaning, shown.c_str(), env});
+  }
+  s += format_flag_help(flags.data(), flags.size());
   s += "\nOther environment variables:\n";
+  for (const Setting& f : kSettings) {
+    if (f.flag == nullptr) s += std::string("  ") + f.env + ": " + f.meaning + "\n";
+  }
   for (const auto& [name, meaning] : kOtherEnv) {
     s += "  " + std::string(name) + ": " + meaning + "\n";
+  }
+  return s;
+}
+
+std::string settings_markdown() {
+  const auto cell = [](const std::string& text) {
+    std::string out;
+    for (const char c : text) out += c == '|' ? std::string("\\|") : std::string(1, c);
+    return out;
+  };
+  const auto code = [&](const std::string& text) {
+    return text.empty() ? std::string() : "`" + cell(text) + "`";
+  };
+  std::string s =
+      "| flag | variable | default | value | meaning |\n| --- | --- | --- | --- | --- |\n";
+  for (const Setting& f : kSettings) {
+    const std::string flag = f.flag != nullptr ? std::string(f.flag) + " " + f.metavar : "";
+    std::string env = f.env != nullptr ? code(f.env) : "";
+    if (const auto* c = std::get_if<Choice>(&f.value); c != nullptr && c->env_switch) {
+      env += std::string(" (`1`: ") + c->second + ")";
+    }
+    s += "| " + code(flag) + " | " + env + " | " + cell(default_text(f)) + " | " +
+         cell(value_text(f)) + " | " + cell(f.meaning) + " |\n";
   }
   return s;
 }
@@ -149,68 +289,22 @@ ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup&
   ParseResult result;
   Options& o = result.options;
 
-  if (const char* v = env("XPU_TIMER_BASEPORT"); v != nullptr && *v != '\0') {
-    long port = 0;
-    if (!parse_int(v, 0, 65535, &port)) {
-      return error(std::string("XPU_TIMER_BASEPORT must be a port number 0-65535, got '") + v +
-                   "'");
+  for (const Setting& f : kSettings) {
+    const char* v = f.env != nullptr ? env(f.env) : nullptr;
+    if (v == nullptr || *v == '\0') continue;
+    const auto* c = std::get_if<Choice>(&f.value);
+    if (c != nullptr && c->env_switch) {
+      if (is_true(v)) c->set_second(o, true);
+      continue;
     }
-    o.port = static_cast<int>(port);
-    o.port_given = true;
-  }
-  if (const char* v = env("XPU_TIMER_HANG_TIMEOUT"); v != nullptr && *v != '\0') {
-    if (!parse_seconds(v, 1e-3, &o.hang_timeout_s)) {
-      return error(
-          std::string("XPU_TIMER_HANG_TIMEOUT must be a positive number of seconds, got '") + v +
-          "'");
-    }
-  }
-  if (const char* v = env("XPU_TIMER_STALL_FACTOR"); v != nullptr && *v != '\0') {
-    if (!parse_seconds(v, 0.0, &o.stall_factor)) {
-      return error(std::string("XPU_TIMER_STALL_FACTOR must be a number >= 0, got '") + v + "'");
-    }
-  }
-  if (const char* v = env("XPU_TIMER_HANG_KILL"); v != nullptr && *v != '\0') {
-    if (is_true(v)) o.on_hang = OnHang::kKill;
-  }
-  if (const char* v = env("XPU_TIMER_METRICS_LINGER_S"); v != nullptr && *v != '\0') {
-    if (!parse_seconds(v, 0.0, &o.metrics_linger_s) || o.metrics_linger_s > kMaxLingerS) {
-      return error(std::string("XPU_TIMER_METRICS_LINGER_S must be a number of seconds 0-") +
-                   std::to_string(static_cast<int>(kMaxLingerS)) + ", got '" + v + "'");
-    }
-  }
-  if (const char* v = env("XPU_TIMER_SLOW_WINDOW_S"); v != nullptr && *v != '\0') {
-    if (!parse_seconds(v, 1.0, &o.slow_window_s)) {
-      return error(std::string("XPU_TIMER_SLOW_WINDOW_S must be a number of seconds >= 1, got '") +
-                   v + "'");
-    }
-  }
-
-  if (const char* v = env("XPU_TIMER_COORDINATOR"); v != nullptr) o.coordinator = v;
-  StoreSecurity& sec = o.coordinator_security;
-  for (const auto& [name, field] :
-       {std::pair<const char*, std::string*>{"XPU_TIMER_ETCD_USER", &sec.user},
-        {"XPU_TIMER_ETCD_PASSWORD", &sec.password},
-        {"XPU_TIMER_ETCD_PASSWORD_FILE", &sec.password_file},
-        {"XPU_TIMER_ETCD_CA_FILE", &sec.ca_file},
-        {"XPU_TIMER_ETCD_CERT_FILE", &sec.cert_file},
-        {"XPU_TIMER_ETCD_KEY_FILE", &sec.key_file}}) {
-    if (const char* v = env(name); v != nullptr) *field = v;
-  }
-  if (const char* v = env("XPU_TIMER_METRICS_HISTOGRAMS"); v != nullptr && *v != '\0') {
-    if (!parse_histograms(v, &o.metrics_per_rank_histograms)) {
-      return error(std::string("XPU_TIMER_METRICS_HISTOGRAMS must be 'node' or 'rank', got '") + v +
-                   "'");
-    }
+    if (std::string why = apply(f, f.env, v, &o); !why.empty()) return error(why);
   }
   // torchrun's default run and rendezvous id is "none": no id at all.
   const auto named = [](const char* v) {
     return v != nullptr && *v != '\0' && std::string(v) != "none";
   };
-  if (const char* v = env("XPU_TIMER_JOB_ID"); v != nullptr && *v != '\0') {
-    o.job_id = v;
-  } else if (const char* run = env("TORCHELASTIC_RUN_ID"); named(run)) {
-    o.job_id = run;
+  if (o.job_id.empty()) {
+    if (const char* run = env("TORCHELASTIC_RUN_ID"); named(run)) o.job_id = run;
   }
 
   size_t i = 0;
@@ -234,83 +328,18 @@ ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup&
       value = arg.substr(eq + 1);
       has_value = true;
     }
-    bool known = false;
-    for (const FlagHelp& f : kFlags) known = known || name == f.name;
-    if (!known) return error("unknown option '" + arg + "' (see --help)");
+    const Setting* setting = nullptr;
+    for (const Setting& f : kSettings) {
+      if (f.flag != nullptr && name == f.flag) setting = &f;
+    }
+    if (setting == nullptr) return error("unknown option '" + arg + "' (see --help)");
     if (!has_value) {
       if (i + 1 >= args.size()) return error("option " + name + " needs a value");
       value = args[++i];
     }
-
-    if (name == "--port") {
-      long port = 0;
-      if (!parse_int(value, 0, 65535, &port)) {
-        return error("--port must be a port number 0-65535, got '" + value + "'");
-      }
-      o.port = static_cast<int>(port);
-      o.port_given = true;
-    } else if (name == "--host") {
-      if (value.empty()) return error("--host must not be empty");
-      o.host = value;
-    } else if (name == "--hang-timeout") {
-      if (!parse_seconds(value, 1e-3, &o.hang_timeout_s)) {
-        return error("--hang-timeout must be a positive number of seconds, got '" + value + "'");
-      }
-    } else if (name == "--stall-factor") {
-      if (!parse_seconds(value, 0.0, &o.stall_factor)) {
-        return error("--stall-factor must be a number >= 0 (0: off), got '" + value + "'");
-      }
-    } else if (name == "--dump-dir") {
-      if (value.empty()) return error("--dump-dir must not be empty");
-      o.dump_dir = value;
-    } else if (name == "--on-hang") {
-      if (value == "keep") {
-        o.on_hang = OnHang::kKeep;
-      } else if (value == "kill") {
-        o.on_hang = OnHang::kKill;
-      } else {
-        return error("--on-hang must be 'keep' or 'kill', got '" + value + "'");
-      }
-    } else if (name == "--poll-ms") {
-      long ms = 0;
-      if (!parse_int(value, 1, 3600 * 1000, &ms)) {
-        return error("--poll-ms must be a whole number of milliseconds >= 1, got '" + value + "'");
-      }
-      o.poll_ms = static_cast<int>(ms);
-    } else if (name == "--slow-window") {
-      if (!parse_seconds(value, 1.0, &o.slow_window_s)) {
-        return error("--slow-window must be a number of seconds >= 1, got '" + value + "'");
-      }
-    } else if (name == "--kill-grace") {
-      if (!parse_seconds(value, 0.0, &o.kill_grace_s)) {
-        return error("--kill-grace must be a number of seconds >= 0, got '" + value + "'");
-      }
-    } else if (name == "--coordinator") {
-      o.coordinator = value;
-    } else if (name == "--etcd-user") {
-      sec.user = value;
-    } else if (name == "--etcd-password-file") {
-      sec.password_file = value;
-    } else if (name == "--etcd-ca-file") {
-      sec.ca_file = value;
-    } else if (name == "--etcd-cert-file") {
-      sec.cert_file = value;
-    } else if (name == "--etcd-key-file") {
-      sec.key_file = value;
-    } else if (name == "--job-id") {
-      if (value.empty()) return error("--job-id must not be empty");
-      o.job_id = value;
-    } else if (name == "--metrics-histograms") {
-      if (!parse_histograms(value, &o.metrics_per_rank_histograms)) {
-        return error("--metrics-histograms must be 'node' or 'rank', got '" + value + "'");
-      }
-    } else if (name == "--metrics-linger") {
-      if (!parse_seconds(value, 0.0, &o.metrics_linger_s) || o.metrics_linger_s > kMaxLingerS) {
-        return error("--metrics-linger must be a number of seconds 0-" +
-                     std::to_string(static_cast<int>(kMaxLingerS)) + ", got '" + value + "'");
-      }
-    }
+    if (std::string why = apply(*setting, name, value, &o); !why.empty()) return error(why);
   }
+  const StoreSecurity& sec = o.coordinator_security;
   o.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
   if (o.command.empty()) return error("no command to run (put it after --)");
   if (o.job_id.empty()) {  // torchrun's rendezvous id names the job on every node

@@ -1,5 +1,7 @@
 // Command line and environment of xpu_timer_supervisor. Pure parsing, used by
-// the main thread once at startup.
+// the main thread once at startup. Every setting is one row of the table in
+// options.cc (flag, environment variable, range, help); its default is the
+// member initialiser below, which --help and the docs' table print.
 #pragma once
 
 #include <functional>
@@ -7,6 +9,7 @@
 #include <vector>
 
 #include "common/env_config.h"
+#include "supervisor/analysis/straggler.h"
 #include "supervisor/coordination/coordination_store.h"
 
 namespace xpu_timer::supervisor {
@@ -34,8 +37,9 @@ struct Options {
   // (docs/metrics.md "Alerts"). Only when /metrics was scraped during the job
   // and no signal asked the supervisor to stop; 0: exit at once.
   double metrics_linger_s = 30.0;
-  // The sliding window of the straggler analysis (docs/usage.md "Slow ranks").
-  double slow_window_s = 30.0;
+  // The sliding window of the straggler analysis (docs/usage.md "Slow ranks"),
+  // whose default is the analysis's own.
+  double slow_window_s = StragglerOptions{}.window_s;
   // A job spanning several nodes: every node's supervisor shares its ranks'
   // progress through this store (etcd://HOST:PORT) and decides hangs over
   // the whole job (docs/architecture.md "Jobs of several nodes"). "": this
@@ -66,11 +70,10 @@ struct ParseResult {
 // Reads an environment variable (common/env_config.h).
 using EnvLookup = xpu_timer::EnvLookup;
 
-// Defaults come from XPU_TIMER_BASEPORT, XPU_TIMER_HANG_TIMEOUT,
-// XPU_TIMER_STALL_FACTOR, XPU_TIMER_HANG_KILL and XPU_TIMER_METRICS_LINGER_S, then the command line
-// overrides them. Accepts
-// "--opt value" and "--opt=value"; the command follows "--" (or starts at the
-// first argument that is not an option).
+// Each setting's environment variable (unset or empty: the default), then
+// the command line overrides it. Accepts "--opt value" and "--opt=value"; the
+// command follows "--" (or starts at the first argument that is not an
+// option).
 ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup& env);
 
 // "usage: xpu_timer_supervisor [--port P] ... -- COMMAND..."
@@ -82,5 +85,9 @@ std::string options_summary(const Options& o);
 // What --help prints: the usage line, then every option with its meaning,
 // default and environment variable, then the other variables read.
 std::string help_text();
+// The table of docs/usage.md "Supervisor settings" (markdown, one row per
+// setting: flag, variable, default, value, meaning); options_docs_test
+// checks that the docs hold exactly this.
+std::string settings_markdown();
 
 }  // namespace xpu_timer::supervisor

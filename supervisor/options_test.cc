@@ -104,7 +104,7 @@ TEST(Options, StallFactorFromTheEnvironmentOrTheCommandLineZeroTurnsItOff) {
   EXPECT_EQ(r.status, ParseResult::Status::kError);
   EXPECT_EQ(r.error, "--stall-factor must be a number >= 0 (0: off), got '-1'");
   r = parse({"--", "x"}, {{"XPU_TIMER_STALL_FACTOR", "often"}});
-  EXPECT_EQ(r.error, "XPU_TIMER_STALL_FACTOR must be a number >= 0, got 'often'");
+  EXPECT_EQ(r.error, "XPU_TIMER_STALL_FACTOR must be a number >= 0 (0: off), got 'often'");
   // The first log line says when a stall is declared, or that none is.
   Options o = parse({"--hang-timeout", "300", "--", "x"}).options;
   EXPECT_NE(options_summary(o).find("hang timeout 300 s, stall after 600 s, on hang keep"),

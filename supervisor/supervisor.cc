@@ -308,9 +308,9 @@ void Supervisor::poll() {
       const RankRegistration& any = records.front().reg;
       job_view_->offer(
           snap, any.group_rank, any.world_size, any.host,
-          wants_job_view(snap, options_.hang_timeout_s, detector_.wants_fresh_news(any.group_rank)),
+          wants_job_view(snap, detector_.timeout_s(), detector_.wants_fresh_news(any.group_rank)),
           any.local_world_size);
-      event = detector_.update(job_view_->merge(snap, options_.hang_timeout_s));
+      event = detector_.update(job_view_->merge(snap, detector_.timeout_s()));
     } else {
       event = detector_.update(snap);
     }
@@ -401,7 +401,6 @@ std::shared_ptr<const HangReport> Supervisor::published_report() const {
 
 HangDocumentParts Supervisor::hang_document_parts() const {
   HangDocumentParts parts;
-  parts.timeout_s = options_.hang_timeout_s;
   const CollectiveStatus collectives = collectives_->published();
   parts.mismatches = collectives.mismatches;
   parts.mismatch_total = collectives.mismatch_total;

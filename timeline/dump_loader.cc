@@ -11,8 +11,12 @@
 #include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string_view>
+#include <utility>
 
 #include "common/file_reader.h"
+#include "common/parse_number.h"
 
 namespace xpu_timer::timeline {
 namespace {
@@ -88,6 +92,17 @@ void load_folder_files(const std::string& dir, DumpFolder* folder, std::vector<s
                      });
 }
 
+// "3-8.timeline", the name a dump gives a rank's ring: (rank, world size);
+// nullopt for any other name.
+std::optional<std::pair<int64_t, int64_t>> rank_in_file_name(std::string_view name) {
+  const std::optional<int64_t> rank = take_int(&name);
+  if (!rank || name.empty() || name.front() != '-') return std::nullopt;
+  name.remove_prefix(1);
+  const std::optional<int64_t> world = take_int(&name);
+  if (!world || name != ".timeline") return std::nullopt;
+  return std::make_pair(*rank, *world);
+}
+
 }  // namespace
 
 void load_comm_names_text(const std::string& source, const std::string& text, DumpFolder* folder,
@@ -108,7 +123,7 @@ void load_comm_names_text(const std::string& source, const std::string& text, Du
         name.empty() || name.size() > 64) {
       continue;
     }
-    folder->comm_names[std::stoull(hex, nullptr, 16)] = name;
+    folder->comm_names[*parse_uint(hex, 16)] = name;
   }
 }
 
@@ -145,10 +160,8 @@ bool load_ring_image(const std::string& path, const std::string& name, const voi
   rt->rank = s.rank;
   rt->world_size = s.world_size;
   rt->path = path;
-  int name_rank = -1, name_world = -1, used = 0;
-  if (std::sscanf(name.c_str(), "%d-%d.timeline%n", &name_rank, &name_world, &used) == 2 &&
-      static_cast<size_t>(used) == name.size() &&
-      (name_rank != s.rank || name_world != s.world_size)) {
+  if (const std::optional<std::pair<int64_t, int64_t>> named = rank_in_file_name(name);
+      named && (named->first != s.rank || named->second != s.world_size)) {
     // The header was validated, the name may have been edited: trust the
     // header, but say so.
     *warning = path + ": its header says rank " + std::to_string(s.rank) + " of " +
@@ -189,7 +202,7 @@ bool parse_dump_source(const std::string& arg, DumpSource* out, std::string* err
       return false;
     }
     out->dir = arg.substr(0, colon);
-    out->rank = std::stoi(rank);
+    out->rank = static_cast<int>(*parse_int(rank));
   } else {
     out->dir = arg;
   }

@@ -168,12 +168,16 @@ enum class HangEvent { kNone, kDetected, kChanged, kCleared };
 class HangDetector {
  public:
   // `stall_factor` x `timeout_s`: the stall time; 0 judges no stall.
+  // The report carries `timeout_s` from the start (the hang document's
+  // timeout_s, before the first update too).
   explicit HangDetector(double timeout_s, double stall_factor = 0)
-      : timeout_s_(timeout_s), stall_s_(stall_factor * timeout_s) {}
+      : timeout_s_(timeout_s), stall_s_(stall_factor * timeout_s) {
+    report_.timeout_s = timeout_s;
+  }
 
   HangEvent update(const Snapshot& snap);
   const HangReport& report() const { return report_; }
-  double timeout_s() const { return timeout_s_; }
+  double timeout_s() const { return timeout_s_; }  // the --hang-timeout judged with
   double stall_s() const { return stall_s_; }
   // Whether `node` (torchrun's group rank) needs every node's fresh news
   // (wants_job_view): a hang or a stall stands, or its ranks have stood

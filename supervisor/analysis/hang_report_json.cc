@@ -99,7 +99,6 @@ hang_document::Document hang_document_of(const HangReport& report) {
 
 std::string hang_document_text(const HangReport& report, const HangDocumentParts& parts) {
   hd::Document d = hang_document_of(report);
-  d.timeout_s = parts.timeout_s;
   d.mismatches = parts.mismatches.is_array() ? parts.mismatches : nlohmann::json::array();
   d.mismatch_total = parts.mismatch_total;
   d.collectives_checked = parts.collectives_checked;

@@ -14,13 +14,12 @@
 
 namespace xpu_timer::supervisor {
 
-// What the document holds beside the verdict. GET /hang and hang.json fill
+// What the document holds beside the verdict (whose report gives the
+// timeout_s). GET /hang and hang.json fill
 // the same parts; they differ only in which dumps `stacks` and `timeline`
 // name (GET /hang: the latest; hang.json and the dump folders: the hang's
 // own).
 struct HangDocumentParts {
-  // The --hang-timeout in force (a report made before the first poll says 0).
-  double timeout_s = 0;
   // The collective mismatches found (collective_check.h), oldest first, and
   // their count since the start (the list is bounded, the count is not).
   nlohmann::json mismatches = nlohmann::json::array();

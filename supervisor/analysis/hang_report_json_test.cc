@@ -55,16 +55,14 @@ Snapshot hung_snapshot() {
 }
 
 // The document as GET /hang serves it, with no supervisor parts.
-nlohmann::json document(const HangReport& report, double timeout_s) {
-  HangDocumentParts parts;
-  parts.timeout_s = timeout_s;
-  return nlohmann::json::parse(hang_document_text(report, parts));
+nlohmann::json document(const HangReport& report) {
+  return nlohmann::json::parse(hang_document_text(report, HangDocumentParts{}));
 }
 
 TEST(HangReportJson, Shape) {
   HangDetector d(2.0);
   ASSERT_EQ(d.update(hung_snapshot()), HangEvent::kDetected);
-  const nlohmann::json j = document(d.report(), d.timeout_s());
+  const nlohmann::json j = document(d.report());
   EXPECT_EQ(j["version"], hang_document::kVersion);
   EXPECT_EQ(j["hung"], true);
   EXPECT_DOUBLE_EQ(j["detected_at"].get<double>(), 1700000000.5);
@@ -123,7 +121,7 @@ TEST(HangReportJson, NamedCommunicatorInSentenceGroupsAndMissingRanks) {
   std::snprintf(snap.ranks[1].comms[0].name, sizeof(proto::CommSlot::name), "tp_group");
   HangDetector d(2.0);
   ASSERT_EQ(d.update(snap), HangEvent::kDetected);
-  const nlohmann::json j = document(d.report(), d.timeout_s());
+  const nlohmann::json j = document(d.report());
   EXPECT_EQ(j["summary"],
             "rank 0 stuck in AllGather #4 on comm 0000000000000abc (tp_group) for 2.5 s; rank 1 "
             "missing (last completed #3 on that comm); rank 2 missing (never registered)");
@@ -148,12 +146,19 @@ TEST(HangReportJson, NameOfAHashLocalToOneRankIsNotUsed) {
 TEST(HangReportJson, NoHang) {
   HangReport r;
   r.timeout_s = 300;
-  const nlohmann::json j = document(r, 300);
+  const nlohmann::json j = document(r);
   EXPECT_EQ(j["hung"], false);
   EXPECT_TRUE(j["detected_at"].is_null());
   EXPECT_EQ(j["summary"], "no hang");
   EXPECT_TRUE(j["ranks"].is_array());
   EXPECT_DOUBLE_EQ(j["timeout_s"].get<double>(), 300);
+}
+
+// The timeout comes with the detector's report, before its first poll too
+// (GET /hang answered while the job starts).
+TEST(HangReportJson, TheTimeoutBeforeTheFirstPoll) {
+  const HangDetector d(7.5);
+  EXPECT_DOUBLE_EQ(document(d.report())["timeout_s"].get<double>(), 7.5);
 }
 
 TEST(HangReportJson, AStall) {
@@ -169,7 +174,7 @@ TEST(HangReportJson, AStall) {
   snap.now_unix_s += 3;
   for (RankSample& s : snap.ranks) s.heartbeat_ns = snap.now_ns;
   ASSERT_EQ(d.update(snap), HangEvent::kDetected);
-  const nlohmann::json j = document(d.report(), 1);
+  const nlohmann::json j = document(d.report());
   EXPECT_EQ(j["hung"], false);
   EXPECT_EQ(j["stalled"], true);
   EXPECT_DOUBLE_EQ(j["stalled_since"].get<double>(), snap.now_unix_s - 3);
@@ -182,7 +187,6 @@ TEST(HangReportJson, TheSupervisorsPartsAndOneShapeForGetHangAndHangJson) {
   HangDetector d(2.0);
   ASSERT_EQ(d.update(hung_snapshot()), HangEvent::kDetected);
   HangDocumentParts live;  // GET /hang: no coordinator, no dumps yet
-  live.timeout_s = 2;
   live.mismatches = nlohmann::json::array({{{"kind", "dtype"}}});
   live.mismatch_total = 3;
   live.collectives_checked = 12;

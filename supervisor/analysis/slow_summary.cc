@@ -2,10 +2,11 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
+#include <optional>
 #include <stdexcept>
 
 #include "common/comm_names.h"
+#include "common/parse_number.h"
 #include "common/protocol.h"
 #include "supervisor/analysis/slow_report_json.h"
 #include "supervisor/analysis/store_document.h"
@@ -24,7 +25,7 @@ uint64_t comm_of(const std::string& hex) {
   if (hex.empty() || hex.size() > 16 || hex.find_first_not_of("0123456789abcdef") != std::string::npos) {
     throw std::out_of_range("comm '" + hex.substr(0, 20) + "' is not 16 hex digits");
   }
-  return std::strtoull(hex.c_str(), nullptr, 16);
+  return *parse_uint(hex, 16);
 }
 
 double number(const nlohmann::json& j, const char* key) {
@@ -125,9 +126,9 @@ bool parse_slow_summary(const std::string& text, int world_size, NodeSlowSummary
       }
       auto& m = s.time_in_collective[comm_of(hex)];
       for (const auto& [rank, v] : ranks.items()) {
-        size_t used = 0;
-        const int r = rank_ok(std::stoi(rank, &used));
-        if (used != rank.size()) throw std::out_of_range("rank '" + rank + "'");
+        const std::optional<int64_t> parsed = parse_int(rank, INT32_MIN, INT32_MAX);
+        if (!parsed) throw std::out_of_range("rank '" + rank + "'");
+        const int r = rank_ok(static_cast<int>(*parsed));
         m[r] = {static_cast<size_t>(doc_integer(v.at(0), "collectives", 0, INT64_MAX)),
                 v.at(1).get<double>()};
       }

@@ -54,7 +54,9 @@
 namespace xpu_timer::supervisor {
 
 struct StragglerOptions {
-  double window_s = 30;  // --slow-window
+  // Seconds of collectives judged; the default of the supervisor's
+  // --slow-window (XPU_TIMER_SLOW_WINDOW_S).
+  double window_s = 30;
   // Named when the wait it causes beyond its peers' median is this share of
   // the window's time; cleared when it falls below clear_cost (hysteresis).
   // Healthy real jobs cost at most 1.1% over seconds (2.9% over the worst

@@ -1,7 +1,6 @@
 #include "supervisor/coordination/coordination_store.h"
 
 #include <arpa/inet.h>
-
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
@@ -9,6 +8,7 @@
 #include <cctype>
 #include <fstream>
 
+#include "common/parse_number.h"
 #include "supervisor/coordination/etcd_store.h"
 
 namespace xpu_timer::supervisor {
@@ -69,18 +69,10 @@ bool parse_store_url(const std::string& url, StoreEndpoint* out, std::string* er
   }
   if (host.empty()) return fail("no host");
   if (port_text.empty()) return fail("no port");
-  int port = 0;
-  for (char c : port_text) {
-    if (!std::isdigit(static_cast<unsigned char>(c)) || port > 65535) {
-      return fail("port \"" + port_text + "\" is not a number from 1 to 65535");
-    }
-    port = port * 10 + (c - '0');
-  }
-  if (port < 1 || port > 65535) {
-    return fail("port \"" + port_text + "\" is not a number from 1 to 65535");
-  }
+  const std::optional<int64_t> port = parse_int(port_text, 1, 65535);
+  if (!port) return fail("port \"" + port_text + "\" is not a number from 1 to 65535");
   out->host = host;
-  out->port = port;
+  out->port = static_cast<int>(*port);
   out->tls = scheme != "etcd";
   return true;
 }

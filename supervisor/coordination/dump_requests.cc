@@ -2,9 +2,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 #include <nlohmann/json.hpp>
 
 #include "common/clock.h"
+#include "common/parse_number.h"
 #include "supervisor/log_tee.h"
 
 namespace xpu_timer::supervisor {
@@ -79,8 +81,8 @@ std::vector<std::pair<std::string, int>> DumpRequests::admit(const std::vector<K
     }
     // The asking node's alarm may reach the store after our read of the
     // alarms (it is put first, but read first too): its request waits.
-    const double asked_s =
-        static_cast<double>(std::strtoll(kv.key.c_str() + dir_.size(), nullptr, 10)) / 1000;
+    std::string_view asked_ms = std::string_view(kv.key).substr(dir_.size());
+    const double asked_s = static_cast<double>(take_int(&asked_ms).value_or(0)) / 1000;
     if (from_owner && alarmed.count(node) == 0 && now_s - asked_s < kRequestWaitS) {
       seen_.erase(kv.key);
       continue;

@@ -4,6 +4,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "common/parse_number.h"
 #include "supervisor/coordination/base64.h"
 
 namespace xpu_timer::supervisor::etcd {
@@ -54,20 +55,9 @@ bool read_int64(const json& obj, const char* name, int64_t* out, std::string* er
     return true;
   }
   if (v->is_string()) {
-    const std::string& s = v->get_ref<const std::string&>();
-    size_t i = !s.empty() && s[0] == '-' ? 1 : 0;
-    if (i < s.size() && s.size() - i <= 19) {
-      int64_t value = 0;
-      bool ok = true;
-      for (; i < s.size() && ok; ++i) {
-        const int d = s[i] - '0';
-        ok = d >= 0 && d <= 9 && value <= (std::numeric_limits<int64_t>::max() - d) / 10;
-        if (ok) value = value * 10 + d;
-      }
-      if (ok) {
-        *out = s[0] == '-' ? -value : value;
-        return true;
-      }
+    if (const std::optional<int64_t> value = parse_int(v->get_ref<const std::string&>())) {
+      *out = *value;
+      return true;
     }
   }
   *error = std::string("\"") + name + "\" is not an int64: " + excerpt(v->dump(), 60);

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <string_view>
+
+#include "common/parse_number.h"
 
 namespace xpu_timer::supervisor {
 namespace {
@@ -29,23 +32,9 @@ std::string excerpt(std::string_view s) {
 // Parses a decimal (base 10) or hexadecimal (base 16) count into `out`;
 // false for anything else or a value over `limit`.
 bool parse_count(std::string_view s, int base, size_t limit, size_t* out) {
-  if (s.empty()) return false;
-  size_t v = 0;
-  for (char c : s) {
-    int d;
-    if (c >= '0' && c <= '9') {
-      d = c - '0';
-    } else if (base == 16 && c >= 'a' && c <= 'f') {
-      d = c - 'a' + 10;
-    } else if (base == 16 && c >= 'A' && c <= 'F') {
-      d = c - 'A' + 10;
-    } else {
-      return false;
-    }
-    if (v > (limit - static_cast<size_t>(d)) / static_cast<size_t>(base)) return false;
-    v = v * static_cast<size_t>(base) + static_cast<size_t>(d);
-  }
-  *out = v;
+  const std::optional<uint64_t> v = parse_uint(s, base);
+  if (!v || *v > limit) return false;
+  *out = static_cast<size_t>(*v);
   return true;
 }
 

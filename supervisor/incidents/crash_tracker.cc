@@ -11,18 +11,19 @@
 #include <boost/asio/post.hpp>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <fstream>
+#include <memory>
 
 #include "common/clock.h"
+#include "common/parse_number.h"
 #include "common/status_page.h"
+#include "common/unique_fd.h"
+#include "supervisor/analysis/op_json.h"
 #include "supervisor/incidents/dump_files.h"
 #include "supervisor/job/exit_status.h"
-#include "supervisor/log_tee.h"
-#include "supervisor/analysis/op_json.h"
 #include "supervisor/job/process_table.h"
+#include "supervisor/log_tee.h"
 #include "supervisor/ranks/rank_sampler.h"
-#include "common/unique_fd.h"
 
 namespace xpu_timer::supervisor {
 namespace {
@@ -92,10 +93,10 @@ bool zombie_exit_status(pid_t pid, int* wait_status) {
     if (p == nullptr) return false;
     ++p;
   }
-  char* end = nullptr;
-  const long v = std::strtol(p, &end, 10);
-  if (end == p) return false;
-  *wait_status = static_cast<int>(v);
+  std::string_view exit_code = p;
+  const std::optional<int64_t> v = take_int(&exit_code);
+  if (!v) return false;
+  *wait_status = static_cast<int>(*v);
   return true;
 }
 

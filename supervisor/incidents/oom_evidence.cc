@@ -1,9 +1,9 @@
 #include "supervisor/incidents/oom_evidence.h"
 
-#include <cerrno>
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
+
+#include "common/parse_number.h"
 
 namespace xpu_timer::supervisor {
 namespace {
@@ -67,16 +67,7 @@ std::optional<uint64_t> parse_oom_kill(std::string_view text) {
   const auto line =
       first_line(text, [&](std::string_view l) { return l.substr(0, kKey.size()) == kKey; });
   if (!line) return std::nullopt;
-  const std::string digits(line->substr(kKey.size()));
-  if (digits.empty() || digits.size() > 20 ||
-      digits.find_first_not_of("0123456789") != std::string::npos) {
-    return std::nullopt;
-  }
-  errno = 0;
-  char* stop = nullptr;
-  const unsigned long long v = std::strtoull(digits.c_str(), &stop, 10);
-  if (errno != 0 || *stop != '\0') return std::nullopt;
-  return static_cast<uint64_t>(v);
+  return parse_uint(line->substr(kKey.size()));
 }
 
 std::optional<std::string> cgroup_v2_path(std::string_view text) {

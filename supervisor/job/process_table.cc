@@ -4,10 +4,12 @@
 #include <errno.h>
 #include <signal.h>
 
-#include <cstdlib>
+#include <cstdint>
 #include <map>
+#include <string_view>
 
 #include "common/file_reader.h"
+#include "common/parse_number.h"
 
 namespace xpu_timer::supervisor {
 namespace {
@@ -27,31 +29,29 @@ std::optional<ProcStat> parse_proc_stat(const std::string& text) {
   const size_t close = text.rfind(')');
   if (open == std::string::npos || close == std::string::npos || close < open) return std::nullopt;
   ProcStat st;
-  char* end = nullptr;
-  st.pid = static_cast<pid_t>(std::strtol(text.c_str(), &end, 10));
-  if (end == text.c_str()) return std::nullopt;
+  std::string_view pid_text = text;
+  const std::optional<int64_t> pid = take_int(&pid_text);
+  if (!pid) return std::nullopt;
+  st.pid = static_cast<pid_t>(*pid);
   // After ") ": state(3) ppid(4) pgrp(5) session(6) tty(7) tpgid(8) flags(9)
   // minflt(10) cminflt(11) majflt(12) cmajflt(13) utime(14) stime(15)
   // cutime(16) cstime(17) priority(18) nice(19) threads(20) itreal(21) start(22)
-  const char* p = text.c_str() + close + 1;
-  while (*p == ' ') ++p;
-  if (*p == '\0') return std::nullopt;
-  st.state = *p++;
+  std::string_view p = std::string_view(text).substr(close + 1);
+  const auto skip_spaces = [&p] {
+    while (!p.empty() && p.front() == ' ') p.remove_prefix(1);
+  };
+  skip_spaces();
+  if (p.empty()) return std::nullopt;
+  st.state = p.front();
+  p.remove_prefix(1);
   for (int field = 4; field <= 22; ++field) {
-    while (*p == ' ') ++p;
-    if (*p == '\0') return std::nullopt;
-    char* e = nullptr;
-    const unsigned long long v = std::strtoull(p, &e, 10);
-    if (e == p) {
-      // Negative numbers (priority, nice) parse with strtoll.
-      const long long s = std::strtoll(p, &e, 10);
-      if (e == p) return std::nullopt;
-      (void)s;
-    }
-    if (field == 4) st.ppid = static_cast<pid_t>(v);
-    if (field == 5) st.pgrp = static_cast<pid_t>(v);
-    if (field == 22) st.start_time = v;
-    p = e;
+    skip_spaces();
+    // Negative numbers (priority, nice) are fields we only step over.
+    std::optional<uint64_t> v = take_uint(&p);
+    if (!v && !take_int(&p)) return std::nullopt;
+    if (field == 4) st.ppid = static_cast<pid_t>(v.value_or(0));
+    if (field == 5) st.pgrp = static_cast<pid_t>(v.value_or(0));
+    if (field == 22) st.start_time = v.value_or(0);
   }
   return st;
 }
@@ -85,10 +85,9 @@ std::vector<pid_t> descendants_of(pid_t root) {
   DIR* dir = ::opendir("/proc");
   if (dir == nullptr) return {};
   while (const dirent* ent = ::readdir(dir)) {
-    char* end = nullptr;
-    const long pid = std::strtol(ent->d_name, &end, 10);
-    if (end == ent->d_name || *end != '\0' || pid <= 0) continue;
-    const auto st = read_proc_stat(static_cast<pid_t>(pid));
+    const std::optional<int64_t> pid = parse_int(ent->d_name, 1, INT32_MAX);
+    if (!pid) continue;
+    const auto st = read_proc_stat(static_cast<pid_t>(*pid));
     if (!st || st->state == 'Z' || st->state == 'X') continue;
     children.emplace(st->ppid, st->pid);
   }

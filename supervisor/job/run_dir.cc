@@ -15,11 +15,13 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <utility>
 
-#include "supervisor/log_tee.h"
-#include "supervisor/job/process_table.h"
+#include "common/parse_number.h"
 #include "common/unique_fd.h"
+#include "supervisor/job/process_table.h"
+#include "supervisor/log_tee.h"
 
 namespace xpu_timer::supervisor {
 namespace {
@@ -39,18 +41,16 @@ std::optional<pid_t> owner_pid_of(const std::string& name) {
       name.size() != dot + 1 + kRandomChars) {
     return std::nullopt;
   }
-  long pid = 0;
-  for (size_t i = prefix; i < dot; ++i) {
-    if (name[i] < '0' || name[i] > '9') return std::nullopt;
-    pid = pid * 10 + (name[i] - '0');
-  }
+  const std::optional<uint64_t> pid =
+      parse_uint(std::string_view(name).substr(prefix, dot - prefix));
+  if (!pid) return std::nullopt;
   for (size_t i = dot + 1; i < name.size(); ++i) {
     const char c = name[i];
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
     if (!ok) return std::nullopt;
   }
-  if (pid <= 0) return std::nullopt;
-  return static_cast<pid_t>(pid);
+  if (*pid == 0) return std::nullopt;
+  return static_cast<pid_t>(*pid);
 }
 
 // The start time the owner file records; nullopt when it is absent or
@@ -61,12 +61,11 @@ std::optional<uint64_t> recorded_start_time(int dir_fd, pid_t pid) {
   char buf[64] = {};
   const ssize_t n = ::read(fd.get(), buf, sizeof(buf) - 1);
   if (n <= 0) return std::nullopt;
-  long long file_pid = 0;
-  unsigned long long start = 0;
-  if (std::sscanf(buf, "%lld %llu", &file_pid, &start) != 2 || file_pid != pid) {
-    return std::nullopt;
-  }
-  return start;
+  std::string_view text(buf, static_cast<size_t>(n));  // "PID START\n"
+  const std::optional<int64_t> file_pid = take_int(&text);
+  if (!file_pid || *file_pid != pid || text.empty() || text.front() != ' ') return std::nullopt;
+  text.remove_prefix(1);
+  return take_uint(&text);
 }
 
 // True when something accepts connections on the folder's rank socket: its
