@@ -88,9 +88,9 @@ constexpr uint8_t kRecTimed = 1;  // gpu_start_ns and gpu_end_ns are GPU times
 // at the collective; their difference is no duration of the rank's own work.
 constexpr uint8_t kRecEndOnly = 2;
 constexpr uint8_t kRecGroup = 4;  // an ncclGroupStart/End block of group_size operations
-// A host-side region (kind proto::OpKind::kRange): gpu_start_ns..gpu_end_ns
-// are its host start and end, `seq` its name id (the names region), `peer`
-// its nesting depth (-1: a start/end range), `stream` the thread id.
+// A host-side region (kind proto::OpKind::kRange): host_start_ns..host_end_ns
+// are its start and end, `seq` its name id (the names region), `peer` its
+// nesting depth (-1: a start/end range), `stream` the thread id.
 constexpr uint8_t kRecHost = 8;
 // A step (OpName::kStep) whose GPU idle time was measured
 // (inject/step_bubbles.h): `bytes` = GPU busy ns within it, `count` = GEMMs
@@ -125,13 +125,25 @@ struct RecordData {
   uint32_t m = 0, n = 0, k = 0, batch = 0;
   uint64_t launch_ns = 0;                   // host call
   uint64_t ready_ns = 0;                    // seen able to run (previous work on its stream done)
-  uint64_t gpu_start_ns = 0;                // kRecTimed, or kRecEndOnly's arrival
-  uint64_t gpu_end_ns = 0;                  // kRecTimed or kRecEndOnly, once completed
+  // Where the record's span starts and ends: an operation's GPU work, or a
+  // host range's own start and end (is_host_range(); the layout is that of
+  // every version, one slot for either). Read the member the kind names.
+  union {
+    uint64_t gpu_start_ns = 0;  // kRecTimed, or kRecEndOnly's arrival
+    uint64_t host_start_ns;     // a host range
+  };
+  union {
+    uint64_t gpu_end_ns = 0;  // kRecTimed or kRecEndOnly, once completed
+    uint64_t host_end_ns;     // a host range
+  };
   uint64_t op_id = 0;  // ring position (== version / kVersionStride when stable)
 };
 static_assert(std::is_standard_layout_v<RecordData> && std::is_trivially_copyable_v<RecordData>);
 static_assert(sizeof(RecordData) == 128, "the record layout is part of the ring and dump formats");
 static_assert(offsetof(RecordData, launch_ns) == 88);
+static_assert(offsetof(RecordData, gpu_start_ns) == 104 &&
+              offsetof(RecordData, host_start_ns) == 104 &&
+              offsetof(RecordData, gpu_end_ns) == 112 && offsetof(RecordData, host_end_ns) == 112);
 static_assert(offsetof(RecordData, gemm_ops) == 7 && offsetof(RecordData, device) == 8);
 
 // RecordData::gemm_ops from two cublasOperation_t values (N = 0, T = 1,
@@ -147,6 +159,17 @@ inline int gemm_op_a(uint8_t ops) {
 }
 inline int gemm_op_b(uint8_t ops) {
   return (ops >> 4) >= 1 && (ops >> 4) <= 3 ? (ops >> 4) - 1 : -1;
+}
+
+// A host-side region (NVTX range, step, GC pause, ...): its span is
+// host_start_ns..host_end_ns, not GPU times.
+inline bool is_host_range(const RecordData& d) {
+  return d.kind == static_cast<uint8_t>(proto::OpKind::kRange);
+}
+// When the record's span ended, on whichever side it ran (0: not yet, or
+// unknown).
+inline uint64_t span_end_ns(const RecordData& d) {
+  return is_host_range(d) ? d.host_end_ns : d.gpu_end_ns;
 }
 
 // The index of an NCCL record's call site in the sites region, -1 = none.

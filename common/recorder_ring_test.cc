@@ -278,6 +278,45 @@ TEST(RecorderRing, GemmTransposesAreReadFromVersion3Only) {
   EXPECT_EQ(error, "ring format version 5, this build reads 1 to 4");
 }
 
+// A host range's start and end lie in the slots of an operation's GPU start
+// and end, in every version: a dump of any version reads them under their
+// own names.
+TEST(RecorderRing, AHostRangeKeepsItsTimesInTheGpuTimesSlots) {
+  RingSnapshot s;
+  s.rank = 0;
+  s.world_size = 1;
+  RecordData range;
+  range.name = static_cast<uint16_t>(proto::OpName::kStep);
+  range.kind = static_cast<uint8_t>(proto::OpKind::kRange);
+  range.flags = kRecHost;
+  range.launch_ns = range.host_start_ns = 5000;
+  range.host_end_ns = 9000;
+  s.records.push_back(range);
+  RecordData gemm = derived(0, 2);
+  s.records.push_back(gemm);
+  const RingImage img = ring_image(s);
+  const size_t slot0 = sizeof(RingHeader) + offsetof(Record, data);
+  uint64_t start = 0, end = 0;
+  std::memcpy(&start, img.data() + slot0 + 104, sizeof(start));
+  std::memcpy(&end, img.data() + slot0 + 112, sizeof(end));
+  EXPECT_EQ(start, 5000u);
+  EXPECT_EQ(end, 9000u);
+  std::string v1(img.data(), img.bytes);
+  for (uint32_t version : {1u, kRingVersion}) {
+    put<uint32_t>(&v1, offsetof(RingHeader, version), version);
+    RingSnapshot back;
+    std::string error;
+    ASSERT_TRUE(RingReader::read_image(v1.data(), v1.size(), &back, &error)) << error;
+    ASSERT_EQ(back.records.size(), 2u);
+    EXPECT_TRUE(is_host_range(back.records[0]));
+    EXPECT_EQ(back.records[0].host_start_ns, 5000u) << "version " << version;
+    EXPECT_EQ(back.records[0].host_end_ns, 9000u);
+    EXPECT_EQ(span_end_ns(back.records[0]), 9000u);
+    EXPECT_FALSE(is_host_range(back.records[1]));
+    EXPECT_EQ(span_end_ns(back.records[1]), gemm.gpu_end_ns);
+  }
+}
+
 // Version 4: a collective names the Python line that issued it, an entry of
 // the sites region; the written ring, a dump image and the live reader agree,
 // a long path keeps its end, and an older ring's collective has none.

@@ -451,7 +451,7 @@ TEST_F(InjectSimTest, RuntimeCallsAreCountedAndCopiesNamedByDirection) {
     if (d.name == static_cast<uint16_t>(OpName::kDeviceMalloc) ||
         d.name == static_cast<uint16_t>(OpName::kDeviceFree)) {
       EXPECT_EQ(d.kind, static_cast<uint8_t>(proto::OpKind::kRange));
-      EXPECT_LE(d.gpu_start_ns, d.gpu_end_ns);
+      EXPECT_LE(d.host_start_ns, d.host_end_ns);
       allocs.emplace_back(d.name, d.bytes);
     }
   }

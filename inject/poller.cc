@@ -263,8 +263,8 @@ uint64_t Poller::record_range(const RangeRecord& r, uint16_t op_name) {
     d.bytes = r.value;
   }
   d.launch_ns = r.start_ns;
-  d.gpu_start_ns = r.start_ns;
-  d.gpu_end_ns = r.end_ns;
+  d.host_start_ns = r.start_ns;
+  d.host_end_ns = r.end_ns;
   const uint64_t pos = ring.append(d);
   if (op_name == static_cast<uint16_t>(proto::OpName::kStep)) {
     if (step_records_.size() >= StepBubbles::kMaxPendingSteps) {

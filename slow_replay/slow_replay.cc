@@ -17,10 +17,10 @@ struct Item {
   const recorder::RecordData* d;
 };
 
-// When the live follower could have handed this record over: once it
+// When the live ring feed could have handed this record over: once it
 // completed (its end), or for a host range once it ended.
 uint64_t final_time(const recorder::RecordData& d) {
-  if (d.gpu_end_ns != 0) return d.gpu_end_ns;
+  if (const uint64_t end = recorder::span_end_ns(d)) return end;
   return std::max(d.launch_ns, d.ready_ns);
 }
 

@@ -28,64 +28,30 @@ CollectiveMonitor::CollectiveMonitor(JobView* job_view, ReportFn report)
   if (job_view_ != nullptr) checker_.set_cross_node_settle(kCrossNodeSettleNs);
 }
 
-void CollectiveMonitor::read_rings(const std::vector<RankRecord>& records,
-                                   const std::function<Snapshot()>& read_pages) {
-  recorder::RingSnapshot snap;
-  for (const RankRecord& r : records) {
-    if (!r.ring) continue;
-    RingCursor& cur = ring_cursors_[r.reg.rank];
-    if (cur.pid != r.reg.pid) {  // a new process: its own ring
-      cur = RingCursor{};
-      cur.pid = r.reg.pid;
-    }
-    std::string error;
-    if (!r.ring->read(&snap, &error, cur.next)) continue;  // truncated: the rank is going away
-    const uint64_t now = monotonic_ns();
-    if (cur.read_ns != 0 && now > cur.read_ns && snap.head >= cur.head) {
-      cur.per_s =
-          static_cast<double>(snap.head - cur.head) * 1e9 / static_cast<double>(now - cur.read_ns);
-    }
-    cur.read_ns = now;
-    cur.head = snap.head;
-    // Entries are written once, before the records that name them.
-    if (snap.sites.size() > cur.sites.size()) cur.sites = std::move(snap.sites);
-    cur.capacity = snap.capacity;
-    // Positions before the ring's window were overwritten unread.
-    const uint64_t window_start = snap.head > snap.capacity ? snap.head - snap.capacity : 0;
-    if (cur.next < window_start) {
-      cur.lost += window_start - cur.next;
-      if (!cur.lost_said) {
-        cur.lost_said = true;
-        SUP_LOG_WARN(
-            "rank %d: %llu flight-recorder records were overwritten before the collective check "
-            "read them (its ring holds %u; XPU_TIMER_RECORDER_SIZE): their collectives are not "
-            "checked",
-            r.reg.rank, static_cast<unsigned long long>(window_start - cur.next), snap.capacity);
-      }
-    }
-    for (const recorder::RecordData& d : snap.records) {
-      const int site = recorder::call_site_of(d);
-      if (site >= 0 && d.comm_hash != 0) {
-        const std::pair<uint64_t, uint64_t> key{d.comm_hash, d.seq};
-        if (cur.recent_sites.emplace(key, site).second) cur.recent_order.push_back(key);
-        while (cur.recent_order.size() > kRecentSites) {
-          cur.recent_sites.erase(cur.recent_order.front());
-          cur.recent_order.pop_front();
-        }
-      }
-      checker_.add(r.reg.rank, d);
-      if (job_view_ != nullptr) fingerprints_.add(r.reg.rank, d);
-    }
-    // A position being rewritten as we read it is retried on the next poll
-    // (a few times: a record is rewritten only when its state changes).
-    if (snap.first_skipped != UINT64_MAX && snap.first_skipped >= cur.next && cur.retries < 3) {
-      cur.retries = snap.first_skipped == cur.next ? cur.retries + 1 : 0;
-      cur.next = snap.first_skipped;
-    } else {
-      cur.retries = 0;
-      cur.next = snap.head;
-    }
+void CollectiveMonitor::on_ring_read(const RingRead& read) {
+  RankSites& rs = sites_[read.rank];
+  if (rs.pid != read.pid) {  // a new process: its own ring
+    rs = RankSites{};
+    rs.pid = read.pid;
   }
+  // Entries are written once, before the records that name them.
+  if (read.ring->sites.size() > rs.sites.size()) rs.sites = read.ring->sites;
+  for (const recorder::RecordData& d : *read.fresh) {
+    const int site = recorder::call_site_of(d);
+    if (site >= 0 && d.comm_hash != 0) {
+      const std::pair<uint64_t, uint64_t> key{d.comm_hash, d.seq};
+      if (rs.recent_sites.emplace(key, site).second) rs.recent_order.push_back(key);
+      while (rs.recent_order.size() > kRecentSites) {
+        rs.recent_sites.erase(rs.recent_order.front());
+        rs.recent_order.pop_front();
+      }
+    }
+    checker_.add(read.rank, d);
+    if (job_view_ != nullptr) fingerprints_.add(read.rank, d);
+  }
+}
+
+void CollectiveMonitor::check(const std::function<Snapshot()>& read_pages) {
   std::vector<Mismatch> found = checker_.check(monotonic_ns(), unix_now_s());
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -112,37 +78,12 @@ void CollectiveMonitor::read_rings(const std::vector<RankRecord>& records,
 }
 
 const CodeFrame* CollectiveMonitor::site_of(int rank, pid_t pid, int id) const {
-  const auto it = ring_cursors_.find(rank);
-  if (it == ring_cursors_.end() || (pid >= 0 && it->second.pid != pid) || id < 0 ||
+  const auto it = sites_.find(rank);
+  if (it == sites_.end() || (pid >= 0 && it->second.pid != pid) || id < 0 ||
       static_cast<size_t>(id) >= it->second.sites.size()) {
     return nullptr;
   }
   return &it->second.sites[static_cast<size_t>(id)];
-}
-
-uint64_t CollectiveMonitor::next_read_delay_ns(uint64_t min_ns, uint64_t max_ns) const {
-  uint64_t delay = max_ns;
-  for (const auto& [rank, cur] : ring_cursors_) {
-    if (cur.read_ns == 0) continue;
-    if (cur.per_s <= 0) {
-      delay = std::min(delay, 4 * min_ns);  // its rate unknown yet
-      continue;
-    }
-    const double quarter_s = static_cast<double>(cur.capacity) / 4 / cur.per_s;
-    delay = std::min(delay, static_cast<uint64_t>(quarter_s * 1e9));
-  }
-  return std::max(delay, min_ns);
-}
-
-bool CollectiveMonitor::follows(int rank, pid_t pid) const {
-  const auto it = ring_cursors_.find(rank);
-  return it != ring_cursors_.end() && it->second.pid == pid && it->second.read_ns != 0;
-}
-
-uint64_t CollectiveMonitor::records_lost() const {
-  uint64_t n = 0;
-  for (const auto& [rank, cur] : ring_cursors_) n += cur.lost;
-  return n;
 }
 
 void CollectiveMonitor::note_snapshot(const Snapshot& snap, int node) {
@@ -157,8 +98,8 @@ void CollectiveMonitor::annotate_issued(Snapshot* snap) const {
   for (RankSample& s : snap->ranks) {
     const proto::OpRef& op = s.oldest_inflight;
     if (s.inflight_count == 0 || op.kind != static_cast<uint8_t>(proto::OpKind::kNccl)) continue;
-    const auto cur = ring_cursors_.find(s.rank);
-    if (cur == ring_cursors_.end()) continue;
+    const auto cur = sites_.find(s.rank);
+    if (cur == sites_.end()) continue;
     const auto site = cur->second.recent_sites.find({op.comm_hash, op.seq});
     if (site == cur->second.recent_sites.end()) continue;
     if (const CodeFrame* f = site_of(s.rank, s.pid, site->second)) s.issued_at = {*f};

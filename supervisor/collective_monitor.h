@@ -1,6 +1,7 @@
-// The collective check as the supervisor runs it: reads each rank's new
-// flight-recorder records (common/recorder_ring.h) on every poll, feeds them to
-// the checker (analysis/collective_check.h), and in a job of several nodes
+// The collective check as the supervisor runs it: takes each rank's
+// flight-recorder records (common/recorder_ring.h) when the ring feed
+// (ranks/ring_feed.h) first reads them, feeds them to the checker
+// (analysis/collective_check.h), and in a job of several nodes
 // exchanges the fingerprints of collectives that span nodes through the job
 // view (analysis/job_fingerprints.h, coordination/job_view.h). A mismatch
 // found here or published by another node is handed to `report` once per
@@ -30,6 +31,7 @@
 #include "supervisor/analysis/collective_check.h"
 #include "supervisor/analysis/job_fingerprints.h"
 #include "supervisor/ranks/rank_registry.h"
+#include "supervisor/ranks/ring_feed.h"
 
 namespace xpu_timer::supervisor {
 
@@ -50,7 +52,7 @@ struct CollectiveStatus {
   nlohmann::json unaligned = nlohmann::json::array();
 };
 
-class CollectiveMonitor {
+class CollectiveMonitor : public RingConsumer {
  public:
   // Called once per mismatch, on the asio thread.
   using ReportFn = std::function<void(Mismatch)>;
@@ -58,11 +60,13 @@ class CollectiveMonitor {
   // `job_view`: the other nodes (nullptr: this node alone); must outlive this.
   CollectiveMonitor(JobView* job_view, ReportFn report);
 
-  // Reads the rings' records added since the last call and reports the
-  // mismatches they complete. `read_pages` reads the pages again (for the
-  // names of communicators created since the last poll).
-  void read_rings(const std::vector<RankRecord>& records,
-                  const std::function<Snapshot()>& read_pages);
+  // The records a read of a rank's ring found for the first time (to the
+  // checker and the fingerprints) and its call sites.
+  void on_ring_read(const RingRead& read) override;
+  // After a read of the rings: reports the mismatches their records
+  // complete. `read_pages` reads the pages again (for the names of
+  // communicators created since the last poll).
+  void check(const std::function<Snapshot()>& read_pages);
   // After the snapshot of this poll: remembers communicator names and, in a
   // job of several nodes, offers and compares fingerprints (`node`: this
   // node's group rank).
@@ -81,32 +85,15 @@ class CollectiveMonitor {
 
   CollectiveStatus published() const;
 
-  // How soon the rings should be read again (between `min_ns` and
-  // `max_ns`): before the fastest rank's ring has a quarter of it rewritten,
-  // so that no collective is overwritten unread, however fast the job (a
-  // rank seen first is read again soon, its rate unknown).
-  uint64_t next_read_delay_ns(uint64_t min_ns, uint64_t max_ns) const;
-  // Whether the ring of `rank` (process `pid`) was read already.
-  bool follows(int rank, pid_t pid) const;
-  // Records of the rings overwritten before they could be read, in all.
-  uint64_t records_lost() const;
-
  private:
   void exchange_fingerprints(int node);
   // Call site `id` of the ring of `rank` (of process `pid`; -1: any), nullptr if unknown.
   const CodeFrame* site_of(int rank, pid_t pid, int id) const;
   void report_once(Mismatch m);
 
-  struct RingCursor {
+  // A rank's ring as far as the check needs it.
+  struct RankSites {
     pid_t pid = 0;
-    uint64_t next = 0;
-    int retries = 0;       // times the same torn position was retried
-    uint64_t read_ns = 0;  // when it was read last (0: never)
-    uint64_t head = 0;     // the ring's head then
-    double per_s = 0;      // records appended a second, as of the last two reads
-    uint32_t capacity = 0;
-    uint64_t lost = 0;       // records overwritten before they were read
-    bool lost_said = false;  // said once in the log
     std::vector<CodeFrame> sites;  // the ring's call sites as last read
     // The call sites of its latest collectives: (comm, seq) -> site, at
     // most kRecentSites, the oldest forgotten first.
@@ -118,7 +105,7 @@ class CollectiveMonitor {
   const ReportFn report_;
   // Asio thread only.
   CollectiveChecker checker_;
-  std::map<int, RingCursor> ring_cursors_;
+  std::map<int, RankSites> sites_;
   // Every collective reported (comm, seq), from this node or job-wide.
   std::set<std::pair<uint64_t, uint64_t>> reported_;
   FingerprintLog fingerprints_;

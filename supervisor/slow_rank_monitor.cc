@@ -30,10 +30,25 @@ double thread_cpu_s() {
 
 }  // namespace
 
-void SlowRankMonitor::poll(const std::vector<RankRecord>& records, const Snapshot& snap, int node,
-                           int world_size) {
+void SlowRankMonitor::on_ring_read(const RingRead& read) {
+  if (read.final->empty()) return;
   const double cpu_start = thread_cpu_s();
-  follow(records, snap);
+  for (const recorder::RecordData& d : *read.final) {
+    feed_straggler_record(&analyzer_, read.rank, d, read.now_ns);
+  }
+  cpu_s_ += thread_cpu_s() - cpu_start;
+}
+
+void SlowRankMonitor::poll(const Snapshot& snap, int node, int world_size) {
+  const double cpu_start = thread_cpu_s();
+  for (const RankSample& r : snap.ranks) {
+    if (!r.registered) continue;
+    for (const proto::CommSlot& c : r.comms) {
+      if (c.comm_hash == 0) continue;
+      analyzer_.note_member(c.comm_hash, r.rank, r.node);
+      analyzer_.note_comm_name(c.comm_hash, c.name);
+    }
+  }
   cpu_s_ += thread_cpu_s() - cpu_start;
   if (snap.now_ns - std::min(snap.now_ns, analyzed_ns_) < kAnalysisPeriodNs) return;
   analyzed_ns_ = snap.now_ns;
@@ -47,20 +62,6 @@ void SlowRankMonitor::poll(const std::vector<RankRecord>& records, const Snapsho
   report->analysis_cpu_s = cpu_s_;
   std::lock_guard<std::mutex> lock(mutex_);
   published_ = std::move(report);
-}
-
-void SlowRankMonitor::follow(const std::vector<RankRecord>& records, const Snapshot& snap) {
-  for (const RankSample& r : snap.ranks) {
-    if (!r.registered) continue;
-    for (const proto::CommSlot& c : r.comms) {
-      if (c.comm_hash == 0) continue;
-      analyzer_.note_member(c.comm_hash, r.rank, r.node);
-      analyzer_.note_comm_name(c.comm_hash, c.name);
-    }
-  }
-  follower_.follow(records, snap.now_ns, [&](int rank, const recorder::RecordData& d) {
-    feed_straggler_record(&analyzer_, rank, d, snap.now_ns);
-  });
 }
 
 SlowReport SlowRankMonitor::job_wide(const SlowReport& mine, int node, int world_size,

@@ -8,6 +8,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include "common/clock.h"
 #include "common/mapped_read_guard.h"
 #include "supervisor/analysis/op_json.h"
 #include "supervisor/analysis/ranks_json.h"
@@ -72,6 +73,8 @@ JobExit Supervisor::run() {
       job_view_.get(), [this](Mismatch m) { mismatches_->on_mismatch(m); });
   slow_ =
       std::make_unique<SlowRankMonitor>(StragglerOptions{options_.slow_window_s}, job_view_.get());
+  rings_.add_consumer(collectives_.get());
+  rings_.add_consumer(slow_.get());
   plugins_ = std::make_unique<CrashPluginRunner>(io_, std::move(plugin_settings));
   crashes_ = std::make_unique<CrashTracker>(dump_dir_, plugins_.get(), &io_);
   dumps_ = std::make_unique<IncidentDumps>(dump_dir_, [this] { return registry_.snapshot(); });
@@ -264,9 +267,9 @@ void Supervisor::schedule_ring_read(const std::vector<RankRecord>& records) {
   // At least 5 ms apart; a rank not followed yet (just registered) soon.
   constexpr uint64_t kMinNs = 5'000'000;
   const uint64_t poll_ns = static_cast<uint64_t>(options_.poll_ms) * 1'000'000;
-  uint64_t delay = collectives_ ? collectives_->next_read_delay_ns(kMinNs, poll_ns) : poll_ns;
+  uint64_t delay = collectives_ ? rings_.next_read_delay_ns(kMinNs, poll_ns) : poll_ns;
   for (const RankRecord& r : records) {
-    if (collectives_ && r.ring && !collectives_->follows(r.reg.rank, r.reg.pid)) {
+    if (collectives_ && r.ring && !rings_.follows(r.reg.rank, r.reg.pid)) {
       delay = std::min(delay, 4 * kMinNs);
     }
   }
@@ -277,13 +280,18 @@ void Supervisor::schedule_ring_read(const std::vector<RankRecord>& records) {
     const std::vector<RankRecord> now = registry_.snapshot();
     if (read && collectives_ && job_running_) {
       try {
-        collectives_->read_rings(now, [&] { return take_snapshot(now, poll_scratch_.get()); });
+        read_rings(now);
       } catch (const std::exception& e) {
         SUP_LOG_ERROR("reading the rings failed: %s", e.what());
       }
     }
     schedule_ring_read(now);
   });
+}
+
+void Supervisor::read_rings(const std::vector<RankRecord>& records) {
+  rings_.read(records, monotonic_ns());
+  collectives_->check([&] { return take_snapshot(records, poll_scratch_.get()); });
 }
 
 void Supervisor::poll() {
@@ -295,13 +303,13 @@ void Supervisor::poll() {
     hang_->after_crashes(crashes_->incidents(), crashes_->latest_crash_rank(),
                          crashes_->latest_crash_what(), detector_.report());
     if (records.empty() && !detector_.report().hung) return;
-    collectives_->read_rings(records, [&] { return take_snapshot(records, poll_scratch_.get()); });
+    read_rings(records);
     Snapshot snap = take_snapshot(records, poll_scratch_.get());
     hang_->annotate(&snap);  // where the verdict's culprits are, once its stacks are in
     collectives_->annotate_issued(&snap);  // the lines that issued the collectives in flight
     const int node = records.empty() ? -1 : records.front().reg.group_rank;
     collectives_->note_snapshot(snap, node);
-    slow_->poll(records, snap, node, records.empty() ? 0 : records.front().reg.world_size);
+    slow_->poll(snap, node, records.empty() ? 0 : records.front().reg.world_size);
     HangEvent event;
     if (job_view_ && !records.empty()) {
       // The whole job: this node's ranks and the other nodes' latest.
@@ -367,8 +375,7 @@ void Supervisor::finish_after_job(const JobExit& exit, JobExit* result) {
     // between the last poll and the end, are checked all the same.
     const std::vector<RankRecord> records = registry_.snapshot();
     if (!records.empty()) {
-      collectives_->read_rings(records,
-                               [&] { return take_snapshot(records, poll_scratch_.get()); });
+      read_rings(records);
     }
   } catch (const std::exception& e) {
     SUP_LOG_ERROR("the last check of the collectives failed: %s", e.what());

@@ -29,6 +29,7 @@
 #include "supervisor/job/job_environment.h"
 #include "supervisor/options.h"
 #include "supervisor/ranks/rank_registry.h"
+#include "supervisor/ranks/ring_feed.h"
 
 namespace xpu_timer::supervisor {
 
@@ -75,9 +76,12 @@ class Supervisor {
   bool on_register(uint64_t connection_id, const RankRegistration& reg);
   void schedule_poll();
   // The rings read between polls when a job fills them faster than the poll
-  // comes round (CollectiveMonitor::next_read_delay_ns); `records`: the
-  // registry as of now, read once per round.
+  // comes round (RingFeed::next_read_delay_ns); `records`: the registry as
+  // of now, read once per round.
   void schedule_ring_read(const std::vector<RankRecord>& records);
+  // Reads every rank's ring once (to the collective check and the slow-rank
+  // analysis) and reports the mismatches the records complete.
+  void read_rings(const std::vector<RankRecord>& records);
   void poll();
   // Asio thread: a stack dump ended (a hang's, or one asked over HTTP).
   void on_stacks_done(const std::shared_ptr<const StackDumpReport>& report);
@@ -126,6 +130,9 @@ class Supervisor {
   // The other nodes of the job (--coordinator); null: this node alone. Its
   // thread posts dump requests to io_: destroyed before io_.
   std::unique_ptr<JobView> job_view_;
+  // The one reader of the ranks' rings (asio thread), handing their records
+  // to the two monitors below.
+  RingFeed rings_;
   // Collective consistency (asio thread; published() for HTTP).
   std::unique_ptr<CollectiveMonitor> collectives_;
   std::unique_ptr<SlowRankMonitor> slow_;  // poll() on the asio thread; HTTP reads published()

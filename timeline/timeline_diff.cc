@@ -15,8 +15,8 @@ using Key = std::tuple<std::string, std::string, std::string>;  // op, dtype, sh
 
 bool is_step(const recorder::RecordData& r) {
   return r.kind == static_cast<uint8_t>(proto::OpKind::kRange) &&
-         r.name == static_cast<uint16_t>(proto::OpName::kStep) && r.gpu_start_ns != 0 &&
-         r.gpu_end_ns > r.gpu_start_ns;
+         r.name == static_cast<uint16_t>(proto::OpName::kStep) && r.host_start_ns != 0 &&
+         r.host_end_ns > r.host_start_ns;
 }
 
 // The window of one rank's work that counts, and how many units it holds.
@@ -34,8 +34,8 @@ Window window_of(const RankTimeline& t, bool per_step) {
     w.to = 0;
     for (const recorder::RecordData& r : t.ring.records) {
       if (!is_step(r)) continue;
-      w.from = std::min(w.from, r.gpu_start_ns);
-      w.to = std::max(w.to, r.gpu_end_ns);
+      w.from = std::min(w.from, r.host_start_ns);
+      w.to = std::max(w.to, r.host_end_ns);
       w.units += 1;
     }
     return w;
@@ -43,7 +43,7 @@ Window window_of(const RankTimeline& t, bool per_step) {
   uint64_t first = UINT64_MAX, last = 0;
   for (const recorder::RecordData& r : t.ring.records) {
     if (r.launch_ns != 0) first = std::min(first, r.launch_ns);
-    last = std::max({last, r.launch_ns, r.gpu_end_ns});
+    last = std::max({last, r.launch_ns, recorder::span_end_ns(r)});
   }
   if (first != UINT64_MAX && last > first) w.units = static_cast<double>(last - first) / 1e9;
   return w;

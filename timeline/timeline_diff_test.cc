@@ -87,8 +87,8 @@ void add_steps(LoadedDumps* d, const JobSpec& spec) {
       s.kind = static_cast<uint8_t>(proto::OpKind::kRange);
       s.flags = recorder::kRecHost;
       s.state = static_cast<uint8_t>(recorder::OpState::kCompleted);
-      s.gpu_start_ns = base + k * testing::kMs;
-      s.gpu_end_ns = base + (k + 1) * testing::kMs - 1;
+      s.host_start_ns = base + k * testing::kMs;
+      s.host_end_ns = base + (k + 1) * testing::kMs - 1;
       t.ring.records.push_back(s);
     }
   }

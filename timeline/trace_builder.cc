@@ -109,7 +109,7 @@ bool place(const TraceContext& ctx, size_t ri, const RecordData& r, int tid, Sli
   s->rank_index = ri;
   s->record = &r;
   if (is_range(r)) {  // host start and end, on its own track
-    const auto rs = c.at(ri, r.gpu_start_ns), re = c.at(ri, r.gpu_end_ns);
+    const auto rs = c.at(ri, r.host_start_ns), re = c.at(ri, r.host_end_ns);
     if (!rs || !re || *rs > *re) return false;
     *s = Slice{ri, tid, Place::kRange, *rs, *re, &r};
     return true;
@@ -385,7 +385,7 @@ TraceSummary write_trace(const LoadedDumps& dumps, const TraceOptions& options, 
     size_t unplaced = 0;
     for (const RecordData& r : dumps.ranks[ri].ring.records) {
       if (is_launch_sample(r)) {
-        const auto rs = clock.at(ri, r.gpu_start_ns), re = clock.at(ri, r.gpu_end_ns);
+        const auto rs = clock.at(ri, r.host_start_ns), re = clock.at(ri, r.host_end_ns);
         if (!rs || !re || *rs >= *re) {
           ++unplaced;
           continue;

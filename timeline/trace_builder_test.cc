@@ -392,8 +392,8 @@ recorder::RecordData& add_host_record(recorder::RingSnapshot* s, proto::OpName n
   d.device = -1;
   d.peer = peer;
   d.stream = tid;
-  d.launch_ns = d.gpu_start_ns = s->created_mono_ns + start_us * testing::kUs;
-  d.gpu_end_ns = s->created_mono_ns + end_us * testing::kUs;
+  d.launch_ns = d.host_start_ns = s->created_mono_ns + start_us * testing::kUs;
+  d.host_end_ns = s->created_mono_ns + end_us * testing::kUs;
   d.op_id = s->records.size();
   s->records.push_back(d);
   return s->records.back();

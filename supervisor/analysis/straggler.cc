@@ -201,11 +201,15 @@ bool StragglerAnalyzer::overlapped(const std::deque<Judged>& d) const {
 
 SlowReport StragglerAnalyzer::analyze(uint64_t now_ns) {
   for (auto it = pending_.begin(); it != pending_.end();) {
-    if (now_ns - std::min(now_ns, it->second.first_ns) < options_.settle_ns) {
+    const auto m = members_.find(it->first.first);
+    // Its members may have been noted after its records came (the rings are
+    // read before the pages that name a new communicator's members).
+    const bool all_in =
+        m != members_.end() && m->second.size() >= 2 && it->second.parts.size() >= m->second.size();
+    if (!all_in && now_ns - std::min(now_ns, it->second.first_ns) < options_.settle_ns) {
       ++it;
       continue;
     }
-    const auto m = members_.find(it->first.first);
     const bool complete = m == members_.end() || it->second.parts.size() >= m->second.size();
     if (complete) judge(it->first.first, std::move(it->second));
     it = pending_.erase(it);

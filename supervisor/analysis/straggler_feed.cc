@@ -27,11 +27,11 @@ void feed_straggler_record(StragglerAnalyzer* analyzer, int rank, const recorder
     analyzer->add_timed_op(rank, d.launch_ns, d.gpu_start_ns, d.gpu_end_ns);
   } else if (kind == proto::OpKind::kMemcpy && timed) {
     analyzer->add_timed_op(rank, d.launch_ns, d.gpu_start_ns, d.gpu_end_ns);
-  } else if (kind == proto::OpKind::kRange && d.gpu_end_ns > d.gpu_start_ns &&
+  } else if (kind == proto::OpKind::kRange && d.host_end_ns > d.host_start_ns &&
              (d.name == static_cast<uint16_t>(proto::OpName::kGcPause) ||
               d.name == static_cast<uint16_t>(proto::OpName::kLoaderWait))) {
     analyzer->add_host_pause(rank, d.name == static_cast<uint16_t>(proto::OpName::kLoaderWait),
-                             d.gpu_end_ns - d.gpu_start_ns, d.gpu_end_ns);
+                             d.host_end_ns - d.host_start_ns, d.host_end_ns);
   }
 }
 

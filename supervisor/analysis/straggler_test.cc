@@ -422,5 +422,28 @@ TEST(Straggler, ACollectiveWithAMemberMissingIsNotJudged) {
   EXPECT_EQ(a.analyze(6'000 * kMs).collectives_judged, 0u);
 }
 
+// The rings are read before the pages that name a new communicator's
+// members: a collective all of whose members reported it before they were
+// noted is judged at the next analysis, not only once it settled.
+TEST(Straggler, ACollectiveWhoseMembersAreNotedLateIsJudgedOnceTheyAre) {
+  StragglerAnalyzer a;
+  CollectiveArrival c;
+  c.comm = kComm;
+  c.seq = 1;
+  c.name = kAllReduce;
+  for (int r = 0; r < 2; ++r) {
+    c.rank = r;
+    c.launch_ns = kMs;
+    c.arrival_ns = 2 * kMs + r;
+    c.end_ns = 3 * kMs;
+    a.add_collective(c, 10 * kMs);
+  }
+  const uint64_t unsettled = 10 * kMs + StragglerOptions{}.settle_ns / 2;
+  EXPECT_EQ(a.analyze(unsettled).collectives_judged, 0u);  // members unknown: it waits
+  a.note_member(kComm, 0, 0);
+  a.note_member(kComm, 1, 0);
+  EXPECT_EQ(a.analyze(unsettled).collectives_judged, 1u);
+}
+
 }  // namespace
 }  // namespace xpu_timer::supervisor
