@@ -182,7 +182,9 @@ TEST_F(EtcdStoreProcessTest, ALapsedLeaseLosesItsKeysAndTheNextCallRestoresThem)
   // `kept` is granted first and refreshed; `lapsing` is granted after it with
   // the same TTL and never refreshed. So when `lapsing`'s key is gone,
   // `kept`'s lease would be gone too, had keep_alive() not refreshed it.
-  const int ttl_s = 3;
+  // Long enough that keep_alive() refreshes `kept` in time on a loaded
+  // machine (each loop calls it once, then reads).
+  const int ttl_s = 6;
   std::unique_ptr<EtcdStore> kept = client(client_port_, ttl_s);
   std::unique_ptr<EtcdStore> lapsing = client(client_port_, ttl_s);
   std::unique_ptr<EtcdStore> observer = client(client_port_);

@@ -27,6 +27,11 @@
 namespace xpu_timer::supervisor {
 namespace {
 
+// The test's own clients (a forger, a reader checking the store) set up and
+// check what the supervisors see; on a loaded machine etcd may answer them
+// after the supervisors' 2 s, which is not what a test checks.
+constexpr std::chrono::milliseconds kSetupCallTimeout{20000};
+
 using std::chrono::seconds;
 using xpu_timer::testing::EtcdServer;
 using xpu_timer::testing::wait_until;
@@ -329,7 +334,8 @@ TEST_F(JobViewProcessTest, AnUnreadableDocumentIsNotReadAgainAndAgain) {
   // Nobody keeps this writer's lease alive: its TTL outlasts the test (with
   // 10 s, a slow machine saw node 5's keys expire mid-test, and the change
   // of the listing was, rightly, read).
-  std::unique_ptr<CoordinationStore> other = open_coordination_store(etcd_->url(), 600, &error);
+  std::unique_ptr<CoordinationStore> other =
+      open_coordination_store(etcd_->url(), 600, &error, kSetupCallTimeout);
   ASSERT_NE(other, nullptr) << error;
   NodeProgress five;
   five.node = 5;
@@ -523,7 +529,7 @@ TEST_F(JobViewProcessTest, FingerprintWindowsReachThePeerAndAMismatchReachesEver
   EXPECT_EQ(node1.status().fingerprint_peers, std::vector<int>{0});
   // The store holds node 0's last windows only.
   std::string error;
-  auto store = open_coordination_store(etcd_->url(), 10, &error);
+  auto store = open_coordination_store(etcd_->url(), 10, &error, kSetupCallTimeout);
   ASSERT_NE(store, nullptr) << error;
   std::vector<KeyValue> kvs;
   ASSERT_TRUE(store->get_prefix("/xpu_timer/job/fingerprints/0/", &kvs, nullptr));
@@ -558,7 +564,7 @@ class Forger {
  public:
   explicit Forger(const std::string& url) {
     std::string error;
-    store_ = open_coordination_store(url, 10, &error);
+    store_ = open_coordination_store(url, 10, &error, kSetupCallTimeout);
     EXPECT_NE(store_, nullptr) << error;
   }
   void put(const std::string& key, const std::string& value) {
