@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "common/protocol.h"
+#include "common/rank_messages.h"
 
 namespace xpu_timer::supervisor {
 namespace {

@@ -1,4 +1,4 @@
-// libFuzzer entry for the socket messages (common/protocol.h): one packet as
+// libFuzzer entry for the socket messages (common/rank_messages.h): one packet as
 // a rank, or anything else that can connect to the supervisor's socket, sends
 // it. Every decode_* of the protocol runs on it, then the supervisor's own
 // checks of the same bytes (supervisor/ranks/register_message.h and
@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/protocol.h"
+#include "common/rank_messages.h"
 #include "supervisor/ranks/crash_message.h"
 #include "supervisor/ranks/register_message.h"
 
