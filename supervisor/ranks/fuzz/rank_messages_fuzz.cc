@@ -13,8 +13,8 @@
 // kPythonException message behind a sound header (the first two padded with
 // zeros or cut to their fixed size), so that coverage reaches the body checks
 // instead of stopping at the magic.
-// Seeds: corpus/protocol_fuzz, messages made by the encoders.
-// Run: protocol_fuzz -max_total_time=60 [corpus dir]
+// Seeds: corpus/rank_messages_fuzz, messages made by the encoders.
+// Run: rank_messages_fuzz -max_total_time=60 [corpus dir]
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
