@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "common/protocol.h"
+#include "common/env_names.h"
 #include "inject/testdata/fake_supervisor.h"
 
 namespace {

@@ -27,7 +27,7 @@ namespace {
 void fill_page(proto::StatusPage* p, int rank, uint64_t now_ns) {
   std::memset(static_cast<void*>(p), 0, sizeof(*p));
   p->magic = proto::kStatusPageMagic;
-  p->version = proto::kProtocolVersion;
+  p->version = proto::kStatusPageVersion;
   p->page_bytes = sizeof(proto::StatusPage);
   p->pid = getpid();
   p->rank = rank;

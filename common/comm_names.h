@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "common/protocol.h"
+#include "common/status_page_layout.h"
 
 namespace xpu_timer {
 

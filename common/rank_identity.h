@@ -1,11 +1,11 @@
 // Who a rank is in its job: torchrun's RANK, LOCAL_RANK, WORLD_SIZE,
 // LOCAL_WORLD_SIZE and GROUP_RANK (the node). One type for the identity
 // wherever it is held or passed in memory: read from the environment
-// (env_config.h), sent on registration and written into the status page
-// (protocol.h, status_page.h), the flight-recorder ring (recorder_ring.h),
-// the supervisor's registration. The wire and shared-memory forms keep their
-// own packed fields (their layouts are pinned); this is what their encoders
-// take and their decoders give back. Plain value; any thread.
+// (env_config.h), sent on registration (rank_messages.h) and written into
+// the status page (status_page_layout.h, status_page.h), the flight-recorder
+// ring (recorder_ring.h), the supervisor's registration. The wire and shared-memory forms keep
+// their own packed fields (their layouts are pinned); this is what their encoders take and their
+// decoders give back. Plain value; any thread.
 #pragma once
 
 namespace xpu_timer {

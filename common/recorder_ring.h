@@ -33,8 +33,9 @@
 #include <vector>
 
 #include "common/code_frame.h"
-#include "common/protocol.h"
+#include "common/op_names.h"
 #include "common/rank_identity.h"
+#include "common/status_page_layout.h"
 
 namespace xpu_timer::recorder {
 

@@ -14,12 +14,14 @@
 
 #include "common/clock.h"
 #include "common/mapped_read_guard.h"
+#include "common/op_names.h"
+#include "common/rank_messages.h"
 #include "common/unique_fd.h"
 
 namespace xpu_timer::proto {
 
 // ---- ABI: the page is shared by two separately built binaries ----
-// A change to any of these numbers is a layout change: bump kProtocolVersion.
+// A change to any of these numbers is a layout change: bump kStatusPageVersion.
 static_assert(sizeof(OpRef) == 56 && alignof(OpRef) == 8);
 static_assert(offsetof(OpRef, name) == 0 && offsetof(OpRef, kind) == 2 &&
               offsetof(OpRef, dtype) == 3 && offsetof(OpRef, group_size) == 4 &&
@@ -104,7 +106,8 @@ bool fail_with(std::string* error, const char* fmt, ...) {
 }
 
 // Whether a raw value is one this build names. Switches without a default:
-// -Wswitch (an error here) flags an enumerator added to protocol.h but not here.
+// -Wswitch (an error here) flags an enumerator added to op_names.h or
+// status_page_layout.h but not here.
 bool known(OpName v) {
   switch (v) {
     case OpName::kUnknown:
@@ -216,10 +219,10 @@ bool known(NcclTransport v) {
 bool header_ok(uint64_t magic, uint32_t version, uint32_t page_bytes, int32_t pid, int32_t rank,
                int32_t expected_pid, int32_t expected_rank, std::string* why) {
   if (magic != kStatusPageMagic) return fail_with(why, "bad magic");
-  if (version != kProtocolVersion) {
+  if (version != kStatusPageVersion) {
     return fail_with(why,
                      "protocol version %u, supervisor speaks %u (stale libxpu_timer_inject.so?)",
-                     version, kProtocolVersion);
+                     version, kStatusPageVersion);
   }
   if (page_bytes != sizeof(StatusPage)) {
     return fail_with(why, "page_bytes %u != %zu", page_bytes, sizeof(StatusPage));
@@ -291,7 +294,7 @@ bool validate(const StatusPage& p, int32_t pid, int32_t rank, std::string* why) 
   return true;
 }
 
-// Names of the private copy, made safe to print (protocol.h), and range
+// Names of the private copy, made safe to print (clean_name_field), and range
 // kinds made known ones.
 void clean_names(StatusPage* p) {
   for (uint32_t i = 0; i < p->ncomms; ++i) clean_name_field(p->comms[i].name, kCommNameBytes);
@@ -376,7 +379,7 @@ std::unique_ptr<StatusPageFile> StatusPageFile::create(const std::string& run_di
   }
   std::unique_ptr<StatusPageFile> file(new StatusPageFile(mem, path, /*owner=*/true));
   StatusPage* page = file->writable_;  // ftruncate zero-filled it
-  page->version = kProtocolVersion;
+  page->version = kStatusPageVersion;
   page->page_bytes = sizeof(StatusPage);
   page->pid = pid;
   page->rank = id.rank;

@@ -6,7 +6,7 @@
 // between begin_write() and end_write()). The supervisor calls attach(): it
 // maps the file read-only and copies it with read() into a StatusSnapshot,
 // the one type its consumers (hang detection, /metrics, crash records) see.
-// The layout is proto::StatusPage (common/protocol.h): an ABI between two
+// The layout is proto::StatusPage (common/status_page_layout.h): an ABI between two
 // separately built binaries, pinned field by field in status_page.cc.
 //
 // !!! THE OTHER SIDE IS HOSTILE !!!
@@ -45,7 +45,7 @@
 #include <string>
 
 #include "common/env_config.h"
-#include "common/protocol.h"
+#include "common/status_page_layout.h"
 
 namespace xpu_timer::proto {
 

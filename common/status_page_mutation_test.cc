@@ -18,6 +18,7 @@
 #include <random>
 #include <string>
 
+#include "common/op_names.h"
 #include "common/status_page.h"
 
 namespace xpu_timer::proto {
@@ -30,7 +31,7 @@ constexpr int kIterations = 10000;
 void fill_valid_page(StatusPage* p) {
   std::memset(static_cast<void*>(p), 0, sizeof(*p));
   p->magic = kStatusPageMagic;
-  p->version = kProtocolVersion;
+  p->version = kStatusPageVersion;
   p->page_bytes = sizeof(StatusPage);
   p->pid = getpid();
   p->rank = kRank;

@@ -12,6 +12,8 @@
 #include <memory>
 #include <string>
 
+#include "common/op_names.h"
+
 namespace xpu_timer::proto {
 namespace {
 
@@ -57,7 +59,7 @@ class StatusPageFileTest : public ::testing::Test {
                       size_t size = sizeof(StatusPage)) {
     auto page = std::make_unique<StatusPage>();
     page->magic = kStatusPageMagic;
-    page->version = kProtocolVersion;
+    page->version = kStatusPageVersion;
     page->page_bytes = sizeof(StatusPage);
     page->pid = getpid();
     page->rank = kRank;
@@ -97,7 +99,7 @@ TEST_F(StatusPageFileTest, CreateAttachReadRoundTrip) {
   EXPECT_EQ(writer->path(), path_);
   const StatusPage* header = writer->page();
   EXPECT_EQ(header->magic, kStatusPageMagic);
-  EXPECT_EQ(header->version, kProtocolVersion);
+  EXPECT_EQ(header->version, kStatusPageVersion);
   EXPECT_EQ(header->page_bytes, sizeof(StatusPage));
   EXPECT_EQ(header->pid, getpid());
   EXPECT_EQ(header->local_rank, 1);
@@ -268,10 +270,9 @@ TEST_F(StatusPageFileTest, AttachRefusesBadPagesWithAReason) {
   const std::string prefix = "status page " + path_ + ": ";
   write_raw_page([](StatusPage* p) { p->magic = 0; });
   EXPECT_EQ(attach_error(), prefix + "bad magic");
-  write_raw_page([](StatusPage* p) { p->version = kProtocolVersion + 1; });
-  EXPECT_EQ(attach_error(), prefix + "protocol version " + std::to_string(kProtocolVersion + 1) +
-                                ", supervisor speaks " +
-                                std::to_string(kProtocolVersion) +
+  write_raw_page([](StatusPage* p) { p->version = kStatusPageVersion + 1; });
+  EXPECT_EQ(attach_error(), prefix + "protocol version " + std::to_string(kStatusPageVersion + 1) +
+                                ", supervisor speaks " + std::to_string(kStatusPageVersion) +
                                 " (stale libxpu_timer_inject.so?)");
   write_raw_page([](StatusPage* p) { p->page_bytes = 12; });
   EXPECT_EQ(attach_error(), prefix + "page_bytes 12 != " + std::to_string(sizeof(StatusPage)));

@@ -1,6 +1,6 @@
 // comm_hash: the 64-bit name of an NCCL communicator that is identical on
-// every rank of it (see common/protocol.h), so the supervisor can line up the
-// ranks' sequence numbers per communicator. Pure functions, any thread.
+// every rank of it (see CommSlot in common/status_page_layout.h), so the
+// supervisor can line up the ranks' sequence numbers per communicator. Pure functions, any thread.
 #pragma once
 
 #include <cstddef>

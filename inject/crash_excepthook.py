@@ -8,7 +8,7 @@
 # Plugins never run here: the supervisor runs them in its own child python3.
 # Nothing in this hook may raise into the interpreter's exit path.
 #
-# Every protocol constant comes from the caller (common/protocol.h, through
+# Every protocol constant comes from the caller (common/rank_messages.h, through
 # crash_python_hook.cc): the header's struct format (fields magic, version,
 # type, bytes, reserved), their values, the size limit and the variable names.
 

@@ -19,7 +19,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "common/protocol.h"
+#include "common/rank_messages.h"
 #include "inject/crash_report_text.h"
 #include "inject/crash_stack.h"
 

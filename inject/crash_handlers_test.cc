@@ -1,15 +1,16 @@
 // The crash handler in a forked child: it reports on the link (a socketpair)
 // or to its text file, names the crashing function, and still runs a handler
 // the program installed before it, dying with the same status as without it.
+#include "inject/crash_handlers.h"
+
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -19,8 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "common/protocol.h"
-#include "inject/crash_handlers.h"
+#include "common/rank_messages.h"
 
 // Exported (ENABLE_EXPORTS) so the handler finds them in .dynsym.
 // Not a constant: the compiler may not drop the store as undefined behaviour.

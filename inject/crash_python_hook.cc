@@ -8,8 +8,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/env_names.h"
 #include "common/log.h"
-#include "common/protocol.h"
+#include "common/rank_messages.h"
 #include "inject/crash_excepthook_source.h"  // generated from crash_excepthook.py
 #include "inject/python_probes.h"
 #include "inject/python_probes_source.h"  // generated from python_probes.py
@@ -95,7 +96,7 @@ void start_python_excepthook_install() {
   std::snprintf(g_source, sizeof(g_source),
                 "%s\n_xpu_timer_install('%s', %u, %u, %u, %u, '%s', '%s')\n",
                 kCrashExcepthookSource, proto::kMsgHeaderStructFormat, proto::kMessageMagic,
-                proto::kProtocolVersion, static_cast<unsigned>(proto::MsgType::kPythonException),
+                proto::kMessageVersion, static_cast<unsigned>(proto::MsgType::kPythonException),
                 proto::kMaxMessageBytes, proto::kEnvSocket, proto::kEnvCrashDir);
   if (!python_probes_source(g_probes, sizeof(g_probes))) {
     XPU_TIMER_LOG_WARN("the Python probes' script does not fit: probes off");

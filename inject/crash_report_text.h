@@ -3,7 +3,7 @@
 // open/write/close and hand-made number formatting (no stdio, no malloc).
 #pragma once
 
-#include "common/protocol.h"
+#include "common/rank_messages.h"
 
 namespace xpu_timer::inject {
 

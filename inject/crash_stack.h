@@ -19,7 +19,7 @@
 
 #include <cstdint>
 
-#include "common/protocol.h"
+#include "common/rank_messages.h"
 
 namespace xpu_timer::inject {
 

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "common/protocol.h"
+#include "common/op_names.h"
 
 namespace xpu_timer::inject {
 

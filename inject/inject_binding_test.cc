@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "common/protocol.h"
+#include "common/env_names.h"
 #include "tests/harness/child_process.h"
 
 namespace xpu_timer::inject {

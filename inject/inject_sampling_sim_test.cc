@@ -17,7 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "common/protocol.h"
+#include "common/env_names.h"
+#include "common/op_names.h"
+#include "common/status_page_layout.h"
 #include "inject/testdata/fake_supervisor.h"
 #include "tests/harness/child_process.h"
 #include "tests/simgpu/sim_ext.h"

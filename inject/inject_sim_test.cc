@@ -18,8 +18,10 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "common/protocol.h"
+#include "common/env_names.h"
+#include "common/op_names.h"
 #include "common/recorder_ring.h"
+#include "common/status_page_layout.h"
 #include "inject/comm_hash.h"
 #include "inject/dtype_mapping.h"
 #include "inject/testdata/fake_supervisor.h"

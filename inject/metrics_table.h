@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "common/protocol.h"
+#include "common/status_page_layout.h"
 
 namespace xpu_timer::inject {
 

@@ -5,6 +5,8 @@
 #include <memory>
 #include <vector>
 
+#include "common/op_names.h"
+
 namespace xpu_timer::inject {
 namespace {
 

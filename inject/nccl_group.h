@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-#include "common/protocol.h"
+#include "common/op_names.h"
 #include "inject/timed_call.h"
 
 namespace xpu_timer::inject {

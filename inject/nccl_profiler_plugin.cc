@@ -16,7 +16,8 @@
 #include <cstring>
 #include <new>
 
-#include "common/protocol.h"
+#include "common/env_names.h"
+#include "common/op_names.h"
 #include "inject/bench_parts.h"
 #include "inject/comm_registry.h"
 #include "inject/hook_export.h"

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "common/log.h"
-#include "common/protocol.h"
+#include "common/op_names.h"
 #include "inject/event_pool.h"
 
 namespace xpu_timer::inject {

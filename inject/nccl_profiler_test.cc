@@ -15,7 +15,9 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "common/protocol.h"
+#include "common/env_names.h"
+#include "common/op_names.h"
+#include "common/status_page_layout.h"
 #include "inject/dtype_mapping.h"
 #include "inject/nccl_profiler_tags.h"
 #include "inject/testdata/fake_supervisor.h"

@@ -28,8 +28,8 @@
 #include <utility>
 #include <vector>
 
-#include "common/protocol.h"
 #include "common/recorder_ring.h"
+#include "common/status_page_layout.h"
 #include "inject/gpu_clock.h"
 #include "inject/metrics_table.h"
 #include "inject/nvtx_ranges.h"

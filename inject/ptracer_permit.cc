@@ -12,8 +12,8 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "common/env_names.h"
 #include "common/parse_number.h"
-#include "common/protocol.h"
 
 namespace {
 

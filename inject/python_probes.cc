@@ -11,7 +11,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/parse_number.h"
-#include "common/protocol.h"
+#include "common/status_page_layout.h"
 #include "inject/comm_registry.h"
 #include "inject/hook_export.h"
 #include "inject/nvtx_ranges.h"

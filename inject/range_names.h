@@ -19,7 +19,7 @@
 #include <cstdint>
 #include <mutex>
 
-#include "common/protocol.h"
+#include "common/status_page_layout.h"
 
 namespace xpu_timer::inject {
 

@@ -11,8 +11,10 @@
 #include <string>
 
 #include "common/env_config.h"
+#include "common/env_names.h"
 #include "common/log.h"
-#include "common/protocol.h"
+#include "common/rank_messages.h"
+#include "common/status_page_layout.h"
 #include "inject/crash_handlers.h"
 #include "inject/crash_python_hook.h"
 #include "inject/cuda_runtime_calls.h"

@@ -12,7 +12,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "common/protocol.h"
+#include "common/status_page_layout.h"
 
 namespace xpu_timer::inject {
 

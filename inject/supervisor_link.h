@@ -7,7 +7,7 @@
 // only calls close(2), which is async-signal-safe).
 #pragma once
 
-#include "common/protocol.h"
+#include "common/rank_messages.h"
 
 namespace xpu_timer::inject {
 

@@ -28,7 +28,7 @@
 
 #include <cstdint>
 
-#include "common/protocol.h"
+#include "common/op_names.h"
 #include "inject/op_record.h"
 
 namespace xpu_timer::inject {

@@ -6,7 +6,7 @@
 #include <map>
 #include <vector>
 
-#include "common/protocol.h"
+#include "common/op_names.h"
 #include "common/recorder_ring.h"
 #include "timeline/op_describe.h"
 

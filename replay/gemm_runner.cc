@@ -6,7 +6,7 @@
 #include <functional>
 #include <random>
 
-#include "common/protocol.h"
+#include "common/op_names.h"
 #include "common/recorder_ring.h"
 
 namespace xpu_timer::replay {

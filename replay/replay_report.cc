@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "common/protocol.h"
+#include "common/op_names.h"
 #include "common/recorder_ring.h"
 
 namespace xpu_timer::replay {

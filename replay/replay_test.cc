@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "common/protocol.h"
+#include "common/op_names.h"
 #include "common/recorder_ring.h"
 #include "replay/gemm_groups.h"
 #include "replay/gemm_runner.h"

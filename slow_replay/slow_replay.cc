@@ -5,7 +5,7 @@
 #include <set>
 #include <tuple>
 
-#include "common/protocol.h"
+#include "common/op_names.h"
 #include "supervisor/analysis/straggler_feed.h"
 
 namespace xpu_timer::slow_replay {

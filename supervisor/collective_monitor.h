@@ -27,7 +27,6 @@
 #include <vector>
 
 #include "common/code_frame.h"
-#include "common/protocol.h"
 #include "supervisor/analysis/collective_check.h"
 #include "supervisor/analysis/job_fingerprints.h"
 #include "supervisor/ranks/rank_registry.h"

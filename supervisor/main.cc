@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "common/env_config.h"
-#include "common/protocol.h"
+#include "common/env_names.h"
 #include "supervisor/job/exit_status.h"
 #include "supervisor/log_tee.h"
 #include "supervisor/options.h"

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "common/clock.h"
-#include "common/protocol.h"
+#include "common/status_page_layout.h"
 #include "supervisor/analysis/slow_summary.h"
 #include "supervisor/analysis/straggler_feed.h"
 #include "supervisor/coordination/job_view.h"

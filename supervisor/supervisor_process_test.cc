@@ -28,7 +28,9 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "common/protocol.h"
+#include "common/op_names.h"
+#include "common/rank_messages.h"
+#include "common/status_page_layout.h"
 #include "tests/harness/child_process.h"
 
 namespace {
@@ -140,7 +142,7 @@ class SupervisorProcessTest : public ::testing::Test {
     close(fd);
     auto* page = static_cast<proto::StatusPage*>(addr);
     page->magic = proto::kStatusPageMagic;
-    page->version = proto::kProtocolVersion;
+    page->version = proto::kStatusPageVersion;
     page->page_bytes = sizeof(proto::StatusPage);
     page->pid = getpid();
     page->rank = rank;

@@ -50,7 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto* page = static_cast<StatusPage*>(mem);
   std::memset(mem, 0, sizeof(StatusPage));
   page->magic = xpu_timer::proto::kStatusPageMagic;
-  page->version = xpu_timer::proto::kProtocolVersion;
+  page->version = xpu_timer::proto::kStatusPageVersion;
   page->page_bytes = sizeof(StatusPage);
   page->pid = getpid();
   page->rank = kRank;

@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/env_names.h"
+
 namespace xpu_timer::inject::testing {
 
 std::unique_ptr<proto::StatusPage> RegisteredRank::snapshot() const {

@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "common/protocol.h"
+#include "common/op_names.h"
+#include "common/rank_messages.h"
 #include "common/status_page.h"
+#include "common/status_page_layout.h"
 
 namespace xpu_timer::inject::testing {
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <tuple>
 
+#include "common/op_names.h"
 #include "common/rank_set.h"
 #include "common/status_page.h"
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/op_names.h"
+
 namespace xpu_timer::supervisor {
 namespace {
 

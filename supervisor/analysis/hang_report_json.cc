@@ -2,7 +2,8 @@
 
 #include <utility>
 
-#include "common/protocol.h"
+#include "common/op_names.h"
+#include "common/status_page_layout.h"
 
 namespace xpu_timer::supervisor {
 namespace {

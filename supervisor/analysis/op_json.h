@@ -3,7 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/protocol.h"
+#include "common/op_names.h"
+#include "common/status_page_layout.h"
 
 namespace xpu_timer::supervisor {
 
@@ -11,7 +12,7 @@ namespace xpu_timer::supervisor {
 //  "bytes":..,"flops":..,"group_size":1}; comm and seq only for NCCL.
 nlohmann::json op_json(const proto::OpRef& op);
 
-using proto::op_kind_str;  // common/protocol.h
+using proto::op_kind_str;  // common/op_names.h
 
 }  // namespace xpu_timer::supervisor
 

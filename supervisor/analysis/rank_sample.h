@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/code_frame.h"
-#include "common/protocol.h"
+#include "common/status_page_layout.h"
 
 namespace xpu_timer::supervisor {
 

@@ -1,7 +1,7 @@
 #include "supervisor/analysis/slow_report_json.h"
 
 #include "common/comm_names.h"
-#include "common/protocol.h"
+#include "common/op_names.h"
 
 namespace xpu_timer::supervisor {
 

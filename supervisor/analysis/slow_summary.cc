@@ -6,8 +6,8 @@
 #include <stdexcept>
 
 #include "common/comm_names.h"
+#include "common/op_names.h"
 #include "common/parse_number.h"
-#include "common/protocol.h"
 #include "supervisor/analysis/slow_report_json.h"
 #include "supervisor/analysis/store_document.h"
 

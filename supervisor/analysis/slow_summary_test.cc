@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "common/protocol.h"
+#include "common/op_names.h"
 
 namespace xpu_timer::supervisor {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "common/protocol.h"
+#include "common/status_page_layout.h"
 
 namespace xpu_timer::supervisor {
 

@@ -7,7 +7,6 @@
 
 #include "common/comm_names.h"
 #include "common/last_arrival.h"
-#include "common/protocol.h"
 
 namespace xpu_timer::supervisor {
 namespace {

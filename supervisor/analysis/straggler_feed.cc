@@ -1,6 +1,6 @@
 #include "supervisor/analysis/straggler_feed.h"
 
-#include "common/protocol.h"
+#include "common/op_names.h"
 
 namespace xpu_timer::supervisor {
 

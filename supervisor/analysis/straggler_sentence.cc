@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "common/comm_names.h"
-#include "common/protocol.h"
+#include "common/op_names.h"
 #include "supervisor/analysis/straggler.h"
 
 namespace xpu_timer::supervisor {

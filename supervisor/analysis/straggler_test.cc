@@ -4,7 +4,7 @@
 
 #include <random>
 
-#include "common/protocol.h"
+#include "common/op_names.h"
 
 namespace xpu_timer::supervisor {
 namespace {

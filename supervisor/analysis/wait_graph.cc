@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "common/op_names.h"
 #include "supervisor/analysis/hang_detector.h"
 
 namespace xpu_timer::supervisor {

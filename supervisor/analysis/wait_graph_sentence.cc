@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/comm_names.h"
+#include "common/op_names.h"
 #include "supervisor/analysis/hang_detector.h"
 #include "supervisor/analysis/wait_graph.h"
 

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "common/op_names.h"
 #include "supervisor/analysis/hang_detector.h"
 
 namespace xpu_timer::supervisor {

@@ -5,7 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "common/protocol.h"
+#include "common/op_names.h"
+#include "common/status_page_layout.h"
 #include "tests/harness/memory_store.h"
 
 namespace xpu_timer::supervisor {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/op_names.h"
 #include "supervisor/incidents/crash_symbolizer.h"
 #include "supervisor/job/exit_status.h"
 

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "common/protocol.h"
+#include "common/status_page_layout.h"
 #include "supervisor/incidents/crash_python_stacks.h"
 #include "supervisor/ranks/crash_message.h"
 

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "common/protocol.h"
+#include "common/env_names.h"
 
 extern char** environ;
 

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "common/protocol.h"
+#include "common/env_names.h"
 
 namespace xpu_timer::supervisor {
 namespace {

@@ -33,8 +33,8 @@
 #include <string>
 #include <vector>
 
-#include "common/protocol.h"
 #include "common/status_page.h"
+#include "common/status_page_layout.h"
 #include "supervisor/analysis/hang_detector.h"
 #include "supervisor/metrics/metrics_rate_window.h"
 #include "supervisor/metrics/node_histograms.h"

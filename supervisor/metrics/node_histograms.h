@@ -18,7 +18,7 @@
 #include <map>
 #include <string>
 
-#include "common/protocol.h"
+#include "common/status_page_layout.h"
 
 namespace xpu_timer::supervisor {
 

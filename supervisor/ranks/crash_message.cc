@@ -5,7 +5,7 @@
 #include <cstring>
 #include <memory>
 
-#include "common/protocol.h"
+#include "common/rank_messages.h"
 
 namespace xpu_timer::supervisor {
 namespace {

@@ -66,7 +66,7 @@ struct PythonExceptionReport {
 };
 
 // The bytes of one message in, its checks in proto::decode_crash_report /
-// decode_python_exception (common/protocol.h), then what the supervisor
+// decode_python_exception (common/rank_messages.h), then what the supervisor
 // needs of it out.
 std::optional<SignalReport> parse_crash_report(const void* data, size_t len, std::string* error);
 std::optional<PythonExceptionReport> parse_python_exception(const void* data, size_t len,

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "common/protocol.h"
+#include "common/rank_messages.h"
 
 namespace xpu_timer::supervisor {
 namespace {
@@ -100,7 +100,7 @@ TEST(CrashMessage, PythonExceptionJsonIsParsedAndGarbageRefused) {
 
 // A pid, rank or line that is not an int (a fraction, or out of int's range)
 // is refused, not converted: out of range that conversion is undefined
-// behaviour (found by protocol_fuzz under UBSan). A bad line number is 0.
+// behaviour (found by rank_messages_fuzz under UBSan). A bad line number is 0.
 TEST(CrashMessage, PythonExceptionNumbersOutsideIntAreRefused) {
   const std::string tail =
       R"("type":{"qualname":"E"},"traceback":[{"file":"f.py","func":"g","line":1e10}]})";

@@ -8,7 +8,7 @@
 
 #include <cstring>
 
-#include "common/protocol.h"
+#include "common/rank_messages.h"
 #include "common/unique_fd.h"
 #include "supervisor/log_tee.h"
 

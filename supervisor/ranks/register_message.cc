@@ -1,6 +1,6 @@
 #include "supervisor/ranks/register_message.h"
 
-#include "common/protocol.h"
+#include "common/rank_messages.h"
 
 namespace xpu_timer::supervisor {
 

@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "common/protocol.h"
+#include "common/rank_messages.h"
 
 namespace xpu_timer::supervisor {
 namespace {
@@ -45,9 +45,9 @@ TEST(RegisterMessage, RejectsWhatIsWrongWithOneLine) {
   EXPECT_EQ(error_of(m), "bad message magic");
   m = valid();
   m.header.version = 99;
-  EXPECT_EQ(error_of(m),
-            "protocol version 99, supervisor speaks " + std::to_string(proto::kProtocolVersion) +
-                " (stale libxpu_timer_inject.so?)");
+  EXPECT_EQ(error_of(m), "protocol version 99, supervisor speaks " +
+                             std::to_string(proto::kMessageVersion) +
+                             " (stale libxpu_timer_inject.so?)");
   m = valid();
   m.header.type = 9;
   EXPECT_EQ(error_of(m), "unknown message type 9");

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <string>
 
-#include "common/protocol.h"
 #include "supervisor/log_tee.h"
 
 namespace xpu_timer::supervisor {

@@ -1,17 +1,16 @@
 // End to end: the supervisor never changes how the user's job ends, ends the
 // whole job on SIGTERM, and the job runs normally with the injected library
 // but no supervisor, or after the supervisor was killed.
+#include <dirent.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <dirent.h>
-#include <gtest/gtest.h>
-
 #include <fstream>
 
-#include "common/protocol.h"
+#include "common/env_names.h"
 #include "tests/integration/supervisor_fixture.h"
 
 namespace xpu_timer::testing {

@@ -6,7 +6,7 @@
 
 #include <sstream>
 
-#include "common/protocol.h"
+#include "common/env_names.h"
 
 namespace xpu_timer::testing {
 

@@ -11,7 +11,7 @@
 #include <set>
 #include <sstream>
 
-#include "common/protocol.h"
+#include "common/op_names.h"
 #include "common/recorder_ring.h"
 #include "tests/integration/supervisor_fixture.h"
 

@@ -1,4 +1,4 @@
-#include "common/protocol.h"
+#include "common/rank_messages.h"
 
 #include <gtest/gtest.h>
 
@@ -8,28 +8,6 @@
 
 namespace xpu_timer::proto {
 namespace {
-
-TEST(Protocol, HistogramBucketsMatchTheirBounds) {
-  EXPECT_EQ(hist_bucket_for_ns(0), 0);
-  EXPECT_EQ(hist_bucket_for_ns(10000), 0);
-  EXPECT_EQ(hist_bucket_for_ns(10001), 1);
-  EXPECT_EQ(hist_bucket_for_ns(1'000'000), 7);  // 1 ms <= 1.28 ms
-  EXPECT_EQ(hist_bucket_for_ns(100'000'000'000ull), kHistBuckets - 1);
-  for (int i = 0; i < kHistBuckets - 1; ++i) {
-    const auto ns = static_cast<uint64_t>(kHistUpperBoundsSeconds[i] * 1e9 + 0.5);
-    EXPECT_EQ(hist_bucket_for_ns(ns), i) << "bound " << i;
-  }
-}
-
-TEST(Protocol, OpNamesAndKinds) {
-  EXPECT_STREQ(op_name_str(OpName::kAllReduce), "AllReduce");
-  EXPECT_EQ(op_kind_of(OpName::kAllReduce), OpKind::kNccl);
-  EXPECT_EQ(op_kind_of(OpName::kLtMatmul), OpKind::kGemm);
-  EXPECT_EQ(op_kind_of(OpName::kMemcpyD2H), OpKind::kMemcpy);
-  EXPECT_STREQ(op_name_str(static_cast<OpName>(999)), "Unknown");
-}
-
-// ---- messages ----
 
 // pid, rank, local_rank, world_size, local_world_size, group_rank, hostname, status_path
 RegisterInfo sample_registration() {
@@ -42,7 +20,7 @@ std::string decode_error(const void* data, size_t len) {
   return error;
 }
 
-TEST(ProtocolMessages, RegisterRoundTrips) {
+TEST(RankMessages, RegisterRoundTrips) {
   RegisterMsg m;
   ASSERT_TRUE(encode_register(sample_registration(), &m));
   EXPECT_EQ(m.header.magic, kMessageMagic);
@@ -61,7 +39,7 @@ TEST(ProtocolMessages, RegisterRoundTrips) {
   EXPECT_STREQ(back.status_path, "/dev/shm/x/rank-5-77.page");
 }
 
-TEST(ProtocolMessages, RegisterCutsAStringThatDoesNotFitAndSaysSo) {
+TEST(RankMessages, RegisterCutsAStringThatDoesNotFitAndSaysSo) {
   const std::string long_host(200, 'h');
   RegisterInfo info = sample_registration();
   info.hostname = long_host.c_str();
@@ -73,7 +51,7 @@ TEST(ProtocolMessages, RegisterCutsAStringThatDoesNotFitAndSaysSo) {
   EXPECT_TRUE(decode_register(&m, sizeof(m), &back, &error)) << error;
 }
 
-TEST(ProtocolMessages, HeadersThatAreNotOursAreRefusedWithOneLine) {
+TEST(RankMessages, HeadersThatAreNotOursAreRefusedWithOneLine) {
   RegisterMsg m;
   encode_register(sample_registration(), &m);
   EXPECT_EQ(decode_error(&m, 3), "message of 3 bytes is too short");
@@ -86,7 +64,7 @@ TEST(ProtocolMessages, HeadersThatAreNotOursAreRefusedWithOneLine) {
   bad = m;
   bad.header.version = 99;
   EXPECT_EQ(decode_error(&bad, sizeof(bad)), "protocol version 99, supervisor speaks " +
-                                                 std::to_string(kProtocolVersion) +
+                                                 std::to_string(kMessageVersion) +
                                                  " (stale libxpu_timer_inject.so?)");
   bad = m;
   bad.header.type = 9;
@@ -99,7 +77,7 @@ TEST(ProtocolMessages, HeadersThatAreNotOursAreRefusedWithOneLine) {
                 std::to_string(sizeof(bad)));
 }
 
-TEST(ProtocolMessages, TypedDecodersRefuseAnotherTypeAndBadFields) {
+TEST(RankMessages, TypedDecodersRefuseAnotherTypeAndBadFields) {
   RegisterMsg m;
   encode_register(sample_registration(), &m);
   std::string error;
@@ -112,7 +90,7 @@ TEST(ProtocolMessages, TypedDecodersRefuseAnotherTypeAndBadFields) {
   EXPECT_EQ(error, "hostname is not NUL-terminated");
 }
 
-TEST(ProtocolMessages, CrashReportRoundTripsAndCountsAreBounded) {
+TEST(RankMessages, CrashReportRoundTripsAndCountsAreBounded) {
   auto m = std::make_unique<CrashReportMsg>();
   std::memset(m.get(), 0, sizeof(*m));
   m->header = make_header(MsgType::kCrashReport, sizeof(CrashReportMsg));
@@ -130,7 +108,7 @@ TEST(ProtocolMessages, CrashReportRoundTripsAndCountsAreBounded) {
   EXPECT_EQ(error, "frame or module count out of range");
 }
 
-TEST(ProtocolMessages, PythonExceptionRoundTripsAndMustHaveABody) {
+TEST(RankMessages, PythonExceptionRoundTripsAndMustHaveABody) {
   const std::string msg = encode_python_exception(R"({"pid":12})");
   ASSERT_EQ(msg.size(), sizeof(MsgHeader) + 10);
   std::string error;

@@ -1,4 +1,4 @@
-// libFuzzer entry for the socket messages (common/protocol.h): one packet as
+// libFuzzer entry for the socket messages (common/rank_messages.h): one packet as
 // a rank, or anything else that can connect to the supervisor's socket, sends
 // it. Every decode_* of the protocol runs on it, then the supervisor's own
 // checks of the same bytes (supervisor/ranks/register_message.h and
@@ -13,8 +13,8 @@
 // kPythonException message behind a sound header (the first two padded with
 // zeros or cut to their fixed size), so that coverage reaches the body checks
 // instead of stopping at the magic.
-// Seeds: corpus/protocol_fuzz, messages made by the encoders.
-// Run: protocol_fuzz -max_total_time=60 [corpus dir]
+// Seeds: corpus/rank_messages_fuzz, messages made by the encoders.
+// Run: rank_messages_fuzz -max_total_time=60 [corpus dir]
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/protocol.h"
+#include "common/rank_messages.h"
 #include "supervisor/ranks/crash_message.h"
 #include "supervisor/ranks/register_message.h"
 
