@@ -374,7 +374,7 @@ void BM_SteadyAlarmTraffic(benchmark::State& state) {
         s.now_ns = monotonic_ns();
         s.now_unix_s = unix_now_s();
         for (RankSample& r : s.ranks) r.heartbeat_ns = s.now_ns - kS / 200;
-        views[n]->offer(s, n, steady[n].world_size, steady[n].host, n == 0);
+        views[n]->offer(s, n, steady[n].world_size, steady[n].host, n == 0, kRanksPerNode);
       }
     };
     const auto wait_for = [&](const std::function<bool()>& done) {
