@@ -9,6 +9,7 @@
 // (bench/results/).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -20,10 +21,10 @@
 #include <thread>
 #include <vector>
 
+#include "supervisor/analysis/hang_detector.h"
 #include "supervisor/coordination/base64.h"
 #include "supervisor/coordination/coordination_store.h"
 #include "supervisor/coordination/etcd_messages.h"
-#include "supervisor/analysis/hang_detector.h"
 #include "supervisor/coordination/job_view.h"
 #include "supervisor/coordination/node_progress.h"
 #include "supervisor/ranks/rank_sampler.h"
@@ -179,21 +180,34 @@ class MemoryEtcd {
 
   void put(const std::string& key, const std::string& value, int64_t lease) {
     std::lock_guard<std::mutex> lock(mu_);
+    put_locked(key, value, lease);
+    count(lease, key, "/v3/kv/put", etcd::put_request(key, value, lease), header().dump());
+  }
+  // A transaction that puts `key` only if it does not exist.
+  bool create(const std::string& key, const std::string& value, int64_t lease) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const bool created = kvs_.count(key) == 0;
+    if (created) put_locked(key, value, lease);
+    nlohmann::json answer = {{"header", header()}, {"responses", {{{"response_put", {}}}}}};
+    if (created) answer["succeeded"] = true;
+    count(lease, key, "/v3/kv/txn", etcd::create_request(key, value, lease), answer.dump());
+    return created;
+  }
+  void put_locked(const std::string& key, const std::string& value, int64_t lease) {
     Entry& e = kvs_[key];
     if (e.version == 0) e.create_revision = revision_ + 1;
     e.value = value;
     e.mod_revision = ++revision_;
     ++e.version;
     e.lease = lease;
-    count(key, "/v3/kv/put", etcd::put_request(key, value, lease), header().dump());
   }
-  void remove(const std::string& key) {
+  void remove(int64_t client, const std::string& key) {
     std::lock_guard<std::mutex> lock(mu_);
     const bool had = kvs_.erase(key) > 0;
     if (had) ++revision_;
     nlohmann::json answer = {{"header", header()}};
     if (had) answer["deleted"] = "1";
-    count(key, "/v3/kv/deleterange", etcd::delete_request(key), answer.dump());
+    count(client, key, "/v3/kv/deleterange", etcd::delete_request(key), answer.dump());
   }
   void keep_alive(int64_t lease) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -202,14 +216,15 @@ class MemoryEtcd {
             {"result", {{"header", header()}, {"ID", std::to_string(lease)}, {"TTL", "10"}}}}
             .dump();
     // Chunked: its size line and the last chunk.
-    count("lease", "/v3/lease/keepalive", etcd::lease_keepalive_request(lease),
+    count(lease, "lease", "/v3/lease/keepalive", etcd::lease_keepalive_request(lease),
           answer + "xxx\r\n\r\n0\r\n\r\n");
   }
-  bool range(const std::string& prefix, int64_t min_mod_revision, std::vector<KeyValue>* out,
-             int64_t* revision) {
+  bool range(int64_t client, const std::string& prefix, int64_t min_mod_revision,
+             std::vector<KeyValue>* out, int64_t* revision) {
     std::lock_guard<std::mutex> lock(mu_);
     const std::string answer = range_answer(prefix, min_mod_revision);
-    count(prefix, "/v3/kv/range", etcd::range_prefix_request(prefix, min_mod_revision), answer);
+    count(client, prefix, "/v3/kv/range", etcd::range_prefix_request(prefix, min_mod_revision),
+          answer);
     std::string error;
     return etcd::read_range(200, answer, out, revision, &error) == etcd::Outcome::kOk;
   }
@@ -221,6 +236,11 @@ class MemoryEtcd {
   std::map<std::string, Traffic> traffic() {
     std::lock_guard<std::mutex> lock(mu_);
     return traffic_;
+  }
+  // By client (its lease).
+  std::map<int64_t, Traffic> clients() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return clients_;
   }
 
   static size_t request_bytes(const std::string& path, const std::string& body) {
@@ -276,22 +296,24 @@ class MemoryEtcd {
     if (in_range > 0) answer["count"] = std::to_string(in_range);
     return answer.dump();
   }
-  // Under mu_: the bytes of one call, under the kind of `key`.
-  void count(const std::string& key, const std::string& path, const std::string& request,
-             const std::string& answer) {
+  // Under mu_: the bytes of one call of `client`, under the kind of `key`.
+  void count(int64_t client, const std::string& key, const std::string& path,
+             const std::string& request, const std::string& answer) {
     std::string kind = key;
-    for (const char* k : {"alarms", "nodes", "stamps", "dumps"}) {
+    for (const char* k : {"alarms", "nodes", "stamps", "dumps", "owners", "leader"}) {
       if (key.find(std::string("/") + k + "/") != std::string::npos) kind = k;
     }
-    Traffic& t = traffic_[kind];
-    t.to_etcd += request_bytes(path, request);
-    t.from_etcd += answer_bytes(answer);
+    for (Traffic* t : {&traffic_[kind], &clients_[client]}) {
+      t->to_etcd += request_bytes(path, request);
+      t->from_etcd += answer_bytes(answer);
+    }
   }
 
   std::mutex mu_;
   int64_t revision_ = 1;
   std::map<std::string, Entry> kvs_;
   std::map<std::string, Traffic> traffic_;
+  std::map<int64_t, Traffic> clients_;
 };
 
 class MemoryStore final : public CoordinationStore {
@@ -303,10 +325,15 @@ class MemoryStore final : public CoordinationStore {
   }
   bool get_prefix(const std::string& prefix, std::vector<KeyValue>* out, int64_t* revision,
                   int64_t min_mod_revision) override {
-    return etcd_->range(prefix, min_mod_revision, out, revision);
+    return etcd_->range(lease_, prefix, min_mod_revision, out, revision);
   }
+  bool create(const std::string& key, const std::string& value, bool* created) override {
+    *created = etcd_->create(key, value, lease_);
+    return true;
+  }
+  int64_t lease() const override { return lease_; }
   bool remove(const std::string& key) override {
-    etcd_->remove(key);
+    etcd_->remove(lease_, key);
     return true;
   }
   bool keep_alive() override {
@@ -347,7 +374,7 @@ void BM_SteadyAlarmTraffic(benchmark::State& state) {
         s.now_ns = monotonic_ns();
         s.now_unix_s = unix_now_s();
         for (RankSample& r : s.ranks) r.heartbeat_ns = s.now_ns - kS / 200;
-        views[n]->offer(s, n, steady[n].world_size, steady[n].host, n == 0);
+        views[n]->offer(s, n, steady[n].world_size, steady[n].host, n == 0, kRanksPerNode);
       }
     };
     const auto wait_for = [&](const std::function<bool()>& done) {
@@ -367,6 +394,7 @@ void BM_SteadyAlarmTraffic(benchmark::State& state) {
     std::vector<JobViewStatus> before;
     for (const auto& v : views) before.push_back(v->status());
     std::map<std::string, MemoryEtcd::Traffic> t0 = etcd.traffic();
+    std::map<int64_t, MemoryEtcd::Traffic> c0 = etcd.clients();
     wait_for([&] {
       for (size_t i = 0; i < views.size(); ++i) {
         if (views[i]->status().rounds < before[i].rounds + kRounds) return false;
@@ -374,13 +402,17 @@ void BM_SteadyAlarmTraffic(benchmark::State& state) {
       return true;
     });
     const std::map<std::string, MemoryEtcd::Traffic> t1 = etcd.traffic();
+    std::map<int64_t, MemoryEtcd::Traffic> c1 = etcd.clients();
     uint64_t rounds = 0;
     uint64_t docs_read = 0;
+    std::vector<uint64_t> rounds_by_node;
     for (size_t i = 0; i < views.size(); ++i) {
       const JobViewStatus st = views[i]->status();
       rounds += st.rounds - before[i].rounds;
+      rounds_by_node.push_back(st.rounds - before[i].rounds);
       docs_read += st.docs_read - before[i].docs_read;
     }
+    const size_t node_count = views.size();
     views.clear();  // no more rounds
     const auto per_round = [&](uint64_t bytes) {
       return static_cast<double>(bytes) / static_cast<double>(rounds);
@@ -392,11 +424,23 @@ void BM_SteadyAlarmTraffic(benchmark::State& state) {
       const double from = per_round(t.from_etcd - t0[kind].from_etcd);
       to_etcd += to;
       from_etcd += from;
-      if (kind == "nodes" || kind == "stamps") {
+      if (kind == "nodes" || kind == "stamps" || kind == "leader" || kind == "owners") {
         state.counters[kind + "_to_etcd_B"] = to;
         state.counters[kind + "_from_etcd_B"] = from;
       }
     }
+    // The node that reads the most (the leader: every stamp), and the most
+    // any other reads, per round of its own.
+    std::vector<double> from_by_node;
+    for (size_t i = 0; i < node_count; ++i) {
+      const int64_t lease = 7587835224829165000 + static_cast<int64_t>(i);
+      from_by_node.push_back(static_cast<double>(c1[lease].from_etcd - c0[lease].from_etcd) /
+                             static_cast<double>(rounds_by_node[i]));
+    }
+    std::sort(from_by_node.begin(), from_by_node.end());
+    state.counters["max_node_from_etcd_B"] = from_by_node.back();
+    state.counters["second_node_from_etcd_B"] =
+        from_by_node.size() > 1 ? from_by_node[from_by_node.size() - 2] : 0;
     state.counters["to_etcd_B"] = to_etcd;
     state.counters["from_etcd_B"] = from_etcd;
     state.counters["docs_read"] = static_cast<double>(docs_read);

@@ -178,6 +178,9 @@ bool JobView::round() {
     std::lock_guard<std::mutex> lock(mu_);
     status_.docs_read = progress_.docs_read();
     status_.full_reads = progress_.full_reads();
+    status_.leading = progress_.leading();
+    status_.stamp_reads = progress_.stamp_reads();
+    status_.digest_reads = progress_.digest_reads();
   }
   std::vector<std::pair<std::string, int>> asked;
   if (!dumps_.read(alarms_.alarmed(), &asked)) return false;
@@ -214,6 +217,11 @@ nlohmann::json coordinator_json(const JobViewStatus& s, const nlohmann::json& co
          // Other nodes' documents read, and reads of all of them.
          {"documents_read", s.docs_read},
          {"full_reads", s.full_reads},
+         // This node reads every stamp for all (the leader), and the
+         // exchanges that read the stamps or the leader's digest.
+         {"leading", s.leading},
+         {"stamp_reads", s.stamp_reads},
+         {"digest_reads", s.digest_reads},
          {"last_error", s.last_error.empty() ? json(nullptr) : json(s.last_error)}};
   j["collectives"] = json{{"peers", s.fingerprint_peers},
                           {"compared_through", compared_through},

@@ -78,6 +78,12 @@ struct JobViewStatus {
   // after the store lost its data or this view missed a change).
   uint64_t docs_read = 0;
   uint64_t full_reads = 0;
+  // Whether this node leads the exchange (reads every stamp and puts the
+  // digest: progress_exchange.h); the exchanges that read every stamp, and
+  // those that took the leader's digest instead.
+  bool leading = false;
+  uint64_t stamp_reads = 0;
+  uint64_t digest_reads = 0;
   // The nodes whose collective fingerprints this one compares with its own
   // (job_fingerprints.h), as of the last comparison.
   std::vector<int> fingerprint_peers;

@@ -46,7 +46,8 @@ ProgressExchange::ProgressExchange(CoordinationStore* store, KeyTrust* trust, st
       trust_(trust),
       url_(std::move(url)),
       nodes_dir_(root + "/nodes/"),
-      stamps_dir_(root + "/stamps/") {}
+      stamps_dir_(root + "/stamps/"),
+      leader_dir_(root + "/leader/") {}
 
 bool ProgressExchange::due(const std::optional<NodeProgress>& mine, bool alarm,
                            double now_s) const {
@@ -83,17 +84,62 @@ void ProgressExchange::keep_previous(int node, std::vector<NodeProgress>* out) c
   }
 }
 
-bool ProgressExchange::read(const std::optional<NodeProgress>& mine,
-                            std::vector<NodeProgress>* others) {
+bool ProgressExchange::elect(const std::optional<NodeProgress>& mine, double now_s,
+                             std::optional<ProgressDigest>* digest) {
+  leading_ = false;
+  std::vector<KeyValue> kvs;
+  if (!store_->get_prefix(leader_dir_, &kvs, nullptr)) return false;
+  const KeyValue* leader = nullptr;
+  const KeyValue* text = nullptr;
+  for (const KeyValue& kv : kvs) {
+    if (kv.key == leader_dir_ + "node") leader = &kv;
+    if (kv.key == leader_dir_ + "digest") text = &kv;
+  }
   const int me = mine ? mine->node : -1;
+  if (leader == nullptr) {
+    // None: this node runs for it, if it writes for its node. Whoever
+    // creates the key first leads until its lease ends.
+    if (me < 0 || !trust_->owns_node()) return true;
+    bool created = false;
+    if (!store_->create(leader_dir_ + "node", std::to_string(me), &created)) return false;
+    leading_ = created;
+    return true;
+  }
+  // A leader counts only as the owner of the node it names: anyone else's
+  // key (a forger's) is ignored, and every node reads the stamps itself.
+  const int node = node_of_key(leader->value, "");
+  std::string why;
+  if (leader->value != std::to_string(node) || !trust_->written_by_owner(*leader, node, &why)) {
+    trust_->ignore(*leader, why.empty() ? "not a node's number"
+                                        : "not from node " + leader->value + "'s owner: " + why);
+    return true;
+  }
+  if (node == me && leader->lease == store_->lease()) {
+    leading_ = true;
+    return true;
+  }
+  if (text == nullptr || text->lease != leader->lease) return true;
+  ProgressDigest d;
+  if (!parse_progress_digest(text->value, &d, &why)) {
+    trust_->ignore(*text, why);
+    return true;
+  }
+  // A digest older than a few periods is a leader gone or late: the
+  // stamps are read instead until its lease ends and another leads.
+  if (d.leader != node || d.now_unix_s < now_s - kDigestMaxAgeS ||
+      d.now_unix_s > now_s + kMaxClockSkewS) {
+    return true;
+  }
+  *digest = std::move(d);
+  return true;
+}
+
+bool ProgressExchange::read_stamps(int me, double now_s, std::vector<NodeStamp>* stamps,
+                                   std::set<int>* refused, std::map<int, std::string>* texts) {
   const JobShape& job = trust_->job();
-  // Stamps before documents: the document a stamp names was put before it,
-  // so the read of the documents that follows finds it (or a newer one).
   std::vector<KeyValue> kvs;
   if (!store_->get_prefix(stamps_dir_, &kvs, nullptr)) return false;
-  std::vector<NodeStamp> stamps;
-  std::set<int> refused_stamps;  // nodes whose stamp key holds what does not count
-  const double now_s = unix_now_s();
+  ++stamp_reads_;
   if (job.node_count <= 0) return true;  // no rank registered here: nothing to judge by
   for (const KeyValue& kv : kvs) {
     NodeStamp st;
@@ -105,14 +151,74 @@ bool ProgressExchange::read(const std::optional<NodeProgress>& mine,
       continue;
     } else if (!(why = stamp_refusal(st, key_node, job, now_s)).empty()) {
       trust_->ignore(kv, why);
-      refused_stamps.insert(key_node);
+      refused->insert(key_node);
     } else if (trust_->trusted(kv, key_node)) {
-      stamps.push_back(std::move(st));
+      (*texts)[st.node] = kv.value;
+      stamps->push_back(std::move(st));
     } else {
-      refused_stamps.insert(key_node);
+      refused->insert(key_node);
     }
   }
+  return true;
+}
 
+bool ProgressExchange::stamps_from_digest(const ProgressDigest& d, int me, double now_s,
+                                          std::vector<NodeStamp>* stamps) {
+  const JobShape& job = trust_->job();
+  std::vector<NodeStamp> carried;
+  std::set<int> carried_nodes;
+  for (const std::string& text : d.stamps) {
+    NodeStamp st;
+    std::string why;
+    // Checked by the leader against its node's owner; checked again here
+    // for what this node can check alone.
+    if (!parse_node_stamp(text, &st, &why) || !stamp_refusal(st, st.node, job, now_s).empty() ||
+        !carried_nodes.insert(st.node).second) {
+      return false;
+    }
+    if (st.node != me) carried.push_back(std::move(st));
+  }
+  // The plain nodes as this node knows them: they must be the leader's.
+  std::map<int, uint64_t> plain;
+  for (const auto& [node, p] : docs_) {
+    if (carried_nodes.count(node) == 0) plain[node] = p.doc;
+  }
+  if (me >= 0 && carried_nodes.count(me) == 0) plain[me] = put_doc_;
+  if (plain_nodes_hash(plain) != d.plain_hash) return false;
+  *stamps = std::move(carried);
+  for (const auto& [node, p] : docs_) {
+    if (node != me && carried_nodes.count(node) == 0) {
+      stamps->push_back(plain_stamp(p, d.fresh_unix_s));
+    }
+  }
+  return true;
+}
+
+bool ProgressExchange::put_digest(const std::optional<NodeProgress>& mine, double now_s,
+                                  const std::vector<NodeStamp>& stamps,
+                                  const std::map<int, std::string>& texts) {
+  ProgressDigest d;
+  d.leader = mine->node;
+  d.now_unix_s = now_s;
+  d.fresh_unix_s = now_s;
+  std::map<int, uint64_t> plain;
+  for (const NodeStamp& st : stamps) {
+    const auto doc = docs_.find(st.node);
+    if (doc != docs_.end() && stamp_is_plain(st, doc->second, now_s)) {
+      plain[st.node] = st.doc;
+      d.fresh_unix_s = std::min(d.fresh_unix_s, st.now_unix_s);
+    } else {
+      d.stamps.push_back(texts.at(st.node));
+    }
+  }
+  d.stamps.push_back(node_stamp_text(*mine));
+  d.plain_hash = plain_nodes_hash(plain);
+  return store_->put(leader_dir_ + "digest", progress_digest_text(d));
+}
+
+bool ProgressExchange::read_docs(int me, double now_s, std::set<std::string>* arrived) {
+  const JobShape& job = trust_->job();
+  std::vector<KeyValue> kvs;
   // The documents changed since the last read, or all of them.
   int64_t revision = 0;
   if (!store_->get_prefix(nodes_dir_, &kvs, &revision, read_all_docs_ ? 0 : docs_revision_ + 1)) {
@@ -134,9 +240,8 @@ bool ProgressExchange::read(const std::optional<NodeProgress>& mine,
   }
   read_all_docs_ = false;
   docs_revision_ = revision;
-  std::set<std::string> arrived;  // keys, readable or not
   for (const KeyValue& kv : kvs) {
-    arrived.insert(kv.key);
+    arrived->insert(kv.key);
     NodeProgress p;
     std::string why;
     const int key_node = node_of_key(kv.key, nodes_dir_);
@@ -188,6 +293,40 @@ bool ProgressExchange::read(const std::optional<NodeProgress>& mine,
       ++it;
     }
   }
+  docs_read_ += kvs.size();
+  if (all) ++full_reads_;
+  return true;
+}
+
+bool ProgressExchange::read(const std::optional<NodeProgress>& mine,
+                            std::vector<NodeProgress>* others) {
+  const int me = mine ? mine->node : -1;
+  const double now_s = unix_now_s();
+  std::optional<ProgressDigest> digest;
+  if (!elect(mine, now_s, &digest)) return false;
+  // Stamps before documents: the document a stamp names was put before it,
+  // so the read of the documents that follows finds it (or a newer one).
+  // A node that takes the leader's digest reads no stamp (unless the digest
+  // does not cover the documents it holds: then it reads them, and the
+  // documents changed since, after all).
+  std::vector<NodeStamp> stamps;
+  std::set<int> refused_stamps;  // nodes whose stamp key holds what does not count
+  std::map<int, std::string> stamp_texts;
+  if (!digest && !read_stamps(me, now_s, &stamps, &refused_stamps, &stamp_texts)) return false;
+  if (trust_->job().node_count <= 0) return true;  // no rank registered here: nothing to judge by
+  std::set<std::string> arrived;                   // keys of documents read, readable or not
+  if (!read_docs(me, now_s, &arrived)) return false;
+  if (digest) {
+    if (stamps_from_digest(*digest, me, now_s, &stamps)) {
+      ++digest_reads_;
+    } else if (!read_stamps(me, now_s, &stamps, &refused_stamps, &stamp_texts) ||
+               !read_docs(me, now_s, &arrived)) {
+      return false;
+    }
+  }
+  if (leading_ && mine && trust_->owns_node() && !put_digest(mine, now_s, stamps, stamp_texts)) {
+    return false;
+  }
 
   for (const NodeStamp& st : stamps) {
     const auto it = docs_.find(st.node);
@@ -223,8 +362,6 @@ bool ProgressExchange::read(const std::optional<NodeProgress>& mine,
     kv.key = nodes_dir_ + std::to_string(node);
     trust_->ignore(kv, why);
   }
-  docs_read_ += kvs.size();
-  if (all) ++full_reads_;
   return true;
 }
 

@@ -7,6 +7,19 @@
 // node per period, and a steady hang (where only times move) each node's
 // stamp out and the others' stamps in (bench/results/, "job-scale").
 //
+// So that a steady alarm does not cost the store O(nodes²) (every node
+// reading every stamp), one node leads: the first to create
+// <root>/leader/node under its lease (it leads until that lease ends, and
+// then the first to create it again). The leader reads every stamp, as
+// before, and puts <root>/leader/digest (progress_digest.h): the stamps
+// that say more than "fresh", and a hash of the nodes that are. Every other
+// node reads <root>/leader/ (two keys) instead of the stamps, and reads the
+// stamps itself only when the digest does not count: not under the lease
+// that holds the leader key and owns the node it names (a forger's),
+// older than kDigestMaxAgeS (a leader gone: replaced once its lease ends),
+// or covering other documents than this node holds (one changed between
+// the two reads).
+//
 // It keeps the documents it read, by node, and applies to each the node's
 // latest stamp. A stamp that names a document it lacks (the store lost or
 // missed a change: its revision went back, a read raced a put) keeps that
@@ -28,6 +41,7 @@
 #include "supervisor/coordination/coordination_store.h"
 #include "supervisor/coordination/key_trust.h"
 #include "supervisor/coordination/node_progress.h"
+#include "supervisor/coordination/progress_digest.h"
 
 namespace xpu_timer::supervisor {
 
@@ -42,6 +56,8 @@ class ProgressExchange {
  public:
   // Quiet periods exchange this rarely once the other nodes are known.
   static constexpr double kQuietRefreshS = 120;
+  // A digest older than this is a leader gone or late: the stamps are read.
+  static constexpr double kDigestMaxAgeS = 3;
 
   // `store` and `trust` must outlive this.
   ProgressExchange(CoordinationStore* store, KeyTrust* trust, std::string url,
@@ -73,8 +89,31 @@ class ProgressExchange {
   // took every document.
   uint64_t docs_read() const { return docs_read_; }
   uint64_t full_reads() const { return full_reads_; }
+  // Reads of every stamp, and exchanges that took the leader's digest
+  // instead; whether this node led the last exchange.
+  uint64_t stamp_reads() const { return stamp_reads_; }
+  uint64_t digest_reads() const { return digest_reads_; }
+  bool leading() const { return leading_; }
 
  private:
+  // Reads <root>/leader/, runs for leader when no one leads, and sets
+  // leading_; `digest` gets the leader's digest if it counts.
+  bool elect(const std::optional<NodeProgress>& mine, double now_s,
+             std::optional<ProgressDigest>* digest);
+  // Every stamp that counts (their texts by node), and the nodes whose
+  // stamp key holds one that does not.
+  bool read_stamps(int me, double now_s, std::vector<NodeStamp>* stamps, std::set<int>* refused,
+                   std::map<int, std::string>* texts);
+  // The documents changed since the last read (or all of them); their keys
+  // into `arrived`.
+  bool read_docs(int me, double now_s, std::set<std::string>* arrived);
+  // The stamps `d` stands for; false when it does not cover the documents
+  // this node holds.
+  bool stamps_from_digest(const ProgressDigest& d, int me, double now_s,
+                          std::vector<NodeStamp>* stamps);
+  // The leader's digest of `stamps`.
+  bool put_digest(const std::optional<NodeProgress>& mine, double now_s,
+                  const std::vector<NodeStamp>& stamps, const std::map<int, std::string>& texts);
   // The previous snapshot of `node` stands: appended to `out`.
   void keep_previous(int node, std::vector<NodeProgress>* out) const;
 
@@ -83,6 +122,10 @@ class ProgressExchange {
   const std::string url_;
   const std::string nodes_dir_;   // <root>/nodes/
   const std::string stamps_dir_;  // <root>/stamps/
+  const std::string leader_dir_;  // <root>/leader/
+  bool leading_ = false;          // this node led the last exchange
+  uint64_t stamp_reads_ = 0;
+  uint64_t digest_reads_ = 0;
   std::vector<NodeProgress> others_;
   double last_exchange_s_ = -1e9;          // unix time of the last documents exchange
   uint64_t put_doc_ = 0;                   // id of our document in the store (0: none)

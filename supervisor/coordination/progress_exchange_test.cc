@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "common/clock.h"
+#include "supervisor/coordination/progress_digest.h"
 #include "tests/harness/memory_store.h"
 
 namespace xpu_timer::supervisor {
@@ -18,12 +19,13 @@ using testing::MemoryStore;
 const std::string kRoot = "/xpu_timer/j";
 
 // Node `node` of a world of 4 (2 ranks a node) with an AllReduce in flight.
-NodeProgress progress(int node, double clock_s) {
+NodeProgress progress(int node, double clock_s, int world = 4,
+                      uint64_t now_ns = 1'000'000'000'000) {
   NodeProgress p;
   p.node = node;
   p.host = "host-" + std::to_string(node);
-  p.world_size = 4;
-  p.snapshot.now_ns = 1'000'000'000'000;
+  p.world_size = world;
+  p.snapshot.now_ns = now_ns;
   p.snapshot.now_unix_s = clock_s;
   for (int r = 2 * node; r < 2 * node + 2; ++r) {
     RankSample s;
@@ -41,12 +43,12 @@ NodeProgress progress(int node, double clock_s) {
 
 // One node's side of the exchange: its client, trust and progress.
 struct Side {
-  Side(MemoryKeyspace* keyspace, int node, int64_t lease)
+  Side(MemoryKeyspace* keyspace, int node, int64_t lease, int world = 4)
       : node(node),
         store(keyspace, lease),
         trust(&store, "etcd://memory", kRoot),
         exchange(&store, &trust, "etcd://memory", kRoot) {
-    trust.set_job(job_shape(4, 2));
+    trust.set_job(job_shape(world, 2));
   }
   bool round(const NodeProgress& mine, std::vector<NodeProgress>* others) {
     others->clear();
@@ -148,6 +150,144 @@ TEST(MergeProgress, LateNewsIsMergedWithoutNewsOnlyWhileAnAlarmStands) {
 
   m = merge_progress(local.snapshot, 0, 4, late, false, 60);  // a longer timeout
   EXPECT_EQ(m.ranks[2].inflight_count, 1u);
+}
+
+// One leader reads the stamps, the others its digest (progress_digest.h),
+// with the same view of every node; a lost leader is replaced once its
+// lease ends; a forger's leader key or digest is ignored.
+constexpr uint64_t kS = 1'000'000'000;
+
+// Node `node` of a world of 6 (2 ranks a node), an AllReduce in flight for
+// 5 s, as of `clock_s` (wall) and 1000 s + `clock_s` - `start_s` (monotonic).
+NodeProgress progress_of_six(int node, double clock_s, double start_s) {
+  NodeProgress p =
+      progress(node, clock_s, 6, 1000 * kS + static_cast<uint64_t>((clock_s - start_s) * 1e9));
+  for (RankSample& s : p.snapshot.ranks) {
+    s.oldest_inflight.seq = 40 + node;
+    s.oldest_inflight.launch_ns = 1000 * kS - 5 * kS;
+  }
+  return p;
+}
+
+class DigestExchangeTest : public ::testing::Test {
+ protected:
+  // Every node does `n` rounds, in node order, at `clock_s`.
+  void rounds(int n, double clock_s) {
+    for (int i = 0; i < n; ++i) {
+      for (size_t s = 0; s < sides.size(); ++s) {
+        if (sides[s] == nullptr) continue;
+        std::vector<NodeProgress> others;
+        ASSERT_TRUE(sides[s]->round(progress_of_six(static_cast<int>(s), clock_s, start), &others));
+        seen[s] = std::move(others);
+      }
+    }
+  }
+  MemoryKeyspace keyspace;
+  std::vector<std::unique_ptr<Side>> sides = [this] {
+    std::vector<std::unique_ptr<Side>> v;
+    for (int n = 0; n < 3; ++n) v.push_back(std::make_unique<Side>(&keyspace, n, 100 * (n + 1), 6));
+    return v;
+  }();
+  std::vector<std::vector<NodeProgress>> seen{3};
+  const double start = unix_now_s();
+};
+
+TEST_F(DigestExchangeTest, OneNodeReadsTheStampsAndTheOthersItsDigestForTheSameView) {
+  rounds(3, start);
+  EXPECT_TRUE(sides[0]->exchange.leading());
+  EXPECT_FALSE(sides[1]->exchange.leading());
+  const uint64_t stamp_reads[] = {sides[0]->exchange.stamp_reads(),
+                                  sides[1]->exchange.stamp_reads(),
+                                  sides[2]->exchange.stamp_reads()};
+  rounds(2, start + 1);
+  EXPECT_EQ(sides[0]->exchange.stamp_reads(), stamp_reads[0] + 2);
+  for (int s : {1, 2}) {
+    EXPECT_EQ(sides[s]->exchange.stamp_reads(), stamp_reads[s]) << s;
+    EXPECT_GE(sides[s]->exchange.digest_reads(), 2u) << s;
+    ASSERT_EQ(seen[s].size(), 2u) << s;
+  }
+  // Node 2 sees what the leader sees of node 1, its times no later.
+  const NodeProgress& by_leader = seen[0][0];
+  const NodeProgress& by_digest = seen[2][1];
+  ASSERT_EQ(by_leader.node, 1);
+  ASSERT_EQ(by_digest.node, 1);
+  EXPECT_EQ(by_digest.doc, by_leader.doc);
+  EXPECT_LE(by_digest.snapshot.now_ns, by_leader.snapshot.now_ns);
+  EXPECT_GE(by_digest.snapshot.now_ns + static_cast<uint64_t>((kPlainLagS + kClockSlackS) * 1e9),
+            by_leader.snapshot.now_ns);
+  // The job as the leader and as node 2 see it: the same ranks, the same
+  // collectives in flight.
+  const Snapshot a =
+      merge_job_snapshot(progress_of_six(0, start + 1, start).snapshot, 0, seen[0], 6);
+  const Snapshot b =
+      merge_job_snapshot(progress_of_six(2, start + 1, start).snapshot, 2, seen[2], 6);
+  ASSERT_EQ(a.ranks.size(), b.ranks.size());
+  for (size_t i = 0; i < a.ranks.size(); ++i) {
+    EXPECT_EQ(a.ranks[i].rank, b.ranks[i].rank);
+    EXPECT_TRUE(b.ranks[i].registered);
+    EXPECT_EQ(a.ranks[i].inflight_count, b.ranks[i].inflight_count);
+    EXPECT_EQ(a.ranks[i].oldest_inflight.seq, b.ranks[i].oldest_inflight.seq);
+  }
+  // The leader's own stamp travels whole: its times are exact.
+  const NodeProgress& leader_seen = seen[1][0];
+  ASSERT_EQ(leader_seen.node, 0);
+  EXPECT_EQ(leader_seen.snapshot.now_ns, progress_of_six(0, start + 1, start).snapshot.now_ns);
+}
+
+TEST_F(DigestExchangeTest, AStoppedHeartbeatTravelsWhole) {
+  rounds(3, start);
+  NodeProgress one = progress_of_six(1, start + 5, start);
+  one.snapshot.ranks[1].heartbeat_ns = one.snapshot.now_ns - 4 * kS;
+  std::vector<NodeProgress> others;
+  ASSERT_TRUE(sides[1]->round(one, &others));
+  ASSERT_TRUE(sides[0]->round(progress_of_six(0, start + 5, start), &others));
+  const uint64_t digests = sides[2]->exchange.digest_reads();
+  ASSERT_TRUE(sides[2]->round(progress_of_six(2, start + 5, start), &others));
+  EXPECT_EQ(sides[2]->exchange.digest_reads(), digests + 1);
+  ASSERT_EQ(others.size(), 2u);
+  ASSERT_EQ(others[1].node, 1);
+  EXPECT_EQ(others[1].snapshot.now_ns, one.snapshot.now_ns);
+  EXPECT_EQ(others[1].snapshot.ranks[1].heartbeat_ns, one.snapshot.ranks[1].heartbeat_ns);
+}
+
+TEST_F(DigestExchangeTest, ALostLeaderIsReplacedOnceItsLeaseEnds) {
+  rounds(3, start);
+  ASSERT_TRUE(sides[0]->exchange.leading());
+  keyspace.expire(100);  // node 0's supervisor is gone
+  sides[0].reset();
+  rounds(2, start + 1);
+  EXPECT_TRUE(sides[1]->exchange.leading());
+  const uint64_t digests = sides[2]->exchange.digest_reads();
+  rounds(1, start + 2);
+  EXPECT_EQ(sides[2]->exchange.digest_reads(), digests + 1);
+  ASSERT_EQ(seen[2].size(), 1u);
+  EXPECT_EQ(seen[2][0].node, 1);
+}
+
+TEST_F(DigestExchangeTest, AForgersLeaderKeyOrDigestIsIgnored) {
+  // A leader key under a lease that owns no node: no one takes a digest,
+  // every node reads the stamps itself.
+  keyspace.put(kRoot + "/leader/node", "1", 666);
+  keyspace.put(kRoot + "/leader/digest", "{\"format\":1}", 666);
+  rounds(3, start);
+  for (int s = 0; s < 3; ++s) {
+    EXPECT_FALSE(sides[s]->exchange.leading());
+    EXPECT_EQ(sides[s]->exchange.digest_reads(), 0u);
+    EXPECT_EQ(seen[s].size(), 2u);
+  }
+  // A real leader, and a digest put over its own under another lease.
+  keyspace.expire(666);
+  rounds(2, start + 1);
+  ASSERT_TRUE(sides[0]->exchange.leading());
+  ProgressDigest lie;
+  lie.leader = 0;
+  lie.now_unix_s = lie.fresh_unix_s = unix_now_s();
+  keyspace.put(kRoot + "/leader/digest", progress_digest_text(lie), 666);
+  const uint64_t stamps = sides[2]->exchange.stamp_reads();
+  std::vector<NodeProgress> others;
+  ASSERT_TRUE(sides[2]->round(progress_of_six(2, start + 1, start), &others));
+  EXPECT_EQ(sides[2]->exchange.stamp_reads(), stamps + 1);
+  EXPECT_EQ(others.size(), 2u);
 }
 
 }  // namespace
