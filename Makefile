@@ -54,14 +54,25 @@ SAN_TARGETS ?= common_test inject_unit_test stack_unit_test flamegraph_test time
 # TSan only where threads meet: the pure components (common, timeline, the
 # analysis, the job launcher) have none, and leaving them out keeps CI short.
 TSAN_TARGETS ?= $(filter-out common_test timeline_test supervisor_analysis_test supervisor_job_test,$(SAN_TARGETS))
-# Line tables only (-g1): what a sanitizer's report reads.
-SAN_FLAGS = -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DCMAKE_C_FLAGS_DEBUG=-g1
+# Line tables only (-g1): what a sanitizer's report reads. A unity build (CMake
+# compiles its sources eight to a translation unit): on a fresh clone these two
+# builds are compiled once each, and most of their time went to instantiating
+# the same gtest, nlohmann::json and Boost templates in every source file.
+# The ASan+UBSan tests, which mostly wait on their child processes, run while
+# the TSan build compiles; their output is shown when both are done
+# (bench/results/2026-11-28-make-test-time.md).
+SAN_FLAGS = -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DCMAKE_C_FLAGS_DEBUG=-g1 \
+            -DCMAKE_UNITY_BUILD=ON
 sanitize: deps
 	cmake -S . -B $(BUILD)-asan $(SAN_FLAGS) -DXPU_TIMER_SANITIZE=address $(CMAKE_FLAGS)
 	cmake --build $(BUILD)-asan -j$(JOBS) --target $(SAN_TARGETS)
-	cd $(BUILD)-asan && for t in $(SAN_TARGETS); do UBSAN_OPTIONS=halt_on_error=1 ./bin/$$t --gtest_brief=1 || exit 1; done
 	cmake -S . -B $(BUILD)-tsan $(SAN_FLAGS) -DXPU_TIMER_SANITIZE=thread $(CMAKE_FLAGS)
-	cmake --build $(BUILD)-tsan -j$(JOBS) --target $(TSAN_TARGETS)
+	(cd $(BUILD)-asan && for t in $(SAN_TARGETS); do \
+	   UBSAN_OPTIONS=halt_on_error=1 ./bin/$$t --gtest_brief=1 || exit 1; done) \
+	  >$(BUILD)-asan/sanitize-tests.log 2>&1 & asan=$$!; \
+	cmake --build $(BUILD)-tsan -j$(JOBS) --target $(TSAN_TARGETS); built=$$?; \
+	wait $$asan; ran=$$?; echo "ASan+UBSan tests ($(BUILD)-asan/sanitize-tests.log):"; \
+	cat $(BUILD)-asan/sanitize-tests.log; [ $$ran -eq 0 ] && [ $$built -eq 0 ]
 	cd $(BUILD)-tsan && for t in $(TSAN_TARGETS); do TSAN_OPTIONS=halt_on_error=1 ./bin/$$t --gtest_brief=1 || exit 1; done
 
 # The libFuzzer targets (every *_fuzz: stack files, status pages, ring dumps,

@@ -24,7 +24,7 @@
 namespace xpu_timer::proto {
 namespace {
 
-constexpr int kRank = 5;
+constexpr int kPageRank = 5;
 constexpr int kIterations = 10000;
 
 // The page a healthy rank would publish mid-training.
@@ -34,7 +34,7 @@ void fill_valid_page(StatusPage* p) {
   p->version = kStatusPageVersion;
   p->page_bytes = sizeof(StatusPage);
   p->pid = getpid();
-  p->rank = kRank;
+  p->rank = kPageRank;
   p->world_size = 8;
   p->heartbeat_ns.store(1000);
   p->seq.store(10);
@@ -48,7 +48,7 @@ void fill_valid_page(StatusPage* p) {
   p->last_completed.kind = static_cast<uint8_t>(OpKind::kGemm);
   p->ncomms = 3;
   for (uint32_t i = 0; i < p->ncomms; ++i) {
-    p->comms[i] = CommSlot{i + 1, 8, kRank, 50, 49, 0, 0, {}};
+    p->comms[i] = CommSlot{i + 1, 8, kPageRank, 50, 49, 0, 0, {}};
   }
   p->nranges = 3;
   for (uint32_t i = 0; i < p->nranges; ++i) {
@@ -115,7 +115,7 @@ bool op_in_range(const OpRef& op) {
         (m.transport == 0 || std::strcmp(nccl_transport_str(m.transport), "unknown") != 0);
     if (!ok) return ::testing::AssertionFailure() << "metrics[" << i << "] enum out of range";
   }
-  if (p.pid != getpid() || p.rank != kRank) {
+  if (p.pid != getpid() || p.rank != kPageRank) {
     return ::testing::AssertionFailure() << "header differs from the attached one";
   }
   return ::testing::AssertionSuccess();
@@ -243,7 +243,7 @@ TEST(StatusPageMutation, TenThousandHostilePagesNeverCrashTheReader) {
   std::memcpy(static_cast<void*>(shared), pristine.get(), sizeof(StatusPage));
   std::string error;
   // Attached to the valid page; the mutations then happen under it.
-  auto attached = StatusPageFile::attach_fd(file.fd(), "memfd", getpid(), kRank, &error);
+  auto attached = StatusPageFile::attach_fd(file.fd(), "memfd", getpid(), kPageRank, &error);
   ASSERT_NE(attached, nullptr) << error;
 
   std::mt19937 rng(20240611);  // fixed: a failure reproduces
@@ -272,7 +272,7 @@ TEST(StatusPageMutation, TenThousandHostilePagesNeverCrashTheReader) {
     }
     // And a fresh attach of the changed file.
     error.clear();
-    auto fresh = StatusPageFile::attach_fd(file.fd(), "memfd", getpid(), kRank, &error);
+    auto fresh = StatusPageFile::attach_fd(file.fd(), "memfd", getpid(), kPageRank, &error);
     if (fresh == nullptr) {
       ++attach_refused;
       ASSERT_EQ(error.rfind("status page memfd: ", 0), 0u) << "iteration " << i << ": " << error;

@@ -11,7 +11,7 @@
 namespace xpu_timer::flamegraph {
 namespace {
 
-std::string_view basename(std::string_view path) {
+std::string_view last_component(std::string_view path) {
   while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
   const size_t slash = path.rfind('/');
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
@@ -129,15 +129,15 @@ std::optional<HangVerdict> find_hang_verdict(const std::string& dir, std::string
     }
     if (path == parent) {
       // "." or "stacks-x/" name their folder only once resolved.
-      std::string name(basename(dir));
+      std::string name(last_component(dir));
       if (char* real = ::realpath(dir.empty() ? "." : dir.c_str(), nullptr)) {
-        name = std::string(basename(real));
+        name = std::string(last_component(real));
         std::free(real);
       }
       // The dump folder's hang.json describes the latest hang: use it only
       // when its stacks are these.
       const std::string stacks = doc.stacks_dir();
-      if (stacks.empty() || basename(stacks) != name) {
+      if (stacks.empty() || last_component(stacks) != name) {
         return std::nullopt;  // another dump's hang, or stacks taken on request
       }
     }

@@ -5,7 +5,10 @@
 namespace xpu_timer::stack {
 namespace {
 
-NativeFrame native(const std::string& func, bool inlined = false) {
+// Frames of the interpreter (python3_native) and of t.py; named apart from
+// user_frames_test.cc's native() and py(), which a unity build (make sanitize)
+// would otherwise take as overloads of these.
+NativeFrame python3_native(const std::string& func, bool inlined = false) {
   NativeFrame f;
   f.func = func;
   f.module = "/usr/bin/python3";
@@ -13,7 +16,7 @@ NativeFrame native(const std::string& func, bool inlined = false) {
   return f;
 }
 
-PythonFrame py(const std::string& func, bool entry) {
+PythonFrame t_py(const std::string& func, bool entry) {
   PythonFrame f;
   f.func = func;
   f.file = "t.py";
@@ -37,22 +40,22 @@ TEST(MixedStack, EvalFrameNames) {
 
 TEST(MixedStack, EachActivationGetsItsGroup) {
   // 3.11+: one activation runs inner+middle (entry at middle), another runs outer.
-  std::vector<NativeFrame> n = {native("read"),
-                                native("os_read"),
-                                native("_PyObject_VectorcallTstate", true),
-                                native("_PyEval_EvalFrameDefault"),
-                                native("PyObject_Call"),
-                                native("_PyEval_EvalFrameDefault.cold"),
-                                native("main")};
-  std::vector<PythonFrame> p = {py("inner", false), py("middle", true), py("outer", true)};
+  std::vector<NativeFrame> n = {python3_native("read"),
+                                python3_native("os_read"),
+                                python3_native("_PyObject_VectorcallTstate", true),
+                                python3_native("_PyEval_EvalFrameDefault"),
+                                python3_native("PyObject_Call"),
+                                python3_native("_PyEval_EvalFrameDefault.cold"),
+                                python3_native("main")};
+  std::vector<PythonFrame> p = {t_py("inner", false), t_py("middle", true), t_py("outer", true)};
   EXPECT_EQ(names(build_mixed_stack(n, p)),
             (std::vector<std::string>{"c:read", "c:os_read", "py:inner", "py:middle",
                                       "c:PyObject_Call", "py:outer", "c:main"}));
 }
 
 TEST(MixedStack, LeftoverGroupsGoOutermostAndMissingGroupsKeepNative) {
-  std::vector<NativeFrame> n = {native("read"), native("_PyEval_EvalFrameDefault")};
-  EXPECT_EQ(names(build_mixed_stack(n, {py("a", true), py("b", true)})),
+  std::vector<NativeFrame> n = {python3_native("read"), python3_native("_PyEval_EvalFrameDefault")};
+  EXPECT_EQ(names(build_mixed_stack(n, {t_py("a", true), t_py("b", true)})),
             (std::vector<std::string>{"c:read", "py:a", "py:b"}));
   EXPECT_EQ(names(build_mixed_stack(n, {})),
             (std::vector<std::string>{"c:read", "c:_PyEval_EvalFrameDefault"}));
