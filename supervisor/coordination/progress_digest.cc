@@ -11,7 +11,7 @@ namespace xpu_timer::supervisor {
 
 namespace {
 using nlohmann::json;
-constexpr int kFormat = 1;
+constexpr int kDigestFormat = 1;
 constexpr double kNsPerS = 1e9;
 }  // namespace
 
@@ -60,14 +60,14 @@ NodeStamp plain_stamp(const NodeProgress& d, double fresh_unix_s) {
 }
 
 std::string progress_digest_text(const ProgressDigest& d) {
-  return json{{"format", kFormat},          {"leader", d.leader},
+  return json{{"format", kDigestFormat},          {"leader", d.leader},
               {"now_unix_s", d.now_unix_s}, {"fresh_unix_s", d.fresh_unix_s},
               {"plain_hash", d.plain_hash}, {"stamps", d.stamps}}
       .dump();
 }
 
 bool parse_progress_digest(const std::string& text, ProgressDigest* out, std::string* error) {
-  return parse_store_document(text, kFormat, error, [&](const json& j) {
+  return parse_store_document(text, kDigestFormat, error, [&](const json& j) {
     ProgressDigest d;
     d.leader = doc_get<int>(j.at("leader"), "leader");
     d.now_unix_s = j.at("now_unix_s").get<double>();
