@@ -97,9 +97,7 @@ void Poller::run() {
     drain_queue();
     drain_ranges();
     sample_launches(now, /*force=*/false);
-    if (cuda_ok_ && !bench_part_off(BenchPart::kEventQueries)) {
-      complete_ready(now, /*honour_stop=*/true);
-    }
+    if (cuda_ok_ && !bench_part_off(BenchPart::kEventQueries)) complete_ready(now, true);
     settle_steps(now);
     if (!draining_ && !state_->link.alive()) {
       switch_to_pass_through("the supervisor closed its connection");
@@ -452,7 +450,6 @@ void Poller::map_gpu_times(Pending& p, cudaEvent_t start, cudaEvent_t end, uint6
     if (EventPool* pool = state_->pools.peek(p.rec.device)) pool->give_back(m.give_back);
   }
 }
-
 
 void Poller::return_pair(const OpRecord& rec) {
   EventPool* pool = state_->pools.peek(rec.device);

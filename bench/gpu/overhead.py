@@ -304,11 +304,8 @@ def bootstrap_median_ci(ratios, n=4000, seed=1):
 
 
 def switch(ctl, timed, world):
-    """Between two steps: with one rank no collective, so nothing but the step is timed."""
-    if world > 1:
-        set_mode(ctl, timed)
-    elif ctl(0 if timed else 1) != 0:
-        raise SystemExit("xpu_timer_bench_set_paused refused: is the job running under the supervisor?")
+    """Timing on (timed) or paused in every rank, between two steps."""
+    switch_arm(Arm("paused", ctl, None, 0), timed, world)
 
 
 def switch_arm(arm, a, world):
