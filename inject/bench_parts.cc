@@ -19,6 +19,9 @@ constexpr PartName kBenchPartNames[] = {
     {"call_sites", BenchPart::kCallSites},
     {"profiler_plugin", BenchPart::kProfilerPlugin},
     {"profiler_in_nccl", BenchPart::kProfilerInNccl},
+    {"timed_ops", BenchPart::kTimedOps},
+    {"op_records", BenchPart::kOpRecords},
+    {"launch_count", BenchPart::kLaunchCount},
 };
 
 }  // namespace

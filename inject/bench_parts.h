@@ -23,6 +23,9 @@ enum class BenchPart : uint32_t {
   kCallSites = 1u << 4,         // reading a collective's Python call site
   kProfilerPlugin = 1u << 5,    // what NCCL's profiler-plugin callbacks do
   kProfilerInNccl = 1u << 6,    // NCCL's whole profiler path (its activation mask 0)
+  kTimedOps = 1u << 7,          // timing GEMMs and copies (their events on the compute stream)
+  kOpRecords = 1u << 8,         // a GEMM's or copy's sampling and record (the hook only describes)
+  kLaunchCount = 1u << 9,       // counting kernel launches
 };
 
 // The parts switched off (BenchPart bits); 0 in every process not benchmarked.

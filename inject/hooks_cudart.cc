@@ -21,6 +21,7 @@
 #include <unordered_map>
 
 #include "common/clock.h"
+#include "inject/bench_parts.h"
 #include "inject/call_cache.h"
 #include "inject/cuda_runtime_calls.h"
 #include "inject/hook_export.h"
@@ -84,6 +85,7 @@ RuntimeState* counting_runtime() {
 }
 
 void count_launch() {
+  if (bench_part_off(BenchPart::kLaunchCount)) return;  // a benchmark's
   if (RuntimeState* st = counting_runtime()) st->runtime_calls.kernel_launches.add(1);
 }
 

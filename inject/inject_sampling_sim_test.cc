@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -238,6 +239,14 @@ TEST_P(InjectSimCallBudget, EachOperationMakesOnlyItsBudgetOfCalls) {
                           "coll:allreduce:4096*100",
                           "usercalls",
                           "part:collective_events:1",
+                          "part:timed_ops:0",
+                          "gemm:gemmex:64:64:64:1*100",
+                          "usercalls",
+                          "part:timed_ops:1",
+                          "part:op_records:0",
+                          "gemm:gemmex:64:64:64:1*100",
+                          "usercalls",
+                          "part:op_records:1",
                           "sync",
                           "wait"},
                          &run, &error))
@@ -245,7 +254,7 @@ TEST_P(InjectSimCallBudget, EachOperationMakesOnlyItsBudgetOfCalls) {
   Child* job = run.job.get();
   RegisteredRank* rank = run.rank;
   const auto snaps = user_calls(job->output());
-  ASSERT_EQ(snaps.size(), 7u) << job->output();
+  ASSERT_EQ(snaps.size(), 9u) << job->output();
 
   using Budget = std::map<std::string, uint64_t>;
   auto with = [](Budget b, const Budget& more) {
@@ -301,8 +310,12 @@ TEST_P(InjectSimCallBudget, EachOperationMakesOnlyItsBudgetOfCalls) {
       // A benchmark's switch (inject/bench_parts.h): collectives without
       // their events.
       {"ncclAllReduce", {}},
+      // ... GEMMs never timed, whatever the sampling says ...
+      {"cublasGemmEx", {}},
+      // ... GEMMs only described: not sampled, not recorded.
+      {"cublasGemmEx", {}},
   };
-  for (size_t i = 0; i < 6; ++i) {
+  for (size_t i = 0; i < std::size(phases); ++i) {
     Budget d = calls_between(snaps[i], snaps[i + 1]);
     take_growth(&d, kN);
     take_pass_through(&d, phases[i].what, kN);

@@ -29,6 +29,7 @@
 #include <cstdint>
 
 #include "common/op_names.h"
+#include "inject/bench_parts.h"
 #include "inject/op_record.h"
 
 namespace xpu_timer::inject {
@@ -73,7 +74,11 @@ class TimedCall {
   template <typename Resolve>
   bool begin_lazy(RuntimeState* st, const OpDesc& desc, cudaStream_t stream, Resolve&& resolve) {
     const uint64_t t0 = cost_begin(st);
-    bool timed = should_time(st, desc);
+    if (bench_part_off(BenchPart::kOpRecords)) {  // a benchmark's: described only
+      cost_after_begin(t0);
+      return false;
+    }
+    bool timed = should_time(st, desc) && !bench_part_off(BenchPart::kTimedOps);
     if (!timed) {
       publish_untimed(st, desc, stream, /*advance=*/false);
     } else {
