@@ -60,22 +60,28 @@ TSAN_TARGETS ?= $(filter-out common_test timeline_test supervisor_analysis_test 
 # compiles its sources eight to a translation unit): on a fresh clone these two
 # builds are compiled once each, and most of their time went to instantiating
 # the same gtest, nlohmann::json and Boost templates in every source file.
-# The ASan+UBSan tests, which mostly wait on their child processes, run while
-# the TSan build compiles; their output is shown when both are done
+# The test binaries wait on their child processes and etcd far more than they
+# compute, so they run SAN_TEST_JOBS at a time (scripts/run_test_binaries.sh):
+# the ASan+UBSan ones while the TSan build compiles, the TSan ones as soon as
+# it is built, beside what is left of the first; every binary's output is in
+# $(BUILD)-{asan,tsan}/sanitize-logs/, a failed one's printed
 # (bench/results/2026-11-28-make-test-time.md).
 SAN_FLAGS = -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DCMAKE_C_FLAGS_DEBUG=-g1 \
             -DCMAKE_UNITY_BUILD=ON
+SAN_TEST_JOBS ?= $(JOBS)
 sanitize: deps
 	cmake -S . -B $(BUILD)-asan $(SAN_FLAGS) -DXPU_TIMER_SANITIZE=address $(CMAKE_FLAGS)
 	cmake --build $(BUILD)-asan -j$(JOBS) --target $(SAN_TARGETS)
 	cmake -S . -B $(BUILD)-tsan $(SAN_FLAGS) -DXPU_TIMER_SANITIZE=thread $(CMAKE_FLAGS)
-	(cd $(BUILD)-asan && for t in $(SAN_TARGETS); do \
-	   UBSAN_OPTIONS=halt_on_error=1 ./bin/$$t --gtest_brief=1 || exit 1; done) \
+	UBSAN_OPTIONS=halt_on_error=1 scripts/run_test_binaries.sh $(BUILD)-asan/bin \
+	  $(BUILD)-asan/sanitize-logs $(SAN_TEST_JOBS) $(SAN_TARGETS) \
 	  >$(BUILD)-asan/sanitize-tests.log 2>&1 & asan=$$!; \
 	cmake --build $(BUILD)-tsan -j$(JOBS) --target $(TSAN_TARGETS); built=$$?; \
+	tsan=1; if [ $$built -eq 0 ]; then TSAN_OPTIONS=halt_on_error=1 \
+	  scripts/run_test_binaries.sh $(BUILD)-tsan/bin $(BUILD)-tsan/sanitize-logs \
+	  $(SAN_TEST_JOBS) $(TSAN_TARGETS); tsan=$$?; fi; \
 	wait $$asan; ran=$$?; echo "ASan+UBSan tests ($(BUILD)-asan/sanitize-tests.log):"; \
-	cat $(BUILD)-asan/sanitize-tests.log; [ $$ran -eq 0 ] && [ $$built -eq 0 ]
-	cd $(BUILD)-tsan && for t in $(TSAN_TARGETS); do TSAN_OPTIONS=halt_on_error=1 ./bin/$$t --gtest_brief=1 || exit 1; done
+	cat $(BUILD)-asan/sanitize-tests.log; [ $$ran -eq 0 ] && [ $$built -eq 0 ] && [ $$tsan -eq 0 ]
 
 # The libFuzzer targets (every *_fuzz: stack files, status pages, ring dumps,
 # socket messages, ...) built with clang in $(BUILD)-fuzz and run FUZZ_SECONDS

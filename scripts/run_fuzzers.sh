@@ -28,9 +28,11 @@ for tool in clang clang++; do
 done
 
 # Tests off keeps the build to the fuzz targets' few sources. -O1 with
-# assertions on: fast enough to fuzz, and an assertion is a finding.
+# assertions on: fast enough to fuzz, and an assertion is a finding. A unity
+# build (as make sanitize's): the libraries the fuzzers link compile a few
+# sources to a translation unit, most of their time being the same headers.
 # shellcheck disable=SC2086
-CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DXPU_TIMER_BUILD_TESTS=OFF \
+CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DXPU_TIMER_BUILD_TESTS=OFF -DCMAKE_UNITY_BUILD=ON \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" \
   "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g" ${CMAKE_FLAGS:-} >/dev/null
 # Every *_fuzz target the build defines (Makefile and Ninja generators).
