@@ -23,8 +23,7 @@ constexpr uint64_t kCrossNodeSettleNs = 3 * kFingerprintPeriodNs + 2ull * 1000 *
 
 }  // namespace
 
-CollectiveMonitor::CollectiveMonitor(JobView* job_view, ReportFn report)
-    : job_view_(job_view), report_(std::move(report)) {
+CollectiveMonitor::CollectiveMonitor(JobView* job_view) : job_view_(job_view) {
   if (job_view_ != nullptr) checker_.set_cross_node_settle(kCrossNodeSettleNs);
 }
 
@@ -109,7 +108,13 @@ void CollectiveMonitor::annotate_issued(Snapshot* snap) const {
 void CollectiveMonitor::report_once(Mismatch m) {
   // Reported job-wide already (on_job_mismatch), or the other way round?
   if (!reported_.insert({m.comm_hash, m.seq}).second) return;
-  report_(std::move(m));
+  reported_since_.push_back(std::move(m));
+}
+
+std::vector<Mismatch> CollectiveMonitor::take_reported() {
+  std::vector<Mismatch> out;
+  out.swap(reported_since_);
+  return out;
 }
 
 void CollectiveMonitor::exchange_fingerprints(int node) {
@@ -172,8 +177,7 @@ nlohmann::json CollectiveMonitor::remember(const Mismatch& m, nlohmann::json ent
   return all;
 }
 
-nlohmann::json CollectiveMonitor::locate(const Mismatch& m,
-                                         const std::map<int, std::vector<CodeFrame>>& places) {
+nlohmann::json CollectiveMonitor::locate(const Mismatch& m, const RankPlaces& places) {
   const std::string comm = comm_hex(m.comm_hash);
   nlohmann::json all = nlohmann::json::array();
   std::lock_guard<std::mutex> lock(mutex_);

@@ -29,6 +29,7 @@
 #include "common/code_frame.h"
 #include "supervisor/analysis/collective_check.h"
 #include "supervisor/analysis/job_fingerprints.h"
+#include "supervisor/incidents/mismatch_incident.h"
 #include "supervisor/ranks/rank_registry.h"
 #include "supervisor/ranks/ring_feed.h"
 
@@ -51,19 +52,16 @@ struct CollectiveStatus {
   nlohmann::json unaligned = nlohmann::json::array();
 };
 
-class CollectiveMonitor : public RingConsumer {
+class CollectiveMonitor : public RingConsumer, public MismatchLedger {
  public:
-  // Called once per mismatch, on the asio thread.
-  using ReportFn = std::function<void(Mismatch)>;
-
   // `job_view`: the other nodes (nullptr: this node alone); must outlive this.
-  CollectiveMonitor(JobView* job_view, ReportFn report);
+  explicit CollectiveMonitor(JobView* job_view);
 
   // The records a read of a rank's ring found for the first time (to the
   // checker and the fingerprints) and its call sites.
   void on_ring_read(const RingRead& read) override;
-  // After a read of the rings: reports the mismatches their records
-  // complete. `read_pages` reads the pages again (for the names of
+  // After a read of the rings: finds the mismatches their records complete
+  // (take_reported() hands them out). `read_pages` reads the pages again (for the names of
   // communicators created since the last poll).
   void check(const std::function<Snapshot()>& read_pages);
   // After the snapshot of this poll: remembers communicator names and, in a
@@ -73,14 +71,18 @@ class CollectiveMonitor : public RingConsumer {
   // Sets `issued_at` of this node's ranks whose oldest operation in flight
   // is a collective their ring named the Python line of (a recent one).
   void annotate_issued(Snapshot* snap) const;
-  // A mismatch another node published for the whole job.
+  // A mismatch another node published for the whole job (to take_reported()
+  // unless this node reported it already).
   void on_job_mismatch(Mismatch m, int from_node);
-  // Keeps what was reported of `m` (its mismatch.json entry, with the dump
-  // folders) and returns every kept entry, for mismatch.json.
-  nlohmann::json remember(const Mismatch& m, nlohmann::json entry);
+  // The mismatches found since the last call, each collective once, in the
+  // order found: for MismatchIncident::on_mismatch.
+  std::vector<Mismatch> take_reported();
+  // MismatchLedger: keeps what was reported of `m` (its mismatch.json entry,
+  // with the dump folders) and returns every kept entry, for mismatch.json.
+  nlohmann::json remember(const Mismatch& m, nlohmann::json entry) override;
   // Adds the places of `m`'s odd ranks to its kept entry (`where`, keyed by
   // rank) and returns every kept entry, for mismatch.json.
-  nlohmann::json locate(const Mismatch& m, const std::map<int, std::vector<CodeFrame>>& places);
+  nlohmann::json locate(const Mismatch& m, const RankPlaces& places) override;
 
   CollectiveStatus published() const;
 
@@ -101,8 +103,8 @@ class CollectiveMonitor : public RingConsumer {
   };
   static constexpr size_t kRecentSites = 512;
   JobView* const job_view_;
-  const ReportFn report_;
   // Asio thread only.
+  std::vector<Mismatch> reported_since_;  // for take_reported()
   CollectiveChecker checker_;
   std::map<int, RankSites> sites_;
   // Every collective reported (comm, seq), from this node or job-wide.

@@ -6,7 +6,8 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include <boost/asio/post.hpp>
+#include <type_traits>
+#include <variant>
 
 #include "common/clock.h"
 #include "common/mapped_read_guard.h"
@@ -47,6 +48,7 @@ constexpr int kCoordinatorPublishMs = 1000;
 
 Supervisor::Supervisor(Options options)
     : options_(std::move(options)),
+      inbox_(io_, [this](SupervisorEvent e) { handle(std::move(e)); }),
       poll_timer_(io_),
       ring_timer_(io_),
       detector_(options_.hang_timeout_s, options_.stall_factor),
@@ -69,8 +71,7 @@ JobExit Supervisor::run() {
   PluginSettings plugin_settings = plugin_settings_from_env();
   log_plugin_settings(plugin_settings);
   start_coordinator();
-  collectives_ = std::make_unique<CollectiveMonitor>(
-      job_view_.get(), [this](Mismatch m) { mismatches_->on_mismatch(m); });
+  collectives_ = std::make_unique<CollectiveMonitor>(job_view_.get());
   slow_ =
       std::make_unique<SlowRankMonitor>(StragglerOptions{options_.slow_window_s}, job_view_.get());
   rings_.add_consumer(collectives_.get());
@@ -79,15 +80,11 @@ JobExit Supervisor::run() {
   crashes_ = std::make_unique<CrashTracker>(dump_dir_, plugins_.get(), &io_);
   dumps_ = std::make_unique<IncidentDumps>(dump_dir_, [this] { return registry_.snapshot(); });
   mismatches_ = std::make_unique<MismatchIncident>(
-      dumps_.get(), dump_dir_,
-      MismatchIncidentHooks{
-          [this](std::function<void()> fn) { boost::asio::post(io_, std::move(fn)); },
-          [this](const Mismatch& m, nlohmann::json e) { return collectives_->remember(m, e); },
-          [this](const Mismatch& m, const RankPlaces& p) { return collectives_->locate(m, p); }});
-  hang_ = std::make_unique<HangIncident>(dumps_.get(), dump_dir_, options_.on_hang == OnHang::kKill,
-                                         [this](std::shared_ptr<const StackDumpReport> r) {
-                                           boost::asio::post(io_, [this, r] { on_stacks_done(r); });
-                                         });
+      dumps_.get(), dump_dir_, collectives_.get(),
+      [this](MismatchStacks s) { inbox_.post(MismatchStacksDone{std::move(s)}); });
+  hang_ = std::make_unique<HangIncident>(
+      dumps_.get(), dump_dir_, options_.on_hang == OnHang::kKill,
+      [this](std::shared_ptr<const StackDumpReport> r) { inbox_.post(StacksDone{std::move(r)}); });
 
   // Watching needs the library, a run dir and the socket; without any of
   // them the job still runs, unwatched.
@@ -116,10 +113,8 @@ JobExit Supervisor::run() {
   SUP_LOG_INFO("job started: pid %d%s", launched.pid,
                watch.inject_lib.empty() ? " (unwatched)" : "");
 
-  JobExit result;
-  job_ = std::make_unique<JobController>(
-      io_, launched.pid, options_.kill_grace_s,
-      [this, &result](const JobExit& e) { finish_after_job(e, &result); });
+  job_ = std::make_unique<JobController>(io_, launched.pid, options_.kill_grace_s,
+                                         [this](const JobExit& e) { inbox_.post(JobEnded{e}); });
   job_->set_spared([this](pid_t pid) { return plugins_->owns(pid); });
   job_->set_on_reaped([this](pid_t pid, int status) { crashes_->on_reaped(pid, status); });
   job_->set_on_terminate([this](int sig) {
@@ -141,7 +136,7 @@ JobExit Supervisor::run() {
   ring_timer_.cancel();
   http_->stop();
   if (link_server_) link_server_->close();
-  return result;
+  return result_;
 }
 
 void Supervisor::start_coordinator() {
@@ -159,13 +154,10 @@ void Supervisor::start_coordinator() {
   job_view_ = std::make_unique<JobView>(
       std::move(store), options_.coordinator, options_.job_id, kCoordinatorPublishMs,
       [this](const std::string& reason, int from_node) {
-        boost::asio::post(io_,
-                          [this, reason, from_node] { on_remote_dump_request(reason, from_node); });
+        inbox_.post(RemoteDumpRequest{reason, from_node});
       },
       [this](Mismatch m, int from_node) {
-        boost::asio::post(io_, [this, m = std::move(m), from_node]() mutable {
-          collectives_->on_job_mismatch(std::move(m), from_node);
-        });
+        inbox_.post(JobMismatch{std::move(m), from_node});
       });
 }
 
@@ -185,7 +177,8 @@ void Supervisor::start_watching(RunDir* run_dir, WatchSettings* watch) {
     return;
   }
   link_server_ = std::make_unique<RankLinkServer>(
-      io_, [this](uint64_t id, const RankRegistration& reg) { return on_register(id, reg); },
+      io_,
+      [this](uint64_t id, const RankRegistration& reg) { return admit_rank(&registry_, id, reg); },
       [this](uint64_t id) { crashes_->on_link_closed(registry_.on_disconnect(id)); });
   link_server_->set_crash_callbacks(
       [this](SignalReport r, UniqueFd release) {
@@ -213,7 +206,7 @@ bool Supervisor::prepare(std::string* error) {
                         [this](std::string* body) {
                           return dumps_->stacks_request(
                               [this](std::shared_ptr<const StackDumpReport> r) {
-                                boost::asio::post(io_, [this, r] { on_stacks_done(r); });
+                                inbox_.post(StacksDone{std::move(r)});
                               },
                               body);
                         },
@@ -238,20 +231,6 @@ void Supervisor::serve_http() {
   http_->serve();
   SUP_LOG_INFO("listening on http://%s:%d", options_.host.c_str(), http_->port());
   write_file_or_warn(dump_dir_ + "/supervisor.port", std::to_string(http_->port()) + "\n");
-}
-
-bool Supervisor::on_register(uint64_t connection_id, const RankRegistration& reg) {
-  std::optional<RankRecord> record = attach_rank(connection_id, reg);
-  if (!record) return false;
-  const pid_t replaced = registry_.add(std::move(*record));
-  if (replaced != 0 && replaced != reg.pid) {
-    SUP_LOG_INFO("rank %d re-registered by pid %d (was pid %d)", reg.rank, reg.pid, replaced);
-  } else {
-    SUP_LOG_INFO("rank %d registered: pid %d on %s, local rank %d of %d, node %d, world %d",
-                 reg.rank, reg.pid, reg.host.c_str(), reg.local_rank, reg.local_world_size,
-                 reg.group_rank, reg.world_size);
-  }
-  return true;
 }
 
 void Supervisor::schedule_poll() {
@@ -292,6 +271,7 @@ void Supervisor::schedule_ring_read(const std::vector<RankRecord>& records) {
 void Supervisor::read_rings(const std::vector<RankRecord>& records) {
   rings_.read(records, monotonic_ns());
   collectives_->check([&] { return take_snapshot(records, poll_scratch_.get()); });
+  for (const Mismatch& m : collectives_->take_reported()) mismatches_->on_mismatch(m);
 }
 
 void Supervisor::poll() {
@@ -338,6 +318,37 @@ void Supervisor::poll() {
   }
 }
 
+// The one way in (supervisor_events.h): what each event leads to.
+void Supervisor::handle(SupervisorEvent event) {
+  try {
+    std::visit(
+        [this](auto& e) {
+          using E = std::decay_t<decltype(e)>;
+          if constexpr (std::is_same_v<E, StacksDone>) {
+            on_stacks_done(e.report);
+          } else if constexpr (std::is_same_v<E, MismatchStacksDone>) {
+            mismatches_->on_stacks_done(e.stacks.mismatch, *e.stacks.report);
+          } else if constexpr (std::is_same_v<E, RemoteDumpRequest>) {
+            on_remote_dump_request(e.reason, e.from_node);
+          } else if constexpr (std::is_same_v<E, JobMismatch>) {
+            collectives_->on_job_mismatch(std::move(e.mismatch), e.from_node);
+            for (const Mismatch& m : collectives_->take_reported()) mismatches_->on_mismatch(m);
+          } else if constexpr (std::is_same_v<E, JobEnded>) {
+            finish_after_job(e.exit);
+          } else if constexpr (std::is_same_v<E, PluginsIdle>) {
+            plugins_idle_ = true;
+            stop_when_done();
+          } else if constexpr (std::is_same_v<E, LingerOver>) {
+            linger_over_ = true;
+            stop_when_done();
+          }
+        },
+        event);
+  } catch (const std::exception& e) {
+    SUP_LOG_ERROR("handling an event failed: %s", e.what());
+  }
+}
+
 void Supervisor::on_stacks_done(const std::shared_ptr<const StackDumpReport>& report) {
   // The verdict's culprits placed: judged again now, so that the places are
   // in the verdict (hang.json, the log) before what follows (--on-hang kill).
@@ -357,8 +368,8 @@ void Supervisor::on_remote_dump_request(const std::string& reason, int from_node
   dumps_->timelines_and_stacks("remote-" + reason);
 }
 
-void Supervisor::finish_after_job(const JobExit& exit, JobExit* result) {
-  *result = exit;
+void Supervisor::finish_after_job(const JobExit& exit) {
+  result_ = exit;
   job_running_ = false;
   try {
     if (link_server_) link_server_->drain();
@@ -383,15 +394,10 @@ void Supervisor::finish_after_job(const JobExit& exit, JobExit* result) {
   // Nobody scraped during the job, or somebody asked us to stop: no wait
   // for a last scrape (metrics_linger.h).
   const bool linger = scraped_while_running_.load() && !stopped_by_signal_;
-  linger_ = std::make_unique<MetricsLinger>(io_, linger ? options_.metrics_linger_s : 0, [this] {
-    linger_over_ = true;
-    stop_when_done();
-  });
+  linger_ = std::make_unique<MetricsLinger>(io_, linger ? options_.metrics_linger_s : 0,
+                                            [this] { inbox_.post(LingerOver{}); });
   // Plugins end by themselves or by their timeout; the job's status is kept.
-  plugins_->when_idle([this] {
-    plugins_idle_ = true;
-    stop_when_done();
-  });
+  plugins_->when_idle([this] { inbox_.post(PluginsIdle{}); });
 }
 
 void Supervisor::stop_when_done() {

@@ -6,7 +6,8 @@
 // job ended.
 //
 // Threads: the caller's thread runs the asio io_context (signals, rank
-// socket, poll timer, kill timers); the HTTP server has its own threads and
+// socket, poll timer, kill timers, and every event a component posts to the
+// EventInbox: handle()); the HTTP server has its own threads and
 // reads shared state through the thread-safe parts named in supervisor.cc's
 // HTTP handlers.
 #pragma once
@@ -30,6 +31,7 @@
 #include "supervisor/options.h"
 #include "supervisor/ranks/rank_registry.h"
 #include "supervisor/ranks/ring_feed.h"
+#include "supervisor/supervisor_events.h"
 
 namespace xpu_timer::supervisor {
 
@@ -73,7 +75,6 @@ class Supervisor {
   void start_watching(RunDir* run_dir, WatchSettings* watch);
   void serve_http();
 
-  bool on_register(uint64_t connection_id, const RankRegistration& reg);
   void schedule_poll();
   // The rings read between polls when a job fills them faster than the poll
   // comes round (RingFeed::next_read_delay_ns); `records`: the registry as
@@ -83,6 +84,10 @@ class Supervisor {
   // analysis) and reports the mismatches the records complete.
   void read_rings(const std::vector<RankRecord>& records);
   void poll();
+  // Asio thread: every event the components post (supervisor_events.h), one
+  // at a time in the order posted.
+  void handle(SupervisorEvent event);
+  // What handle() does with some of them.
   // Asio thread: a stack dump ended (a hang's, or one asked over HTTP).
   void on_stacks_done(const std::shared_ptr<const StackDumpReport>& report);
   // Asio thread: what the hang incident returned it wants done.
@@ -92,7 +97,7 @@ class Supervisor {
   // The job ended: take the last crash reports, conclude the ranks that died
   // without one, let the plugins finish (bounded by their timeout) and
   // /metrics linger (--metrics-linger), stop.
-  void finish_after_job(const JobExit& exit, JobExit* result);
+  void finish_after_job(const JobExit& exit);
   void stop_when_done();
   // HTTP threads.
   std::shared_ptr<const HangReport> published_report() const;
@@ -104,6 +109,7 @@ class Supervisor {
   Options options_;
   std::string dump_dir_;  // empty when it could not be created
   boost::asio::io_context io_;
+  EventInbox inbox_;  // the components' events, to handle() on the asio thread
   boost::asio::steady_timer poll_timer_;
   boost::asio::steady_timer ring_timer_;
   RankRegistry registry_;
@@ -124,6 +130,7 @@ class Supervisor {
   // Asio thread only, at the job's end: a signal asked us to stop (no
   // linger), and what the exit still waits for.
   bool stopped_by_signal_ = false;
+  JobExit result_;  // how the job ended (JobEnded), what run() returns
   bool plugins_idle_ = false;
   bool linger_over_ = false;
   std::unique_ptr<MetricsLinger> linger_;

@@ -11,8 +11,11 @@
 namespace xpu_timer::supervisor {
 
 MismatchIncident::MismatchIncident(IncidentDumps* dumps, std::string dump_dir,
-                                   MismatchIncidentHooks hooks)
-    : dumps_(dumps), dump_dir_(std::move(dump_dir)), hooks_(std::move(hooks)) {}
+                                   MismatchLedger* ledger, StacksDone stacks_done)
+    : dumps_(dumps),
+      dump_dir_(std::move(dump_dir)),
+      ledger_(ledger),
+      stacks_done_(std::move(stacks_done)) {}
 
 void MismatchIncident::on_mismatch(const Mismatch& m) {
   SUP_LOG_WARN("collective mismatch: %s", m.summary.c_str());
@@ -22,16 +25,16 @@ void MismatchIncident::on_mismatch(const Mismatch& m) {
   nlohmann::json entry = mismatch_json(m);
   entry["where"] = nlohmann::json::object();
   entry.update(dumps_->timelines_and_stacks(
-      "mismatch", [post = hooks_.post, this, m](std::shared_ptr<const StackDumpReport> r) {
-        post([this, m, r] { on_stacks_done(m, *r); });
+      "mismatch", [done = stacks_done_, m](std::shared_ptr<const StackDumpReport> r) {
+        done(MismatchStacks{m, std::move(r)});
       }));
-  write_file(hooks_.remember(m, std::move(entry)));
+  write_file(ledger_->remember(m, std::move(entry)));
   // An odd rank whose recorder kept the line that issued the collective is
   // placed there at once; the others where their stacks find them.
   const RankPlaces issued = issued_places(m);
   if (issued.empty()) return;
   SUP_LOG_WARN("%s", mismatch_where_line(m, issued).c_str());
-  write_file(hooks_.locate(m, issued));
+  write_file(ledger_->locate(m, issued));
 }
 
 RankPlaces MismatchIncident::issued_places(const Mismatch& m) {
@@ -54,7 +57,7 @@ void MismatchIncident::on_stacks_done(const Mismatch& m, const StackDumpReport& 
   for (const std::string& e : errors) SUP_LOG_WARN("where the odd rank is: %s", e.c_str());
   if (places.empty()) return;
   SUP_LOG_WARN("%s", mismatch_where_line(m, places).c_str());
-  write_file(hooks_.locate(m, places));
+  write_file(ledger_->locate(m, places));
 }
 
 void MismatchIncident::write_file(const nlohmann::json& all) const {

@@ -13,12 +13,13 @@
 // within a poll or two of the mismatch; the job is never held for them),
 // which may be past the line that issued the collective.
 //
-// Threads: the asio thread only; the stacks' end is posted back through
-// `post`.
+// Threads: the asio thread only; the stacks' end comes back through
+// `stacks_done` (supervisor_events.h: MismatchStacksDone).
 #pragma once
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -32,21 +33,33 @@ namespace xpu_timer::supervisor {
 // The odd ranks' places by rank.
 using RankPlaces = std::map<int, std::vector<CodeFrame>>;
 
-struct MismatchIncidentHooks {
-  // Runs `fn` on the asio thread.
-  std::function<void(std::function<void()>)> post;
-  // Keeps the mismatch's entry (CollectiveMonitor::remember); returns every
-  // kept entry, for mismatch.json.
-  std::function<nlohmann::json(const Mismatch&, nlohmann::json entry)> remember;
-  // Adds the odd ranks' places to the kept entry (CollectiveMonitor::locate);
-  // returns every kept entry.
-  std::function<nlohmann::json(const Mismatch&, const RankPlaces&)> locate;
+// Where the entries of the mismatches reported so far are kept
+// (CollectiveMonitor, which serves them on GET /hang).
+class MismatchLedger {
+ public:
+  virtual ~MismatchLedger() = default;
+  // Keeps the mismatch's entry (its mismatch.json entry, with the dump
+  // folders); returns every kept entry, for mismatch.json.
+  virtual nlohmann::json remember(const Mismatch& m, nlohmann::json entry) = 0;
+  // Adds the odd ranks' places to the kept entry; returns every kept entry.
+  virtual nlohmann::json locate(const Mismatch& m, const RankPlaces& places) = 0;
+};
+
+// The stacks a mismatch's dump took, handed back to on_stacks_done().
+struct MismatchStacks {
+  Mismatch mismatch;
+  std::shared_ptr<const StackDumpReport> report;
 };
 
 class MismatchIncident {
  public:
-  // `dumps` must outlive this; `dump_dir` empty: no mismatch.json.
-  MismatchIncident(IncidentDumps* dumps, std::string dump_dir, MismatchIncidentHooks hooks);
+  // Any thread: the stack dump of a mismatch ended; the caller hands it
+  // back on the asio thread (on_stacks_done).
+  using StacksDone = std::function<void(MismatchStacks)>;
+
+  // `dumps` and `ledger` must outlive this; `dump_dir` empty: no mismatch.json.
+  MismatchIncident(IncidentDumps* dumps, std::string dump_dir, MismatchLedger* ledger,
+                   StacksDone stacks_done);
 
   // A mismatch, reported once per collective (CollectiveMonitor).
   void on_mismatch(const Mismatch& m);
@@ -60,7 +73,8 @@ class MismatchIncident {
 
   IncidentDumps* const dumps_;
   const std::string dump_dir_;
-  const MismatchIncidentHooks hooks_;
+  MismatchLedger* const ledger_;
+  const StacksDone stacks_done_;
 };
 
 // "collective mismatch #6 on comm 1a2b3c4d5e6f7a8b: rank 3 (odd) in f (a.py:9)

@@ -26,27 +26,29 @@ class MismatchIncidentTest : public ::testing::Test {
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
   }
-  // Hooks that keep one entry, as CollectiveMonitor does, and record the
-  // places handed to `locate`.
-  MismatchIncidentHooks hooks() {
-    MismatchIncidentHooks h;
-    h.post = [](std::function<void()> fn) { fn(); };
-    h.remember = [this](const Mismatch&, nlohmann::json entry) {
-      kept_ = entry;
-      return nlohmann::json::array({kept_});
-    };
-    h.locate = [this](const Mismatch&, const RankPlaces& places) {
-      located_ = places;
-      ++locate_calls_;
-      kept_["where"]["3"] = places.begin()->second[0].function;
-      return nlohmann::json::array({kept_});
-    };
-    return h;
-  }
+  // Keeps one entry, as CollectiveMonitor does, and records the places
+  // handed to `locate`.
+  class OneEntryLedger : public MismatchLedger {
+   public:
+    nlohmann::json remember(const Mismatch&, nlohmann::json entry) override {
+      kept = entry;
+      return nlohmann::json::array({kept});
+    }
+    nlohmann::json locate(const Mismatch&, const RankPlaces& places) override {
+      located = places;
+      ++locate_calls;
+      kept["where"]["3"] = places.begin()->second[0].function;
+      return nlohmann::json::array({kept});
+    }
+    nlohmann::json kept;
+    RankPlaces located;
+    int locate_calls = 0;
+  };
   std::string dir_;
-  nlohmann::json kept_;
-  RankPlaces located_;
-  int locate_calls_ = 0;
+  OneEntryLedger ledger_;
+  nlohmann::json& kept_ = ledger_.kept;
+  RankPlaces& located_ = ledger_.located;
+  int& locate_calls_ = ledger_.locate_calls;
 };
 
 Mismatch four_ranks_rank3_odd() {
@@ -67,7 +69,7 @@ const std::vector<CodeFrame> kHeld = {
 
 TEST_F(MismatchIncidentTest, TheOddRankOfThisNodeGetsItsPlaceTheOthersNone) {
   IncidentDumps dumps("", [] { return std::vector<RankRecord>{}; });  // dumps nothing
-  MismatchIncident incident(&dumps, dir_, hooks());
+  MismatchIncident incident(&dumps, dir_, &ledger_, [](MismatchStacks) {});
   const Mismatch m = four_ranks_rank3_odd();
   incident.on_mismatch(m);
   // Reported at once, before any stack: no place yet.
@@ -91,7 +93,7 @@ TEST_F(MismatchIncidentTest, TheOddRankOfThisNodeGetsItsPlaceTheOthersNone) {
 
 TEST_F(MismatchIncidentTest, NoOddRankOrNoStackOfItHereIsNoPlace) {
   IncidentDumps dumps("", [] { return std::vector<RankRecord>{}; });
-  MismatchIncident incident(&dumps, dir_, hooks());
+  MismatchIncident incident(&dumps, dir_, &ledger_, [](MismatchStacks) {});
   Mismatch two = four_ranks_rank3_odd();
   two.nranks = 2;
   two.ranks = {0, 1};

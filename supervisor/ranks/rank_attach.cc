@@ -42,4 +42,18 @@ std::optional<RankRecord> attach_rank(uint64_t connection_id, const RankRegistra
   return record;
 }
 
+bool admit_rank(RankRegistry* registry, uint64_t connection_id, const RankRegistration& reg) {
+  std::optional<RankRecord> record = attach_rank(connection_id, reg);
+  if (!record) return false;
+  const pid_t replaced = registry->add(std::move(*record));
+  if (replaced != 0 && replaced != reg.pid) {
+    SUP_LOG_INFO("rank %d re-registered by pid %d (was pid %d)", reg.rank, reg.pid, replaced);
+  } else {
+    SUP_LOG_INFO("rank %d registered: pid %d on %s, local rank %d of %d, node %d, world %d",
+                 reg.rank, reg.pid, reg.host.c_str(), reg.local_rank, reg.local_world_size,
+                 reg.group_rank, reg.world_size);
+  }
+  return true;
+}
+
 }  // namespace xpu_timer::supervisor

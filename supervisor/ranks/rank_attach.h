@@ -15,4 +15,9 @@ namespace xpu_timer::supervisor {
 // refused). A missing or unreadable ring only loses the flight recorder.
 std::optional<RankRecord> attach_rank(uint64_t connection_id, const RankRegistration& reg);
 
+// A registration taken into `registry` (attached as above, then added; one log
+// line, naming the pid it replaces when the rank registers again). False when
+// the page cannot be attached: the rank socket refuses the registration.
+bool admit_rank(RankRegistry* registry, uint64_t connection_id, const RankRegistration& reg);
+
 }  // namespace xpu_timer::supervisor
