@@ -1,6 +1,8 @@
-// Names of the environment variables the supervisor sets for the job's ranks
-// (supervisor/job/job_environment.cc) and the injected library reads. The
-// settings a user sets (flag, variable, default) are in common/env_config.h.
+// Names of the environment variables that both sides know: those the
+// supervisor sets for the job's ranks (supervisor/job/job_environment.cc) and
+// a few that tests and the supervisor name. The injected library reads them,
+// with all its other settings, in one table (inject/settings.h); the
+// supervisor's settings are its own table (supervisor/options.cc).
 #pragma once
 
 namespace xpu_timer::proto {
@@ -10,12 +12,7 @@ namespace xpu_timer::proto {
 constexpr const char* kEnvSocket = "XPU_TIMER_SOCKET";    // unix socket path
 constexpr const char* kEnvRunDir = "XPU_TIMER_RUN_DIR";   // where status pages are created
 constexpr const char* kEnvDisable = "XPU_TIMER_DISABLE";  // "1": hooks pass through
-// How long a crashing rank waits, at most, for the supervisor to read its
-// Python stacks before it dies (milliseconds; default 5000, 0: no wait).
-constexpr const char* kEnvCrashWaitMs = "XPU_TIMER_CRASH_WAIT_MS";
-constexpr int kDefaultCrashWaitMs = 5000;
-// Where a rank with no supervisor writes xpu_timer_crash-rank<R>-<pid>.txt
-// (default: its working directory).
+// Where a rank with no supervisor writes xpu_timer_crash-rank<R>-<pid>.txt.
 constexpr const char* kEnvCrashDir = "XPU_TIMER_CRASH_DIR";
 // The supervisor's pid: each rank names it its allowed tracer under Yama
 // ptrace_scope=1 (inject/ptracer_permit.cc).

@@ -1,6 +1,7 @@
 #include "common/parse_number.h"
 
 #include <charconv>
+#include <cmath>
 #include <system_error>
 
 namespace xpu_timer {
@@ -30,6 +31,16 @@ std::optional<T> whole(std::string_view text, int base) {
 std::optional<int64_t> parse_int(std::string_view text, int64_t min, int64_t max) {
   const std::optional<int64_t> v = whole<int64_t>(text, 10);
   if (!v || *v < min || *v > max) return std::nullopt;
+  return v;
+}
+
+std::optional<double> parse_real(std::string_view text, double min, double max) {
+  double v = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, ec] = std::from_chars(text.data(), end, v, std::chars_format::general);
+  if (ec != std::errc() || stop != end || !std::isfinite(v) || v < min || v > max) {
+    return std::nullopt;
+  }
   return v;
 }
 

@@ -1,4 +1,4 @@
-// The one integer parser of the product: settings, command lines, /proc
+// The one number parser of the product: settings, command lines, /proc
 // files, document keys. Built on std::from_chars: no allocation, no locale,
 // no errno, so the injected library may call it anywhere, signal handlers
 // included.
@@ -18,6 +18,15 @@ namespace xpu_timer {
 std::optional<int64_t> parse_int(std::string_view text,
                                  int64_t min = std::numeric_limits<int64_t>::min(),
                                  int64_t max = std::numeric_limits<int64_t>::max());
+
+// The whole of `text` is one finite decimal number in [min, max]: an
+// optional '-', digits with an optional '.' and fraction, an optional
+// exponent ("2.5", "-1e3", ".5"). nullopt for anything else: empty, spaces,
+// '+', "0x", "inf", "nan", out of range. Unlike strtod it ignores the
+// locale, whose decimal point a user's program may have changed.
+std::optional<double> parse_real(std::string_view text,
+                                 double min = std::numeric_limits<double>::lowest(),
+                                 double max = std::numeric_limits<double>::max());
 
 // The whole of `text` is one unsigned integer in `base` (10 or 16, lower or
 // upper case digits, no "0x"), at most UINT64_MAX: a communicator's hash.

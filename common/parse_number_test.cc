@@ -44,6 +44,29 @@ TEST(ParseInt, KeepsToTheRangeInclusive) {
   EXPECT_EQ(parse_int("-1", 0, 65535), std::nullopt);
 }
 
+TEST(ParseReal, TakesOneWholeFiniteDecimalNumber) {
+  EXPECT_EQ(parse_real("10"), 10.0);
+  EXPECT_EQ(parse_real("2.5"), 2.5);
+  EXPECT_EQ(parse_real("-0.05"), -0.05);
+  EXPECT_EQ(parse_real("1e3"), 1000.0);
+  EXPECT_EQ(parse_real(".5"), 0.5);
+}
+
+TEST(ParseReal, RefusesJunkSignsSpacesHexAndTheNonFinite) {
+  for (const char* bad : {"", "-", ".", "1.5x", " 1", "1 ", "+1", "0x10", "inf", "-inf", "nan",
+                          "1e999", "1,5", "1e"}) {
+    EXPECT_EQ(parse_real(bad), std::nullopt) << bad;
+  }
+}
+
+TEST(ParseReal, KeepsToTheRangeInclusive) {
+  EXPECT_EQ(parse_real("0.05", 0.05, 1000), 0.05);
+  EXPECT_EQ(parse_real("1000", 0.05, 1000), 1000.0);
+  EXPECT_EQ(parse_real("0.04", 0.05, 1000), std::nullopt);
+  EXPECT_EQ(parse_real("1000.5", 0.05, 1000), std::nullopt);
+  EXPECT_EQ(parse_real("-1", 0, 1), std::nullopt);
+}
+
 TEST(ParseUint, TakesDecimalAndHexUpToUint64Max) {
   EXPECT_EQ(parse_uint("18446744073709551615"), std::numeric_limits<uint64_t>::max());
   EXPECT_EQ(parse_uint("18446744073709551616"), std::nullopt);

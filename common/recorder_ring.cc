@@ -11,7 +11,6 @@
 #include <cstring>
 
 #include "common/clock.h"
-#include "common/env_config.h"
 #include "common/log.h"
 #include "common/mapped_read_guard.h"
 #include "common/unique_fd.h"
@@ -175,11 +174,10 @@ std::string ring_path(const std::string& dir, int rank, int pid) {
   return dir + "/rank-" + std::to_string(rank) + "-" + std::to_string(pid) + ".ring";
 }
 
-uint32_t capacity_from_env() {
-  const long v = env_long(kEnvRecorderSize, kDefaultCapacity);
-  if (v <= 0) return 0;
+uint32_t capacity_for(int64_t requested) {
+  if (requested <= 0) return 0;
   uint64_t cap = 16;
-  while (cap < static_cast<uint64_t>(v) && cap < kMaxCapacity) cap <<= 1;
+  while (cap < static_cast<uint64_t>(requested) && cap < kMaxCapacity) cap <<= 1;
   return static_cast<uint32_t>(cap);
 }
 

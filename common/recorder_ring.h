@@ -65,12 +65,9 @@ struct SiteEntry {
 };
 static_assert(sizeof(SiteEntry) == 256 && std::is_trivially_copyable_v<SiteEntry>);
 constexpr uint32_t kRingSiteBytes = sizeof(SiteEntry);
-constexpr uint32_t kDefaultCapacity = 4096;
+constexpr uint32_t kDefaultCapacity = 4096;  // records: XPU_TIMER_RECORDER_SIZE's default
 constexpr uint32_t kMaxCapacity = 1u << 20;
 constexpr uint64_t kVersionStride = 1u << 16;  // writes of one position, at most
-// Size of the ring in records: XPU_TIMER_RECORDER_SIZE (rounded up to a power
-// of two, at least 16, at most kMaxCapacity); 0 turns the recorder off.
-constexpr const char* kEnvRecorderSize = "XPU_TIMER_RECORDER_SIZE";
 
 // Lifecycle of an operation as the recorder knows it. Append only.
 enum class OpState : uint8_t {
@@ -230,8 +227,10 @@ inline size_t ring_file_bytes(uint32_t capacity) {
 // page (the supervisor derives it from the page's path at registration).
 std::string ring_path(const std::string& dir, int rank, int pid);
 
-// XPU_TIMER_RECORDER_SIZE as a capacity (0: off).
-uint32_t capacity_from_env();
+// The ring's capacity for `requested` records (XPU_TIMER_RECORDER_SIZE, read
+// by inject/settings.h): rounded up to a power of two, at least 16, at most
+// kMaxCapacity; 0 or less: no ring (0).
+uint32_t capacity_for(int64_t requested);
 
 // The rank's side. create() in Runtime initialisation, then the Poller alone
 // appends and updates. Never allocates after create(), never blocks.

@@ -206,6 +206,17 @@ void mutate(std::mt19937_64& rng, std::string* img) {
   }
 }
 
+// XPU_TIMER_RECORDER_SIZE as a ring: a power of two, 16 to kMaxCapacity; 0: none.
+TEST(RecorderRing, CapacityIsThePowerOfTwoAtOrAboveTheRequest) {
+  EXPECT_EQ(capacity_for(0), 0u);
+  EXPECT_EQ(capacity_for(-5), 0u);
+  EXPECT_EQ(capacity_for(1), 16u);
+  EXPECT_EQ(capacity_for(17), 32u);
+  EXPECT_EQ(capacity_for(kDefaultCapacity), kDefaultCapacity);
+  EXPECT_EQ(capacity_for(kMaxCapacity), kMaxCapacity);
+  EXPECT_EQ(capacity_for(int64_t{kMaxCapacity} + 1), kMaxCapacity);
+}
+
 TEST(RecorderRingNames, LiveRingDumpAndVersionOneImage) {
   TempDir dir;
   ASSERT_FALSE(dir.path().empty());

@@ -10,10 +10,10 @@
 #include <string_view>
 #include <vector>
 
-#include "common/env_config.h"
 #include "common/log.h"
 #include "common/parse_number.h"
 #include "inject/bench_parts.h"
+#include "inject/settings.h"
 #include "stack/line_table.h"
 #include "stack/python_layouts.h"
 
@@ -52,9 +52,8 @@ T at(uintptr_t base, int64_t offset) {
 }
 
 std::vector<std::string> skip_fragments() {
-  // Set but empty: nothing is library code.
-  const char* set = std::getenv(kEnvCallSiteSkip);
-  const std::string list = set != nullptr ? set : "/torch/,/deepspeed/comm/";
+  // Empty: nothing is library code.
+  const std::string list = settings().call_site_skip;
   std::vector<std::string> out;
   size_t start = 0;
   while (start <= list.size()) {
@@ -70,7 +69,7 @@ std::vector<std::string> skip_fragments() {
 // The running interpreter's layout, or false (not a Python process, a
 // version whose layout we do not know): the sites stay off.
 bool find_interpreter(Interpreter* out) {
-  if (!env_bool(kEnvCallSites, true)) return false;
+  if (!settings().call_sites) return false;
   const auto version_fn = reinterpret_cast<const char* (*)()>(dlsym(RTLD_DEFAULT, "Py_GetVersion"));
   out->this_thread_state =
       reinterpret_cast<void* (*)()>(dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState"));

@@ -22,8 +22,9 @@
 // offset; a site's text (name, file, line from the line table) is made once
 // per site and thread. bench/results has the measured cost per call.
 //
-// Environment: XPU_TIMER_CALL_SITES=0 turns it off; XPU_TIMER_CALL_SITE_SKIP
-// replaces the library fragments (comma-separated; empty: skip nothing).
+// Settings (inject/settings.h): XPU_TIMER_CALL_SITES=0 turns it off;
+// XPU_TIMER_CALL_SITE_SKIP replaces the library fragments (comma-separated;
+// empty: skip nothing).
 #pragma once
 
 #include <atomic>
@@ -33,9 +34,6 @@
 #include "common/recorder_ring.h"
 
 namespace xpu_timer::inject {
-
-constexpr const char* kEnvCallSites = "XPU_TIMER_CALL_SITES";
-constexpr const char* kEnvCallSiteSkip = "XPU_TIMER_CALL_SITE_SKIP";
 
 class CallSites {
  public:

@@ -10,11 +10,13 @@
 #
 # Every protocol constant comes from the caller (common/rank_messages.h, through
 # crash_python_hook.cc): the header's struct format (fields magic, version,
-# type, bytes, reserved), their values, the size limit and the variable names.
+# type, bytes, reserved), their values and the size limit; and so do the
+# library's settings (inject/settings.h): the socket path and the crash
+# folder, as bytes (empty: none).
 
 
-def _xpu_timer_install(header_format, magic, version, msg_type, max_bytes, env_socket,
-                       env_crash_dir):
+def _xpu_timer_install(header_format, magic, version, msg_type, max_bytes, socket_path,
+                       crash_dir):
     import os
     import struct
     import sys
@@ -27,8 +29,8 @@ def _xpu_timer_install(header_format, magic, version, msg_type, max_bytes, env_s
         rank = int(os.environ.get("RANK", "0"))
     except ValueError:
         rank = 0
-    socket_path = os.environ.get(env_socket, "")
-    crash_dir = os.environ.get(env_crash_dir, "") or os.getcwd()
+    socket_path = os.fsdecode(socket_path)
+    crash_dir = os.fsdecode(crash_dir) or os.getcwd()
     header_bytes = struct.calcsize(header_format)
 
     def describe(exc_type, exc_value, exc_tb):

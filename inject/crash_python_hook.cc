@@ -5,15 +5,15 @@
 #include <signal.h>
 #include <time.h>
 
-#include <cstdio>
 #include <cstring>
 
-#include "common/env_names.h"
 #include "common/log.h"
 #include "common/rank_messages.h"
 #include "inject/crash_excepthook_source.h"  // generated from crash_excepthook.py
 #include "inject/python_probes.h"
 #include "inject/python_probes_source.h"  // generated from python_probes.py
+#include "inject/python_script.h"
+#include "inject/settings.h"
 
 namespace xpu_timer::inject {
 namespace {
@@ -50,8 +50,10 @@ bool load_python_api(PythonApi* api) {
 }
 
 PythonApi g_api;
-char g_source[sizeof(kCrashExcepthookSource) + 256];
-char g_probes[sizeof(kPythonProbesSource) + 1024];  // empty: probes off
+// The scripts and their calls, whose text values (paths, a list of
+// functions) may take four characters a byte (python_script.h).
+char g_source[sizeof(kCrashExcepthookSource) + 256 + 4 * kTextStoreBytes];
+char g_probes[sizeof(kPythonProbesSource) + 1024 + 4 * kTextStoreBytes];  // empty: probes off
 
 // Runs `source` in a private namespace (__main__ stays untouched); the GIL is held.
 bool run_script(const char* source) {
@@ -92,12 +94,18 @@ void* install_thread(void*) {
 
 void start_python_excepthook_install() {
   if (!load_python_api(&g_api)) return;  // not a Python process
-  // The script knows no protocol constant: it gets them all here.
-  std::snprintf(g_source, sizeof(g_source),
-                "%s\n_xpu_timer_install('%s', %u, %u, %u, %u, '%s', '%s')\n",
-                kCrashExcepthookSource, proto::kMsgHeaderStructFormat, proto::kMessageMagic,
-                proto::kMessageVersion, static_cast<unsigned>(proto::MsgType::kPythonException),
-                proto::kMaxMessageBytes, proto::kEnvSocket, proto::kEnvCrashDir);
+  // The script knows no protocol constant and reads no setting: it gets
+  // them all here.
+  ScriptBuffer script(g_source, sizeof(g_source));
+  if (!(script.add("%s\n_xpu_timer_install('%s', %u, %u, %u, %u, ", kCrashExcepthookSource,
+                   proto::kMsgHeaderStructFormat, proto::kMessageMagic, proto::kMessageVersion,
+                   static_cast<unsigned>(proto::MsgType::kPythonException),
+                   proto::kMaxMessageBytes) &&
+        script.add_bytes(settings().socket) && script.add(", ") &&
+        script.add_bytes(settings().crash_dir) && script.add(")\n"))) {
+    XPU_TIMER_LOG_WARN("the excepthook's script does not fit: Python exceptions are not reported");
+    return;
+  }
   if (!python_probes_source(g_probes, sizeof(g_probes))) {
     XPU_TIMER_LOG_WARN("the Python probes' script does not fit: probes off");
     g_probes[0] = '\0';

@@ -611,6 +611,32 @@ TEST_F(UnwatchedRunTest, NoSupervisorSocketMeansPassThrough) {
   EXPECT_TRUE(sup_.page_files().empty());
 }
 
+// A bad setting costs the job nothing but one warning, said once the
+// process is a rank (its first hooked call); a process that loads the
+// library and never calls a hooked function (a shell, the launcher) says
+// nothing. The settings are read before the library's static initialisers
+// run: they must not be reset by them.
+TEST_F(UnwatchedRunTest, ABadSettingIsOneWarningOnceTheProcessIsARank) {
+  std::vector<std::string> e = env();
+  e.push_back(std::string(proto::kEnvSocket) + "=");  // removes it: pass through, after the warning
+  e.push_back("XPU_TIMER_RECORDER_SIZE=lots");
+  auto job = Child::start(trainer(), e);
+  ASSERT_NE(job, nullptr);
+  EXPECT_EQ(job->wait_exit_code(kTimeout), 3) << job->output();
+  const std::string warning =
+      "xpu_timer inject[rank 0] WARN] XPU_TIMER_RECORDER_SIZE must be a whole number 0-1048576, "
+      "got 'lots': the default (4096) is used\n";
+  const std::string out = job->output();
+  const size_t at = out.find(warning);
+  EXPECT_NE(at, std::string::npos) << out;
+  EXPECT_EQ(out.find(warning, at + 1), std::string::npos) << out;
+
+  auto quiet = Child::start({"/bin/true"}, e);
+  ASSERT_NE(quiet, nullptr);
+  EXPECT_EQ(quiet->wait_exit_code(kTimeout), 0) << quiet->output();
+  EXPECT_EQ(quiet->output(), "");
+}
+
 TEST_F(UnwatchedRunTest, UnreachableSupervisorMeansPassThrough) {
   std::vector<std::string> e = env();
   e.push_back(std::string(proto::kEnvSocket) + "=" + sup_.dir() + "/nobody.sock");  // replaces it

@@ -12,11 +12,8 @@
 // context, freed by finalize). If anything is off the plugin stays silent
 // (activation mask 0) and NCCL runs on unchanged.
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 #include <new>
 
-#include "common/env_names.h"
 #include "common/op_names.h"
 #include "inject/bench_parts.h"
 #include "inject/comm_registry.h"
@@ -24,6 +21,7 @@
 #include "inject/nccl_profiler_abi.h"
 #include "inject/nccl_profiler_tags.h"
 #include "inject/runtime.h"
+#include "inject/settings.h"
 
 namespace xpu_timer::inject {
 namespace {
@@ -39,8 +37,7 @@ CommContext g_unknown_comm{0};
 
 // The events we want, or none when timing is off in this process.
 int activation_mask() {
-  const char* disable = std::getenv(proto::kEnvDisable);
-  if (disable != nullptr && std::strcmp(disable, "1") == 0) return 0;
+  if (settings().disable) return 0;
   if (mode() == Mode::kPassThrough) return 0;
   return abi::kProfileColl;
 }

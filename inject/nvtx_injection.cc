@@ -20,6 +20,7 @@
 #include "inject/hook_export.h"
 #include "inject/nvtx_ranges.h"
 #include "inject/runtime.h"
+#include "inject/settings.h"
 
 namespace xpu_timer::inject {
 namespace {
@@ -97,8 +98,8 @@ struct Domain {
 };
 
 bool domain_listed(const char* name) {
-  const char* list = std::getenv("XPU_TIMER_NVTX_DOMAINS");
-  if (list == nullptr || name == nullptr) return false;
+  const char* list = settings().nvtx_domains;
+  if (name == nullptr) return false;
   const size_t n = std::strlen(name);
   for (const char* p = list; *p != '\0';) {
     const char* end = std::strchr(p, ',');
@@ -293,8 +294,8 @@ RangeNames& range_names() {
 
 int step_range_id() {
   static const int id = [] {
-    const char* name = std::getenv("XPU_TIMER_STEP_RANGE");
-    if (name == nullptr || name[0] == '\0') return -1;
+    const char* name = settings().step_range;
+    if (name[0] == '\0') return -1;
     return static_cast<int>(range_names().intern(name, std::strlen(name)));
   }();
   return id;

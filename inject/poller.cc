@@ -7,7 +7,6 @@
 #include <cstring>
 
 #include "common/clock.h"
-#include "common/env_config.h"
 #include "common/log.h"
 #include "inject/bench_parts.h"
 #include "inject/comm_registry.h"
@@ -18,13 +17,12 @@
 #include "inject/nccl_profiler_tags.h"
 #include "inject/python_probes.h"
 #include "inject/runtime.h"
+#include "inject/settings.h"
 
 namespace xpu_timer::inject {
 namespace {
 
-// Default pass interval while work is pending; XPU_TIMER_POLL_INTERVAL_MS
-// overrides it (diagnostics of the background thread's cost).
-constexpr double kBusyPassMs = 1.0;
+// Passes while work is pending are XPU_TIMER_POLL_INTERVAL_MS apart (settings.h).
 constexpr uint64_t kIdlePassNs = 5ull * 1000 * 1000;  // nothing pending
 constexpr uint64_t kDrainLimitNs = 30ull * 1000 * 1000 * 1000;
 constexpr int kMaxDrainPerPass = 1 << 16;
@@ -43,8 +41,7 @@ void sleep_ns(uint64_t ns) {
 
 Poller::Poller(RuntimeState* state)
     : state_(state),
-      busy_pass_ns_(static_cast<uint64_t>(
-          std::max(0.05, env_double("XPU_TIMER_POLL_INTERVAL_MS", kBusyPassMs)) * 1e6)),
+      busy_pass_ns_(static_cast<uint64_t>(settings().poll_interval_ms * 1e6)),
       completed_seq_(CommRegistry::kCapacity, 0) {}
 
 bool Poller::start() {

@@ -5,25 +5,20 @@
 // (so that even a crash of ours releases the rank), which are not. A rank
 // may name an allowed tracer with PR_SET_PTRACER; Yama then also allows that
 // tracer's descendants. One prctl at load time, before any thread exists;
-// without Yama (or without the variable) it does nothing. Any thread never:
-// this runs once, from the dynamic loader.
+// without Yama (or without XPU_TIMER_SUPERVISOR_PID) it does nothing. Any
+// thread never: this runs once, from the dynamic loader, after the settings
+// were read (their constructor comes first: inject/settings.h).
 #include <sys/prctl.h>
 
-#include <cstdint>
-#include <cstdlib>
-
-#include "common/env_names.h"
-#include "common/parse_number.h"
+#include "inject/settings.h"
 
 namespace {
 
 __attribute__((constructor)) void xpu_timer_permit_supervisor_ptrace() {
-  const char* v = std::getenv(xpu_timer::proto::kEnvSupervisorPid);
-  if (v == nullptr || *v == '\0') return;
-  const std::optional<int64_t> pid = xpu_timer::parse_int(v, 2, INT64_MAX);
-  if (!pid) return;
+  const int64_t pid = xpu_timer::inject::settings().supervisor_pid;
+  if (pid == 0) return;  // none
   // EINVAL without Yama: nothing to permit, nothing to report.
-  (void)prctl(PR_SET_PTRACER, static_cast<unsigned long>(*pid), 0, 0, 0);
+  (void)prctl(PR_SET_PTRACER, static_cast<unsigned long>(pid), 0, 0, 0);
 }
 
 }  // namespace

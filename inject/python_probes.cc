@@ -1,7 +1,6 @@
 #include "inject/python_probes.h"
 
 #include <atomic>
-#include <cctype>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -10,39 +9,16 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "common/parse_number.h"
 #include "common/status_page_layout.h"
 #include "inject/comm_registry.h"
 #include "inject/hook_export.h"
 #include "inject/nvtx_ranges.h"
 #include "inject/os_thread_names.h"
 #include "inject/python_probes_source.h"  // generated from python_probes.py
+#include "inject/python_script.h"
+#include "inject/settings.h"
 
 namespace xpu_timer::inject {
-namespace {
-
-// Characters a "module:Class" may hold: the value is pasted into a Python
-// string literal, so nothing that could end it.
-bool safe_target(const char* s) {
-  if (*s == '\0') return false;
-  for (; *s != '\0'; ++s) {
-    if (!(std::isalnum(static_cast<unsigned char>(*s)) || *s == '_' || *s == '.' || *s == ':')) {
-      return false;
-    }
-  }
-  return true;
-}
-
-// A "module:name" from `env`, or `fallback` when unset or unsafe (one warning).
-const char* target_from_env(const char* env, const char* fallback) {
-  const char* target = std::getenv(env);
-  if (target == nullptr || *target == '\0') return fallback;
-  if (safe_target(target)) return target;
-  XPU_TIMER_LOG_WARN("%s='%s' is not module:name: the default is used", env, target);
-  return fallback;
-}
-
-}  // namespace
 
 PythonCallCounters& python_calls() {
   static PythonCallCounters counters;  // trivially destructible atomics: usable during exit
@@ -50,31 +26,30 @@ PythonCallCounters& python_calls() {
 }
 
 bool python_probes_source(char* out, size_t size) {
-  const char* off = std::getenv("XPU_TIMER_PYTHON_PROBES");
-  if (off != nullptr && std::strcmp(off, "0") == 0) {
+  const InjectSettings& config = settings();
+  if (!config.python_probes) {
     if (size > 0) out[0] = '\0';
     return true;
   }
-  const char* target = target_from_env("XPU_TIMER_DATALOADER_ITER",
-                                       "torch.utils.data.dataloader:_BaseDataLoaderIter");
-  const char* step_hook = target_from_env(
-      "XPU_TIMER_OPTIMIZER_HOOK", "torch.optim.optimizer:register_optimizer_step_post_hook");
-  int tool = 4;
-  if (const char* t = std::getenv("XPU_TIMER_PYTHON_MONITORING_TOOL"); t != nullptr && *t) {
-    tool = static_cast<int>(parse_int(t, 0, 5).value_or(tool));
-  }
-  const int n = std::snprintf(out, size,
-                              "%s\n"
-                              "try:\n"
-                              "    _xpu_r = _xpu_timer_probes('%s', %d, '%s')\n"
-                              "except Exception as _xpu_e:\n"
-                              "    _xpu_r = 'failed: %%r' %% (_xpu_e,)\n"
-                              "import ctypes as _xpu_c\n"
-                              "_xpu_f = _xpu_c.PyDLL(None).xpu_timer_python_probes\n"
-                              "_xpu_f.argtypes = [_xpu_c.c_char_p]\n"
-                              "_xpu_f(str(_xpu_r).encode('utf-8', 'replace'))\n",
-                              kPythonProbesSource, target, tool, step_hook);
-  return n > 0 && static_cast<size_t>(n) < size;
+  // Every setting of the script comes from here: it reads no variable.
+  ScriptBuffer script(out, size);
+  return script.add(
+             "%s\n"
+             "try:\n"
+             "    _xpu_r = _xpu_timer_probes('%s', %d, '%s', %s, %s, ",
+             kPythonProbesSource, config.dataloader_iter,
+             static_cast<int>(config.python_monitoring_tool), config.optimizer_hook,
+             config.step_range[0] == '\0' ? "True" : "False",
+             config.name_threads ? "True" : "False") &&
+         script.add_bytes(config.host_tracing_func) &&
+         script.add(
+             ")\n"
+             "except Exception as _xpu_e:\n"
+             "    _xpu_r = 'failed: %%r' %% (_xpu_e,)\n"
+             "import ctypes as _xpu_c\n"
+             "_xpu_f = _xpu_c.PyDLL(None).xpu_timer_python_probes\n"
+             "_xpu_f.argtypes = [_xpu_c.c_char_p]\n"
+             "_xpu_f(str(_xpu_r).encode('utf-8', 'replace'))\n");
 }
 
 void note_gc(int generation, uint64_t pause_ns, uint64_t collected) {

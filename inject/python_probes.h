@@ -5,14 +5,15 @@
 // (inject/crash_python_hook.h), after it; what runs at each collection or
 // traced call is C (inject/python_tracer.h).
 //
-// Environment: XPU_TIMER_PYTHON_PROBES=0 turns the probes off;
+// Settings (inject/settings.h, passed to the script as arguments: it reads
+// no variable): XPU_TIMER_PYTHON_PROBES=0 turns the probes off;
 // XPU_TIMER_HOST_TRACING_FUNC names functions to trace besides the built-in
-// ones (docs/usage.md "Python function tracing");
-// XPU_TIMER_DATALOADER_ITER ("module:Class", default
-// torch.utils.data.dataloader:_BaseDataLoaderIter) names the iterator whose
-// __next__ is timed; XPU_TIMER_PYTHON_MONITORING_TOOL (default 4) the
-// sys.monitoring tool id used on Python >= 3.12; XPU_TIMER_NAME_THREADS=0
-// leaves OS thread names alone (inject/os_thread_names.h).
+// ones (docs/usage.md "Python function tracing"); XPU_TIMER_DATALOADER_ITER
+// the iterator whose __next__ is timed; XPU_TIMER_OPTIMIZER_HOOK the step
+// hook's registrar; XPU_TIMER_PYTHON_MONITORING_TOOL the sys.monitoring tool
+// id used on Python >= 3.12; XPU_TIMER_STEP_RANGE (set: steps are NVTX
+// ranges, not optimizer steps); XPU_TIMER_NAME_THREADS=0 leaves OS thread
+// names alone (inject/os_thread_names.h).
 #pragma once
 
 #include <cstddef>

@@ -101,13 +101,14 @@ def _xpu_timer_lookup(sys, types, module, attrs):
     return owner, attrs[-1], obj
 
 
-def _xpu_timer_thread_namer(sys, os, ctypes, lib):
+def _xpu_timer_thread_namer(sys, ctypes, lib, wanted):
     """A function giving each threading.Thread not seen yet its Python name as
     OS name (inject/os_thread_names.h: unless it named itself), as CPython
     3.14 does when a thread starts: the name encoded in the filesystem
     encoding ("replace"), cut to 15 bytes. None where there is nothing to do.
-    It never raises; its first failure is logged (debug), the others not."""
-    if sys.version_info >= (3, 14) or os.environ.get("XPU_TIMER_NAME_THREADS") == "0":
+    It never raises; its first failure is logged (debug), the others not.
+    `wanted`: XPU_TIMER_NAME_THREADS (inject/settings.h)."""
+    if sys.version_info >= (3, 14) or not wanted:
         return None
     try:
         name_thread = lib.xpu_timer_python_name_thread
@@ -214,11 +215,15 @@ def _xpu_timer_comm_namer(sys, ctypes, lib):
     return name_comms
 
 
-def _xpu_timer_probes(loader_target, monitoring_tool, step_target):
+def _xpu_timer_probes(loader_target, monitoring_tool, step_target, count_steps, name_threads,
+                     traced):
+    """The library's settings (inject/settings.h) come as arguments: the
+    iterator and the step hook ("module:name"), the sys.monitoring tool id,
+    whether optimizer steps are steps (no XPU_TIMER_STEP_RANGE), whether
+    threads get their Python names, and XPU_TIMER_HOST_TRACING_FUNC (bytes)."""
     import ctypes
     import functools
     import gc
-    import os
     import sys
     import types
 
@@ -249,7 +254,7 @@ def _xpu_timer_probes(loader_target, monitoring_tool, step_target):
     except Exception:
         pass
 
-    name_threads = _xpu_timer_thread_namer(sys, os, ctypes, lib)
+    name_threads = _xpu_timer_thread_namer(sys, ctypes, lib, name_threads)
     if name_threads is not None:
         name_threads()  # the threads running now; before the step hook, which may run at once
         installed.append("thread-names")
@@ -258,7 +263,6 @@ def _xpu_timer_probes(loader_target, monitoring_tool, step_target):
         name_comms()
         installed.append("comm-names")
     pending = []  # what is not found yet: (module, attrs, name, loader, spec)
-    count_steps = not os.environ.get("XPU_TIMER_STEP_RANGE")
     if count_steps or name_threads is not None or name_comms is not None:
         hook_module, _, hook_name = step_target.partition(":")
         register = getattr(sys.modules.get(hook_module), hook_name, None)
@@ -390,7 +394,7 @@ def _xpu_timer_probes(loader_target, monitoring_tool, step_target):
     for spec in _XPU_TIMER_BUILTIN_TRACED:
         for _, module, attrs, name in _xpu_timer_parse_traced(spec)[0]:
             wanted.append((module, attrs, name, False, None))
-    user, invalid = _xpu_timer_parse_traced(os.environ.get("XPU_TIMER_HOST_TRACING_FUNC", ""))
+    user, invalid = _xpu_timer_parse_traced(traced.decode("utf-8", "replace"))
     for spec, module, attrs, name in user:
         wanted.append((module, attrs, name, False, spec))
 

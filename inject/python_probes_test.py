@@ -144,12 +144,9 @@ class ThreadNamer(unittest.TestCase):
 
     def test_each_thread_is_named_once_with_its_name_encoded_and_cut_to_15_bytes(self):
         lib = FakeLibrary()
-        env = dict(os.environ)
-        env.pop("XPU_TIMER_NAME_THREADS", None)
-        fake_os = types.SimpleNamespace(environ=env)
         fake_sys = types.SimpleNamespace(version_info=(3, 13), modules=sys.modules,
                                          getfilesystemencoding=lambda: "utf-8")
-        name_new_threads = thread_namer(fake_sys, fake_os, ctypes, lib)
+        name_new_threads = thread_namer(fake_sys, ctypes, lib, True)
         prefetch = self.start("data-prefetch")
         # 3.14 cuts bytes, even within a character ("\u00e9" is 2 bytes).
         long = self.start("prefetch-data-\u00e9t\u00e9")
@@ -169,16 +166,15 @@ class ThreadNamer(unittest.TestCase):
         lib = FakeLibrary()
         py314 = types.SimpleNamespace(version_info=(3, 14), modules=sys.modules,
                                       getfilesystemencoding=lambda: "utf-8")
-        self.assertIsNone(thread_namer(py314, os, ctypes, lib))
-        opted_out = types.SimpleNamespace(environ={"XPU_TIMER_NAME_THREADS": "0"})
-        self.assertIsNone(thread_namer(sys, opted_out, ctypes, lib))
-        self.assertIsNone(thread_namer(sys, types.SimpleNamespace(environ={}), ctypes, object()))
+        self.assertIsNone(thread_namer(py314, ctypes, lib, True))
+        self.assertIsNone(thread_namer(sys, ctypes, lib, False))  # XPU_TIMER_NAME_THREADS=0
+        self.assertIsNone(thread_namer(sys, ctypes, object(), True))
 
     def test_a_failure_is_said_once_and_never_raised(self):
         lib = FakeLibrary(fail=True)
         fake_sys = types.SimpleNamespace(version_info=(3, 13), modules=sys.modules,
                                          getfilesystemencoding=lambda: "utf-8")
-        name_new_threads = thread_namer(fake_sys, types.SimpleNamespace(environ={}), ctypes, lib)
+        name_new_threads = thread_namer(fake_sys, ctypes, lib, True)
         self.start("data-prefetch")
         name_new_threads()
         self.start("another")
@@ -189,7 +185,7 @@ class ThreadNamer(unittest.TestCase):
         lib = FakeLibrary()
         no_threading = types.SimpleNamespace(version_info=(3, 13), modules={},
                                              getfilesystemencoding=lambda: "utf-8")
-        thread_namer(no_threading, types.SimpleNamespace(environ={}), ctypes, lib)()
+        thread_namer(no_threading, ctypes, lib, True)()
         self.assertEqual(lib.named, [])
 
 

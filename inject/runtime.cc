@@ -4,7 +4,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +18,7 @@
 #include "inject/crash_python_hook.h"
 #include "inject/cuda_runtime_calls.h"
 #include "inject/poller.h"
+#include "inject/settings.h"
 
 namespace xpu_timer::inject {
 namespace {
@@ -95,30 +95,30 @@ Mode initialize() {
   char tag[48];
   std::snprintf(tag, sizeof(tag), "xpu_timer inject[rank %d]", id.rank);
   set_log_tag(tag);
-  if (env_bool(proto::kEnvDebugMode, false)) set_log_level(LogLevel::kDebug);
+  const InjectSettings& config = settings();
+  if (config.debug) set_log_level(LogLevel::kDebug);
+  report_setting_problems();  // read at load time; said once the process is a rank
 
-  if (env_bool(proto::kEnvDisable, false)) {
+  if (config.disable) {
     XPU_TIMER_LOG_DEBUG("%s=1: hooks pass through", proto::kEnvDisable);
     return Mode::kPassThrough;
   }
   // Crash reporting works with or without a supervisor (a text file then).
   CrashConfig crash;
   crash.rank = id.rank;
-  const char* crash_dir = std::getenv(proto::kEnvCrashDir);
-  crash.crash_dir = crash_dir != nullptr ? crash_dir : "";
-  crash.wait_ms = static_cast<int>(std::min(
-      60000.0, std::max(0.0, env_double(proto::kEnvCrashWaitMs, proto::kDefaultCrashWaitMs))));
+  crash.crash_dir = config.crash_dir;
+  crash.wait_ms = static_cast<int>(config.crash_wait_ms);
   install_crash_handlers(crash);
   start_python_excepthook_install();
 
-  const char* socket_path = std::getenv(proto::kEnvSocket);
-  if (socket_path == nullptr || socket_path[0] == '\0') {
+  const char* socket_path = config.socket;
+  if (socket_path[0] == '\0') {
     XPU_TIMER_LOG_INFO("%s is not set (not started by xpu_timer_supervisor): hooks pass through",
                        proto::kEnvSocket);
     return Mode::kPassThrough;
   }
-  const char* run_dir = std::getenv(proto::kEnvRunDir);
-  if (run_dir == nullptr || run_dir[0] == '\0') {
+  const char* run_dir = config.run_dir;
+  if (run_dir[0] == '\0') {
     XPU_TIMER_LOG_WARN("%s is not set: hooks pass through", proto::kEnvRunDir);
     return Mode::kPassThrough;
   }
@@ -126,10 +126,9 @@ Mode initialize() {
 
   RuntimeState* st = new RuntimeState;
   st->identity = id;
-  // Default: each (operation, shape) timed 10 times a second, the other calls
-  // counted (collectives keep a completion marker); 0 times every call.
-  const double sample_rate = env_double("XPU_TIMER_SAMPLE_PER_SEC", 10.0);
-  st->gate = new SampleGate(sample_rate >= 0 ? sample_rate : 10.0);
+  // Each (operation, shape) timed sample_per_sec times a second, the other
+  // calls counted (collectives keep a completion marker); 0 times every call.
+  st->gate = new SampleGate(config.sample_per_sec);
   st->pid = getpid();
   std::string page_error;
   st->page = proto::StatusPageFile::create(run_dir, id, st->pid, &page_error);
@@ -140,7 +139,7 @@ Mode initialize() {
   }
   // The flight recorder is optional: without it, timing and hang detection
   // go on (the supervisor finds no ring file and says so in its dumps).
-  if (const uint32_t cap = recorder::capacity_from_env(); cap > 0) {
+  if (const uint32_t cap = recorder::capacity_for(config.recorder_size); cap > 0) {
     st->ring.create(run_dir, id, st->pid, cap);
   }
   proto::RegisterMsg msg;

@@ -3,8 +3,6 @@
 #include <strings.h>
 
 #include <cctype>
-#include <cerrno>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iterator>
@@ -107,6 +105,15 @@ const Setting kSettings[] = {
      nullptr,
      Choice{"node", "rank", [](const Options& o) { return o.metrics_per_rank_histograms; },
             [](Options& o, bool rank) { o.metrics_per_rank_histograms = rank; }}},
+    {nullptr, nullptr, "XPU_TIMER_METRICS_WINDOW_S",
+     "seconds the rate gauges of /metrics (FLOP/s, bandwidths, calls/s) look back",
+     "a positive number of seconds", Number{&Options::metrics_window_s, 1e-3, kMaxSeconds}},
+    {nullptr, nullptr, "XPU_TIMER_METRICS_EXPIRY_S",
+     "seconds an operation key of /metrics may stay idle before it is no longer exported",
+     "a positive number of seconds", Number{&Options::metrics_expiry_s, 1e-3, kMaxSeconds}},
+    {nullptr, nullptr, "XPU_TIMER_PLUGIN_TIMEOUT",
+     "seconds an exit-hook plugin (XPU_TIMER_EXIT_HOOK_PLUGIN) may run before it is killed",
+     "a positive number of seconds", Number{&Options::plugin_timeout_s, 1e-3, kMaxSeconds}},
     {"--etcd-user", "NAME", "XPU_TIMER_ETCD_USER",
      "etcd user (auth enabled); its password from the file below or XPU_TIMER_ETCD_PASSWORD",
      nullptr, Text{[](Options& o) { return &o.coordinator_security.user; }, false, "none"}},
@@ -131,14 +138,11 @@ constexpr const char* kOtherEnv[][2] = {
     {"XPU_TIMER_DEBUG_MODE", "1: debug log lines"},
     {"XPU_TIMER_INJECT_LIB", "path of libxpu_timer_inject.so (default <bin>/../lib/)"},
     {"XPU_TIMER_EXIT_HOOK_PLUGIN", "comma-separated Python plugin files run on a crash"},
-    {"XPU_TIMER_PLUGIN_TIMEOUT", "seconds a plugin may run (default 30)"},
     {"XPU_TIMER_PLUGIN_PYTHON", "interpreter of the plugins (default python3)"},
     {"XPU_TIMER_PLUGIN_HOST", "path of plugin_host.py (default <bin>/../share/xpu_timer/)"},
     {"XPU_TIMER_JOB_NAME",
      "job_name label of every metric (default: the job id, else "
      "<launcher>-<host>-<start time>)"},
-    {"XPU_TIMER_METRICS_WINDOW_S", "window of the rate gauges (default 30)"},
-    {"XPU_TIMER_METRICS_EXPIRY_S", "expiry of idle metric series (default 600)"},
     {"POD_NAME, POD_IP, ENV_ARGO_WORKFLOW_NAME", "pod_name, ip, job_name of crash plugins"},
 };
 
@@ -147,16 +151,6 @@ bool is_true(const char* v) {
     if (strcasecmp(v, t) == 0) return true;
   }
   return false;
-}
-
-// A whole decimal number (strtod's grammar: "2.5", "1e3"), finite, in range.
-std::optional<double> parse_real(const std::string& text, double min, double max) {
-  if (text.empty()) return std::nullopt;
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(text.c_str(), &end);
-  if (errno != 0 || *end != '\0' || !std::isfinite(v) || v < min || v > max) return std::nullopt;
-  return v;
 }
 
 std::string quoted_choices(const Choice& c) {
@@ -254,7 +248,9 @@ std::string help_text() {
   s += format_flag_help(flags.data(), flags.size());
   s += "\nOther environment variables:\n";
   for (const Setting& f : kSettings) {
-    if (f.flag == nullptr) s += std::string("  ") + f.env + ": " + f.meaning + "\n";
+    if (f.flag == nullptr) {
+      s += std::string("  ") + f.env + ": " + f.meaning + "; default " + default_text(f) + "\n";
+    }
   }
   for (const auto& [name, meaning] : kOtherEnv) {
     s += "  " + std::string(name) + ": " + meaning + "\n";

@@ -11,6 +11,8 @@
 #include "common/env_config.h"
 #include "supervisor/analysis/straggler.h"
 #include "supervisor/coordination/coordination_store.h"
+#include "supervisor/incidents/crash_plugin_runner.h"
+#include "supervisor/metrics/metrics_exporter.h"
 
 namespace xpu_timer::supervisor {
 
@@ -54,6 +56,13 @@ struct Options {
   // --metrics-histograms rank: latency, NVTX and step histograms per rank
   // instead of per node (docs/metrics.md "Series budget").
   bool metrics_per_rank_histograms = false;
+  // /metrics: the window of the rate gauges and how long an idle key stays
+  // exported (docs/metrics.md), the exporter's own defaults.
+  double metrics_window_s = MetricsConfig{}.window_s;
+  double metrics_expiry_s = MetricsConfig{}.expiry_s;
+  // How long an exit-hook plugin may run (docs/usage.md "Stacks and
+  // crashes"), the plugin runner's own default.
+  double plugin_timeout_s = PluginSettings{}.timeout_s;
   // etcd's user/password auth and TLS files (coordination_store.h). The
   // password from XPU_TIMER_ETCD_PASSWORD or a file, never the command line.
   StoreSecurity coordinator_security;

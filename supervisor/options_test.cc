@@ -114,6 +114,29 @@ TEST(Options, StallFactorFromTheEnvironmentOrTheCommandLineZeroTurnsItOff) {
   EXPECT_NE(options_summary(o).find("no stall detection"), std::string::npos);
 }
 
+// The settings of /metrics and of the exit-hook plugins that only a
+// variable sets: the component's own default, a value taken, a bad one refused.
+TEST(Options, MetricsWindowExpiryAndPluginTimeoutFromTheEnvironment) {
+  const Options defaults = parse({"--", "x"}).options;
+  EXPECT_DOUBLE_EQ(defaults.metrics_window_s, MetricsConfig{}.window_s);
+  EXPECT_DOUBLE_EQ(defaults.metrics_expiry_s, MetricsConfig{}.expiry_s);
+  EXPECT_DOUBLE_EQ(defaults.plugin_timeout_s, PluginSettings{}.timeout_s);
+  const ParseResult r = parse({"--", "x"}, {{"XPU_TIMER_METRICS_WINDOW_S", "5"},
+                                            {"XPU_TIMER_METRICS_EXPIRY_S", "120"},
+                                            {"XPU_TIMER_PLUGIN_TIMEOUT", "2.5"}});
+  ASSERT_EQ(r.status, ParseResult::Status::kOk) << r.error;
+  EXPECT_DOUBLE_EQ(r.options.metrics_window_s, 5);
+  EXPECT_DOUBLE_EQ(r.options.metrics_expiry_s, 120);
+  EXPECT_DOUBLE_EQ(r.options.plugin_timeout_s, 2.5);
+  for (const char* name :
+       {"XPU_TIMER_METRICS_WINDOW_S", "XPU_TIMER_METRICS_EXPIRY_S", "XPU_TIMER_PLUGIN_TIMEOUT"}) {
+    for (const char* bad : {"0", "-3", "soon"}) {
+      EXPECT_EQ(parse({"--", "x"}, {{name, bad}}).error,
+                std::string(name) + " must be a positive number of seconds, got '" + bad + "'");
+    }
+  }
+}
+
 TEST(Options, Help) { EXPECT_EQ(parse({"--help"}).status, ParseResult::Status::kHelp); }
 
 TEST(Options, HelpListsEveryFlagWithItsDefaultAndEnvironmentVariable) {
@@ -137,6 +160,8 @@ TEST(Options, HelpListsEveryFlagWithItsDefaultAndEnvironmentVariable) {
       "                          default 10; no environment variable\n",
       "  -h, --help              this help\n",
       "  XPU_TIMER_EXIT_HOOK_PLUGIN: comma-separated Python plugin files run on a crash\n",
+      "  XPU_TIMER_METRICS_WINDOW_S: seconds the rate gauges of /metrics (FLOP/s, bandwidths, "
+      "calls/s) look back; default 30\n",
   };
   for (const char* line : expected) EXPECT_NE(help.find(line), std::string::npos) << line << help;
   // The defaults the help names are the parser's.

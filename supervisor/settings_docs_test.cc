@@ -1,9 +1,10 @@
 // docs/usage.md against the code: its table of the supervisor's settings is
-// the one options.cc prints (settings_markdown), and its table of
-// environment variables names exactly the XPU_TIMER_* variables the
-// product reads (the supervisor, the injected library and its Python
-// probes, the tools), so that neither a new variable nor a removed one goes
-// unnoticed.
+// the one options.cc prints (settings_markdown), its table of the injected
+// library's settings the one inject/settings.cc prints, and its section
+// "Environment" names exactly the XPU_TIMER_* variables the product reads
+// (the supervisor, the injected library and its Python probes, the tools),
+// so that neither a new variable nor a removed one goes unnoticed, and no
+// default is written in the docs by hand.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include <sstream>
 #include <string>
 
+#include "inject/settings.h"
 #include "supervisor/options.h"
 
 namespace xpu_timer::supervisor {
@@ -23,6 +25,9 @@ namespace fs = std::filesystem;
 constexpr const char* kBegin =
     "<!-- supervisor settings: settings_markdown() in supervisor/options.cc -->\n";
 constexpr const char* kEnd = "<!-- end of supervisor settings -->\n";
+constexpr const char* kInjectBegin =
+    "<!-- injected library settings: settings_markdown() in inject/settings.cc -->\n";
+constexpr const char* kInjectEnd = "<!-- end of injected library settings -->\n";
 
 std::string read_text(const fs::path& path) {
   std::ifstream in(path);
@@ -85,10 +90,19 @@ TEST(SettingsDocs, TheSupervisorsTableIsTheOneOptionsPrints) {
                                         << settings_markdown();
 }
 
+TEST(SettingsDocs, TheInjectedLibrarysTableIsTheOneItsSettingsPrint) {
+  const std::string table = between(usage_md(), kInjectBegin, kInjectEnd);
+  EXPECT_EQ(table, inject::settings_markdown()) << "docs/usage.md must hold, between\n"
+                                                << kInjectBegin << "and\n"
+                                                << kInjectEnd << "exactly:\n"
+                                                << inject::settings_markdown();
+}
+
 TEST(SettingsDocs, TheEnvironmentTableNamesEveryVariableReadAndNoOther) {
   const std::string md = usage_md();
   static const std::regex name(R"((XPU_TIMER_[A-Z0-9_]+))");
-  // The settings' table, and the first column of the environment table.
+  // The supervisor's settings, and the first column of the tables of the
+  // section "Environment" (the injected library's settings among them).
   std::set<std::string> documented = variables_in(between(md, kBegin, kEnd), name);
   const std::string environment = between(md, "## Environment\n", "\n## ");
   ASSERT_FALSE(environment.empty()) << "docs/usage.md lost its section \"Environment\"";

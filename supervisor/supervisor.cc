@@ -54,9 +54,12 @@ Supervisor::Supervisor(Options options)
       detector_(options_.hang_timeout_s, options_.stall_factor),
       poll_scratch_(std::make_unique<proto::StatusSnapshot>()),
       published_report_(std::make_shared<HangReport>()) {
-  metrics_ = std::make_unique<MetricsExporter>(
+  MetricsConfig metrics =
       MetricsConfig::from_env(options_.command, options_.job_id_found ? options_.job_id : "",
-                              options_.metrics_per_rank_histograms));
+                              options_.metrics_per_rank_histograms);
+  metrics.window_s = options_.metrics_window_s;
+  metrics.expiry_s = options_.metrics_expiry_s;
+  metrics_ = std::make_unique<MetricsExporter>(std::move(metrics));
 }
 
 Supervisor::~Supervisor() {
@@ -69,6 +72,7 @@ JobExit Supervisor::run() {
   const struct sigaction inherited_pipe = ignore_signal(SIGPIPE);
 
   PluginSettings plugin_settings = plugin_settings_from_env();
+  plugin_settings.timeout_s = options_.plugin_timeout_s;
   log_plugin_settings(plugin_settings);
   start_coordinator();
   collectives_ = std::make_unique<CollectiveMonitor>(job_view_.get());

@@ -3,11 +3,15 @@
 // others. The input is the text. What is accepted must print back to the
 // same digits (less leading zeros and a "-0"'s sign), so nothing is accepted
 // that is not a number and no number is misread; the prefix form must take
-// exactly what the whole form would take of the same characters.
+// exactly what the whole form would take of the same characters. A real
+// number accepted is finite, written only with digits, '-', '.' and an
+// exponent, and reads back the same from its shortest printed form.
 // Seeds: common/fuzz/corpus/parse_number_fuzz/.
 // Run: parse_number_fuzz -max_total_time=60 [corpus dir]
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <string_view>
 
@@ -33,6 +37,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (const auto v = xpu_timer::parse_uint(text)) {
     if (std::to_string(*v) != canonical(text)) __builtin_trap();
+  }
+  if (const auto v = xpu_timer::parse_real(text)) {
+    if (!std::isfinite(*v)) __builtin_trap();
+    if (text.find_first_not_of("0123456789-.eE") != std::string_view::npos) __builtin_trap();
+    char printed[40];
+    std::snprintf(printed, sizeof(printed), "%.17g", *v);
+    if (xpu_timer::parse_real(printed) != v) __builtin_trap();
   }
   std::string_view rest = text;
   const auto taken = xpu_timer::take_int(&rest);

@@ -63,11 +63,6 @@ PluginSettings plugin_settings_from_env() {
   }
   const char* host = std::getenv("XPU_TIMER_PLUGIN_HOST");
   s.host_script = host != nullptr && *host != '\0' ? host : default_host_script();
-  if (const char* v = std::getenv("XPU_TIMER_PLUGIN_TIMEOUT")) {
-    char* end = nullptr;
-    const double t = std::strtod(v, &end);
-    if (end != v && t > 0) s.timeout_s = t;
-  }
   return s;
 }
 

@@ -25,8 +25,10 @@ struct PluginSettings {
   std::vector<std::string> plugins;  // paths, in order
   std::string python = "python3";    // XPU_TIMER_PLUGIN_PYTHON
   std::string host_script;           // <exe dir>/../share/xpu_timer/plugin_host.py
-  double timeout_s = 30;             // XPU_TIMER_PLUGIN_TIMEOUT
+  double timeout_s = 30;             // XPU_TIMER_PLUGIN_TIMEOUT's default (supervisor/options.h)
 };
+// The plugins, their interpreter and host from the environment; the timeout
+// is the caller's (the supervisor's settings).
 PluginSettings plugin_settings_from_env();
 // One line naming the plugins, and a warning when their host script is not readable.
 void log_plugin_settings(const PluginSettings& s);

@@ -184,14 +184,6 @@ void set_op_key(std::string* l, const proto::MetricSlot& m) {
   }
 }
 
-double env_seconds(const char* name, double fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  char* end = nullptr;
-  const double d = std::strtod(v, &end);
-  return end != v && *end == '\0' && d > 0 ? d : fallback;
-}
-
 }  // namespace
 
 MetricsConfig MetricsConfig::from_env(const std::vector<std::string>& command,
@@ -206,8 +198,6 @@ MetricsConfig MetricsConfig::from_env(const std::vector<std::string>& command,
   sources.start = std::time(nullptr);
   c.job_name = metrics_job_name(sources);
   c.per_rank_histograms = per_rank_histograms;
-  c.expiry_s = env_seconds("XPU_TIMER_METRICS_EXPIRY_S", c.expiry_s);
-  c.window_s = env_seconds("XPU_TIMER_METRICS_WINDOW_S", c.window_s);
   return c;
 }
 

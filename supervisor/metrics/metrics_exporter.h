@@ -45,14 +45,17 @@ namespace xpu_timer::supervisor {
 
 struct MetricsConfig {
   std::string job_name;   // the job_name label of every series
-  double expiry_s = 600;  // XPU_TIMER_METRICS_EXPIRY_S: drop keys idle this long
-  double window_s = 30;   // XPU_TIMER_METRICS_WINDOW_S: window of the rate gauges
+  // Their defaults are those of XPU_TIMER_METRICS_EXPIRY_S and
+  // XPU_TIMER_METRICS_WINDOW_S (supervisor/options.h).
+  double expiry_s = 600;  // drop keys idle this long
+  double window_s = 30;   // window of the rate gauges
   // --metrics-histograms rank: histograms per rank rather than per node.
   bool per_rank_histograms = false;
 
   // job_name from metrics_job_name (job_name.h) over the supervisor's
   // environment, `job_id` ("" when none was found), the command's argv[0],
-  // the host name and the time now; window and expiry from env.
+  // the host name and the time now; window and expiry are the caller's
+  // (the supervisor's settings).
   static MetricsConfig from_env(const std::vector<std::string>& command, const std::string& job_id,
                                 bool per_rank_histograms);
 };
