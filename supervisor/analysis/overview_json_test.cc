@@ -33,7 +33,7 @@ TEST(Overview, FourRanksHangNamesTheMissingRankWhereItIsAndFoldsTheRest) {
   EXPECT_EQ(culprit["host"], "node-0");
   EXPECT_EQ(culprit["state"], "missing");
   EXPECT_EQ(culprit["where"][0]["function"], "stuck_in_host_code");
-  EXPECT_EQ(culprit["where"][0]["line"], 185);
+  EXPECT_EQ(culprit["where"][0]["line"], 88);
   EXPECT_EQ(culprit["where"][1]["function"], "train_step");
 
   const json& ranks = o["ranks"];

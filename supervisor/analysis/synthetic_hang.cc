@@ -4,6 +4,7 @@
 #include <cstring>
 #include <map>
 
+#include "common/clock.h"
 #include "common/op_names.h"
 #include "supervisor/analysis/hang_detector.h"
 #include "supervisor/analysis/hang_report_json.h"
@@ -17,7 +18,6 @@ namespace {
 constexpr uint64_t kSec = 1'000'000'000ull;
 constexpr uint64_t kComm = 0x06543c4e36ee6c61ull;
 constexpr uint64_t kBeforeNs = 3600 * kSec;  // the first snapshot's CLOCK_MONOTONIC
-constexpr double kBeforeUnix = 1'790'000'000;
 
 RankSample sample(const SyntheticHangSpec& spec, int rank, uint64_t launched_ns) {
   RankSample s;
@@ -65,10 +65,10 @@ RankSample sample(const SyntheticHangSpec& spec, int rank, uint64_t launched_ns)
   return s;
 }
 
-Snapshot snapshot_at(const SyntheticHangSpec& spec, uint64_t now_ns) {
+Snapshot snapshot_at(const SyntheticHangSpec& spec, uint64_t now_ns, double before_unix_s) {
   Snapshot snap;
   snap.now_ns = now_ns;
-  snap.now_unix_s = kBeforeUnix + static_cast<double>(now_ns - kBeforeNs) / 1e9;
+  snap.now_unix_s = before_unix_s + static_cast<double>(now_ns - kBeforeNs) / 1e9;
   // A healthy job's collectives were launched a moment ago; a hang's before
   // the first snapshot.
   const uint64_t launched_ns = spec.missing_rank >= 0 ? kBeforeNs - kSec : now_ns - kSec / 1000;
@@ -86,9 +86,10 @@ Snapshot snapshot_at(const SyntheticHangSpec& spec, uint64_t now_ns) {
 
 SyntheticDocuments synthetic_hang(const SyntheticHangSpec& spec) {
   HangDetector detector(spec.timeout_s);
-  detector.update(snapshot_at(spec, kBeforeNs));
+  const double before_unix_s = unix_now_s() - spec.timeout_s - 2;
+  detector.update(snapshot_at(spec, kBeforeNs, before_unix_s));
   const uint64_t after_ns = kBeforeNs + static_cast<uint64_t>((spec.timeout_s + 2) * 1e9);
-  const Snapshot now = snapshot_at(spec, after_ns);
+  const Snapshot now = snapshot_at(spec, after_ns, before_unix_s);
   detector.update(now);
   HangDocumentParts parts;
   if (!spec.stacks_dir.empty()) {

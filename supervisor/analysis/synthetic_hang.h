@@ -1,7 +1,8 @@
 // Test support: the documents a supervisor would serve (GET /hang, /ranks,
 // /slow) for a job of any size with one rank missing from a collective,
 // made by the supervisor's own code (the hang detector over two snapshots
-// `timeout_s` apart, hang_document_text, ranks_json, slow_report_json), so
+// `timeout_s` apart, the second one now, hang_document_text, ranks_json,
+// slow_report_json), so
 // that the operator page and GET /overview can be tested at 1,024 ranks
 // without 1,024 processes. Test-only; any thread.
 #pragma once
@@ -25,9 +26,10 @@ struct SyntheticHangSpec {
   uint64_t steps = 40;
   std::string comm_name = "world";    // the communicator's name (NCCL commName), cut to 31 bytes
   std::string host_prefix = "node-";  // ranks of node n run on host_prefix + n
-  // Where the missing rank is, once its stacks are in.
-  std::vector<CodeFrame> where = {CodeFrame{"stuck_in_host_code", "/job/sim_trainer.py", 185, true},
-                                  CodeFrame{"train_step", "/job/sim_trainer.py", 227, true}};
+  // Where the missing rank is, once its stacks are in (as in the stack files
+  // of flamegraph/bench/synthetic_dump.h).
+  std::vector<CodeFrame> where = {CodeFrame{"stuck_in_host_code", "/job/sim_trainer.py", 88, true},
+                                  CodeFrame{"train_step", "/job/train.py", 42, true}};
   double timeout_s = 300;
   std::string stacks_dir;  // the hang's stack dump (GET /hang's stacks.dir); "": none
   // Ranks whose crash record GET /ranks shows (`crash`), each with this summary.
