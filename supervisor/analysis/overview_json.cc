@@ -17,43 +17,43 @@ using nlohmann::json;
 
 // Readers that take a key of another type, or a document that is no object,
 // as absent (see the header).
-const json& key(const json& j, const char* name) {
+const json& at_key(const json& j, const char* name) {
   static const json kNull;
   if (!j.is_object()) return kNull;
   const auto it = j.find(name);
   return it == j.end() ? kNull : *it;
 }
-const json& list(const json& j, const char* name) {
+const json& array_at(const json& j, const char* name) {
   static const json kEmpty = json::array();
-  const json& v = name != nullptr ? key(j, name) : j;
+  const json& v = name != nullptr ? at_key(j, name) : j;
   return v.is_array() ? v : kEmpty;
 }
-std::string text(const json& j, const char* name) {
-  const json& v = key(j, name);
+std::string string_at(const json& j, const char* name) {
+  const json& v = at_key(j, name);
   return v.is_string() ? v.get<std::string>() : std::string();
 }
-std::optional<double> number(const json& j, const char* name) {
-  const json& v = key(j, name);
+std::optional<double> number_at(const json& j, const char* name) {
+  const json& v = at_key(j, name);
   if (!v.is_number()) return std::nullopt;
   return v.get<double>();
 }
-std::optional<int64_t> integer(const json& j, const char* name) {
-  const json& v = key(j, name);
+std::optional<int64_t> integer_at(const json& j, const char* name) {
+  const json& v = at_key(j, name);
   if (!v.is_number_integer()) return std::nullopt;
   return v.get<int64_t>();
 }
-bool flag(const json& j, const char* name) {
-  const json& v = key(j, name);
+bool bool_at(const json& j, const char* name) {
+  const json& v = at_key(j, name);
   return v.is_boolean() && v.get<bool>();
 }
 // The value of `name` if it is of a JSON type `keep` accepts, else null.
-json pass(const json& j, const char* name, bool (json::*keep)() const noexcept) {
-  const json& v = key(j, name);
+json typed_at(const json& j, const char* name, bool (json::*keep)() const noexcept) {
+  const json& v = at_key(j, name);
   return (v.*keep)() ? v : json(nullptr);
 }
-std::vector<int> ranks_of(const json& array) {
+std::vector<int> rank_list(const json& array) {
   std::vector<int> out;
-  for (const json& r : list(array, nullptr)) {
+  for (const json& r : array_at(array, nullptr)) {
     if (r.is_number_integer()) out.push_back(r.get<int>());
   }
   return out;
@@ -75,9 +75,9 @@ void take_operation(const json& op, bool in_flight, RankInfo* info) {
   if (!op.is_object()) return;
   info->op_known = true;
   info->in_flight = in_flight;
-  info->op_name = text(op, "name");
-  info->op_comm = text(op, "comm");
-  if (const auto seq = integer(op, "seq"); seq && *seq >= 0) info->op_seq = *seq;
+  info->op_name = string_at(op, "name");
+  info->op_comm = string_at(op, "comm");
+  if (const auto seq = integer_at(op, "seq"); seq && *seq >= 0) info->op_seq = *seq;
 }
 
 // The ranks' states in the order their groups are listed: what the others
@@ -160,51 +160,51 @@ json group_json(const Group& g, const std::map<std::string, std::string>& comm_n
 std::map<int, RankInfo> rank_infos(const json& hang, const json& ranks, const json& slow,
                                    std::map<std::string, std::string>* comm_names) {
   std::map<int, RankInfo> infos;
-  for (const json& r : list(hang, "ranks")) {
-    const auto rank = integer(r, "rank");
+  for (const json& r : array_at(hang, "ranks")) {
+    const auto rank = integer_at(r, "rank");
     if (!rank) continue;
     RankInfo& info = infos[static_cast<int>(*rank)];
-    info.state = text(r, "state");
-    info.node = integer(r, "node");
-    info.reason = text(r, "reason");
-    take_operation(key(r, "operation"), true, &info);
-    info.pending_s = number(r, "pending_s");
-    if (!text(r, "comm").empty() && !text(r, "comm_name").empty()) {
-      (*comm_names)[text(r, "comm")] = text(r, "comm_name");
+    info.state = string_at(r, "state");
+    info.node = integer_at(r, "node");
+    info.reason = string_at(r, "reason");
+    take_operation(at_key(r, "operation"), true, &info);
+    info.pending_s = number_at(r, "pending_s");
+    if (!string_at(r, "comm").empty() && !string_at(r, "comm_name").empty()) {
+      (*comm_names)[string_at(r, "comm")] = string_at(r, "comm_name");
     }
   }
-  for (const json& g : list(hang, "groups")) {
-    if (!text(g, "comm").empty() && !text(g, "comm_name").empty()) {
-      (*comm_names)[text(g, "comm")] = text(g, "comm_name");
+  for (const json& g : array_at(hang, "groups")) {
+    if (!string_at(g, "comm").empty() && !string_at(g, "comm_name").empty()) {
+      (*comm_names)[string_at(g, "comm")] = string_at(g, "comm_name");
     }
   }
-  for (const json& r : list(ranks, nullptr)) {
-    const auto rank = integer(r, "rank");
+  for (const json& r : array_at(ranks, nullptr)) {
+    const auto rank = integer_at(r, "rank");
     if (!rank) continue;
     RankInfo& info = infos[static_cast<int>(*rank)];
     // How a rank ended is fresher than the last verdict.
-    const std::string state = text(r, "state");
+    const std::string state = string_at(r, "state");
     if (info.state.empty() || state == "exited" || state == "crashed" || state == "terminated") {
       info.state = state;
     }
-    if (const auto steps = integer(r, "steps"); steps && *steps >= 0) info.steps = *steps;
+    if (const auto steps = integer_at(r, "steps"); steps && *steps >= 0) info.steps = *steps;
     if (!info.op_known) {
-      const json& oldest = key(r, "oldest_inflight");
-      take_operation(oldest.is_object() ? oldest : key(r, "last_completed"), oldest.is_object(),
+      const json& oldest = at_key(r, "oldest_inflight");
+      take_operation(oldest.is_object() ? oldest : at_key(r, "last_completed"), oldest.is_object(),
                      &info);
-      if (oldest.is_object()) info.pending_s = number(oldest, "pending_s");
+      if (oldest.is_object()) info.pending_s = number_at(oldest, "pending_s");
     }
-    for (const json& c : list(r, "comms")) {
-      if (!text(c, "comm").empty() && !text(c, "name").empty()) {
-        (*comm_names)[text(c, "comm")] = text(c, "name");
+    for (const json& c : array_at(r, "comms")) {
+      if (!string_at(c, "comm").empty() && !string_at(c, "name").empty()) {
+        (*comm_names)[string_at(c, "comm")] = string_at(c, "name");
       }
     }
   }
-  for (const json& r : list(slow, "ranks")) {
-    const auto rank = integer(r, "rank");
+  for (const json& r : array_at(slow, "ranks")) {
+    const auto rank = integer_at(r, "rank");
     if (rank && infos.count(static_cast<int>(*rank)) != 0 &&
-        integer(r, "collectives").value_or(0) > 0) {
-      infos[static_cast<int>(*rank)].late_s = number(r, "median_late_s");
+        integer_at(r, "collectives").value_or(0) > 0) {
+      infos[static_cast<int>(*rank)].late_s = number_at(r, "median_late_s");
     }
   }
   return infos;
@@ -247,15 +247,15 @@ json rank_groups(const std::map<int, RankInfo>& infos,
 
 json roots_json(const json& hang) {
   std::map<int, const json*> by_rank;
-  for (const json& r : list(hang, "ranks")) {
-    if (const auto rank = integer(r, "rank")) by_rank[static_cast<int>(*rank)] = &r;
+  for (const json& r : array_at(hang, "ranks")) {
+    if (const auto rank = integer_at(r, "rank")) by_rank[static_cast<int>(*rank)] = &r;
   }
   json out = json::array();
-  for (const json& root : list(hang, "roots")) {
+  for (const json& root : array_at(hang, "roots")) {
     if (out.size() == kMaxListed) break;
-    const std::vector<int> ranks = ranks_of(key(root, "ranks"));
+    const std::vector<int> ranks = rank_list(at_key(root, "ranks"));
     size_t waiters = 0;
-    for (const json& level : list(root, "waiters")) waiters += ranks_of(level).size();
+    for (const json& level : array_at(root, "waiters")) waiters += rank_list(level).size();
     json culprits = json::array();
     for (int rank : ranks) {
       if (culprits.size() == kMaxListed) break;
@@ -263,13 +263,13 @@ json roots_json(const json& hang) {
       const json none = json::object();
       const json& r = it != by_rank.end() ? *it->second : none;
       culprits.push_back({{"rank", rank},
-                          {"node", pass(r, "node", &json::is_number_integer)},
-                          {"host", pass(r, "host", &json::is_string)},
-                          {"state", pass(r, "state", &json::is_string)},
-                          {"reason", pass(r, "reason", &json::is_string)},
-                          {"where", list(r, "where")}});
+                          {"node", typed_at(r, "node", &json::is_number_integer)},
+                          {"host", typed_at(r, "host", &json::is_string)},
+                          {"state", typed_at(r, "state", &json::is_string)},
+                          {"reason", typed_at(r, "reason", &json::is_string)},
+                          {"where", array_at(r, "where")}});
     }
-    out.push_back({{"kind", pass(root, "kind", &json::is_string)},
+    out.push_back({{"kind", typed_at(root, "kind", &json::is_string)},
                    {"ranks", fold_ranks(ranks)},
                    {"count", ranks.size()},
                    {"waiters", waiters},
@@ -280,56 +280,56 @@ json roots_json(const json& hang) {
 
 json crashes_json(const json& ranks) {
   std::vector<const json*> crashed;
-  for (const json& r : list(ranks, nullptr)) {
-    const json& c = key(r, "crash");
-    if (c.is_object() && text(c, "outcome") != "terminated") crashed.push_back(&c);
+  for (const json& r : array_at(ranks, nullptr)) {
+    const json& c = at_key(r, "crash");
+    if (c.is_object() && string_at(c, "outcome") != "terminated") crashed.push_back(&c);
   }
   std::stable_sort(crashed.begin(), crashed.end(), [](const json* a, const json* b) {
-    return number(*a, "time").value_or(0) > number(*b, "time").value_or(0);
+    return number_at(*a, "time").value_or(0) > number_at(*b, "time").value_or(0);
   });
   json latest = json::array();
   for (size_t i = 0; i < crashed.size() && i < kMaxListed; ++i) {
     const json& c = *crashed[i];
-    latest.push_back({{"rank", pass(c, "rank", &json::is_number_integer)},
-                      {"pid", pass(c, "pid", &json::is_number_integer)},
-                      {"host", pass(c, "host", &json::is_string)},
-                      {"outcome", pass(c, "outcome", &json::is_string)},
-                      {"kind", pass(c, "kind", &json::is_string)},
-                      {"time", pass(c, "time", &json::is_number)},
-                      {"summary", pass(c, "summary", &json::is_string)}});
+    latest.push_back({{"rank", typed_at(c, "rank", &json::is_number_integer)},
+                      {"pid", typed_at(c, "pid", &json::is_number_integer)},
+                      {"host", typed_at(c, "host", &json::is_string)},
+                      {"outcome", typed_at(c, "outcome", &json::is_string)},
+                      {"kind", typed_at(c, "kind", &json::is_string)},
+                      {"time", typed_at(c, "time", &json::is_number)},
+                      {"summary", typed_at(c, "summary", &json::is_string)}});
   }
   return {{"count", crashed.size()}, {"latest", std::move(latest)}};
 }
 
 json mismatches_json(const json& hang) {
-  const json& all = list(hang, "mismatches");
+  const json& all = array_at(hang, "mismatches");
   json latest = json::array();
   for (auto it = all.rbegin(); it != all.rend() && latest.size() < kMaxListed; ++it) {
-    latest.push_back({{"summary", pass(*it, "summary", &json::is_string)},
-                      {"odd_ranks", fold_ranks(ranks_of(key(*it, "odd_ranks")))},
-                      {"comm", pass(*it, "comm", &json::is_string)},
-                      {"comm_name", pass(*it, "comm_name", &json::is_string)},
-                      {"seq", pass(*it, "seq", &json::is_number_integer)}});
+    latest.push_back({{"summary", typed_at(*it, "summary", &json::is_string)},
+                      {"odd_ranks", fold_ranks(rank_list(at_key(*it, "odd_ranks")))},
+                      {"comm", typed_at(*it, "comm", &json::is_string)},
+                      {"comm_name", typed_at(*it, "comm_name", &json::is_string)},
+                      {"seq", typed_at(*it, "seq", &json::is_number_integer)}});
   }
-  const auto total = integer(hang, "mismatch_total");
+  const auto total = integer_at(hang, "mismatch_total");
   return {{"total", total ? *total : static_cast<int64_t>(all.size())},
-          {"checked", integer(hang, "collectives_checked").value_or(0)},
+          {"checked", integer_at(hang, "collectives_checked").value_or(0)},
           {"latest", std::move(latest)}};
 }
 
 json stragglers_json(const json& slow) {
   json out = json::array();
-  for (const json& s : list(slow, "stragglers")) {
+  for (const json& s : array_at(slow, "stragglers")) {
     if (out.size() == kMaxListed) break;
-    out.push_back({{"rank", pass(s, "rank", &json::is_number_integer)},
-                   {"node", pass(s, "node", &json::is_number_integer)},
-                   {"cause", pass(s, "cause", &json::is_string)},
-                   {"summary", pass(s, "summary", &json::is_string)},
-                   {"median_late_s", pass(s, "median_late_s", &json::is_number)},
-                   {"late_share", pass(s, "late_share", &json::is_number)}});
+    out.push_back({{"rank", typed_at(s, "rank", &json::is_number_integer)},
+                   {"node", typed_at(s, "node", &json::is_number_integer)},
+                   {"cause", typed_at(s, "cause", &json::is_string)},
+                   {"summary", typed_at(s, "summary", &json::is_string)},
+                   {"median_late_s", typed_at(s, "median_late_s", &json::is_number)},
+                   {"late_share", typed_at(s, "late_share", &json::is_number)}});
   }
-  return {{"summary", pass(slow, "summary", &json::is_string)},
-          {"window_s", pass(slow, "window_s", &json::is_number)},
+  return {{"summary", typed_at(slow, "summary", &json::is_string)},
+          {"window_s", typed_at(slow, "window_s", &json::is_number)},
           {"list", std::move(out)}};
 }
 
@@ -340,29 +340,30 @@ json overview_json(const json& hang, const json& ranks, const json& slow) {
   const std::map<int, RankInfo> infos = rank_infos(hang, ranks, slow, &comm_names);
   json out;
   out["version"] = kOverviewVersion;
-  out["hang"] = {{"hung", flag(hang, "hung")},
-                 {"stalled", flag(hang, "stalled")},
-                 {"detected_at", pass(hang, "detected_at", &json::is_number)},
-                 {"frozen_since", pass(hang, "frozen_since", &json::is_number)},
-                 {"stalled_since", pass(hang, "stalled_since", &json::is_number)},
-                 {"timeout_s", pass(hang, "timeout_s", &json::is_number)},
-                 {"summary", pass(hang, "summary", &json::is_string)}};
+  out["hang"] = {{"hung", bool_at(hang, "hung")},
+                 {"stalled", bool_at(hang, "stalled")},
+                 {"detected_at", typed_at(hang, "detected_at", &json::is_number)},
+                 {"frozen_since", typed_at(hang, "frozen_since", &json::is_number)},
+                 {"stalled_since", typed_at(hang, "stalled_since", &json::is_number)},
+                 {"timeout_s", typed_at(hang, "timeout_s", &json::is_number)},
+                 {"summary", typed_at(hang, "summary", &json::is_string)}};
   out["roots"] = roots_json(hang);
   out["crashes"] = crashes_json(ranks);
   out["mismatches"] = mismatches_json(hang);
   out["stragglers"] = stragglers_json(slow);
-  out["ranks"] = rank_groups(infos, comm_names, list(ranks, nullptr).size());
-  const json& stacks = key(hang, "stacks");
-  out["stacks"] = stacks.is_object() ? json{{"dir", pass(stacks, "dir", &json::is_string)},
-                                            {"in_progress", flag(stacks, "in_progress")}}
+  out["ranks"] = rank_groups(infos, comm_names, array_at(ranks, nullptr).size());
+  const json& stacks = at_key(hang, "stacks");
+  out["stacks"] = stacks.is_object() ? json{{"dir", typed_at(stacks, "dir", &json::is_string)},
+                                            {"in_progress", bool_at(stacks, "in_progress")}}
                                      : json(nullptr);
-  const json& timeline = key(hang, "timeline");
-  out["timeline"] =
-      timeline.is_object() ? json{{"dir", pass(timeline, "dir", &json::is_string)}} : json(nullptr);
+  const json& timeline = at_key(hang, "timeline");
+  out["timeline"] = timeline.is_object()
+                        ? json{{"dir", typed_at(timeline, "dir", &json::is_string)}}
+                        : json(nullptr);
   std::string verdict = "waiting";
-  if (flag(hang, "hung")) {
+  if (bool_at(hang, "hung")) {
     verdict = "hang";
-  } else if (flag(hang, "stalled")) {
+  } else if (bool_at(hang, "stalled")) {
     verdict = "stall";
   } else if (out["crashes"]["count"].get<size_t>() > 0) {
     verdict = "crash";
@@ -370,7 +371,7 @@ json overview_json(const json& hang, const json& ranks, const json& slow) {
     verdict = "mismatch";
   } else if (!out["stragglers"]["list"].empty()) {
     verdict = "stragglers";
-  } else if (!list(ranks, nullptr).empty()) {
+  } else if (!array_at(ranks, nullptr).empty()) {
     verdict = "healthy";
   }
   out["verdict"] = verdict;
