@@ -40,12 +40,12 @@ std::string chromium_dom(const TestFolder& dir, const std::string& url, const st
 }
 
 bool chromium_screenshot(const TestFolder& dir, const std::string& url, const std::string& png,
-                         int width, int height) {
+                         int width, int height, const std::string& flags) {
   const std::string profile = fresh_profile(dir);
   const std::string log = profile + ".log";
-  const std::string cmd = "timeout 120 " + std::string(kChromium) + kHeadless +
-                          " --user-data-dir=" + profile + " --window-size=" +
-                          std::to_string(width) + "," + std::to_string(height) +
+  const std::string cmd = "timeout 120 " + std::string(kChromium) + kHeadless + " " + flags +
+                          " --user-data-dir=" + profile +
+                          " --window-size=" + std::to_string(width) + "," + std::to_string(height) +
                           " --screenshot=" + png + " '" + url + "' > " + log + " 2>&1";
   return run(cmd, log);
 }
@@ -62,10 +62,11 @@ std::pair<int, int> png_size(const std::string& path) {
   return {be32(16), be32(20)};
 }
 
-std::string screenshot_dir() {
+std::string screenshot_dir(const std::string& component) {
   const char* env = std::getenv("XPU_TIMER_SCREENSHOT_DIR");
-  const std::string dir =
-      env != nullptr && *env != '\0' ? std::string(env) : std::string(XPU_TIMER_ARTIFACTS_DIR);
+  const std::string dir = env != nullptr && *env != '\0'
+                              ? std::string(env)
+                              : std::string(XPU_TIMER_ARTIFACTS_DIR) + "/" + component;
   const std::string cmd = "mkdir -p '" + dir + "'";
   if (std::system(cmd.c_str()) != 0) ADD_FAILURE() << "cannot create " << dir;
   return dir;

@@ -29,15 +29,16 @@ std::string chromium_dom(const TestFolder& dir, const std::string& url,
                          const std::string& flags = "");
 
 // A `width` x `height` screenshot of `url` into `png`; false with a test
-// failure when the browser fails.
+// failure when the browser fails. `flags` as for chromium_dom (e.g.
+// "--virtual-time-budget=8000" for a page that fetches its data after load).
 bool chromium_screenshot(const TestFolder& dir, const std::string& url, const std::string& png,
-                         int width, int height);
+                         int width, int height, const std::string& flags = "");
 
 // Width and height of a PNG from its header; {0, 0} when it is not one.
 std::pair<int, int> png_size(const std::string& path);
 
 // Where the browser tests leave their screenshots: $XPU_TIMER_SCREENSHOT_DIR,
-// else the build's test-artifacts/flamegraph folder (created).
-std::string screenshot_dir();
+// else the build's test-artifacts/<component> folder (created).
+std::string screenshot_dir(const std::string& component = "flamegraph");
 
 }  // namespace xpu_timer::flamegraph

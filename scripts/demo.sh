@@ -39,6 +39,7 @@ if [ ! -f "$out/hang.json" ]; then
   exit 1
 fi
 port=$(cat "$out/supervisor.port")
+echo "demo: the job at a glance, until the demo stops it: http://127.0.0.1:$port/"
 echo "demo: GET http://127.0.0.1:$port/hang says:"
 python3 "$root/scripts/describe_hang.py" "http://127.0.0.1:$port/hang" --save "$out/hang_live.json"
 

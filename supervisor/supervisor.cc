@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "common/mapped_read_guard.h"
 #include "supervisor/analysis/op_json.h"
+#include "supervisor/analysis/overview_json.h"
 #include "supervisor/analysis/ranks_json.h"
 #include "supervisor/analysis/slow_report_json.h"
 #include "supervisor/collective_monitor.h"
@@ -220,6 +221,11 @@ bool Supervisor::prepare(std::string* error) {
                               r->hung || r->stalled ? hang_json() : std::string(), body);
                         }};
   handlers.slow_json = [this] { return json_text(slow_report_json(*slow_->published()), 2); };
+  // The operator page's document, from the three above as served (overview_json.h).
+  handlers.overview_json = [this] {
+    return json_text(overview_json(hang_document_json(*published_report(), latest_hang_parts()),
+                                   ranks_now(), slow_report_json(*slow_->published())));
+  };
   http_ = std::make_unique<HttpServer>(handlers);
   if (http_->listen(options_.host, options_.port, error)) return true;
   if (options_.port_given || !http_->address_in_use() || !http_->listen(options_.host, 0, error))
@@ -429,23 +435,29 @@ HangDocumentParts Supervisor::hang_document_parts() const {
   return parts;
 }
 
-// GET /hang: the hang document with the latest dumps, whatever their reason.
-std::string Supervisor::hang_json() const {
+// What GET /hang adds to the verdict: the latest dumps, whatever their reason.
+HangDocumentParts Supervisor::latest_hang_parts() const {
   HangDocumentParts parts = hang_document_parts();
   std::shared_ptr<const StackDumpReport> stacks =
       dumps_->stacks() != nullptr ? dumps_->stacks()->latest() : nullptr;
   if (stacks) parts.stacks = stack_dump_json(*stacks);
   const std::string timeline_dir = dumps_->latest_timeline_dir();
   if (!timeline_dir.empty()) parts.timeline = nlohmann::json{{"dir", timeline_dir}};
-  return hang_document_text(*published_report(), parts);
+  return parts;
 }
 
-std::string Supervisor::ranks_json_text() const {
+std::string Supervisor::hang_json() const {
+  return hang_document_text(*published_report(), latest_hang_parts());
+}
+
+std::string Supervisor::ranks_json_text() const { return json_text(ranks_now(), 2); }
+
+nlohmann::json Supervisor::ranks_now() const {
   const std::shared_ptr<const HangReport> report = published_report();
   auto scratch = std::make_unique<proto::StatusSnapshot>();
   const Snapshot snap = take_snapshot(registry_.snapshot(), scratch.get());
   const std::map<int, nlohmann::json> crashes = crashes_->crash_json_by_rank();
-  return json_text(ranks_json(snap, *report, &crashes), 2);
+  return ranks_json(snap, *report, &crashes);
 }
 
 std::string Supervisor::metrics_text() const {

@@ -102,7 +102,9 @@ class Supervisor {
   // HTTP threads.
   std::shared_ptr<const HangReport> published_report() const;
   HangDocumentParts hang_document_parts() const;  // any thread
+  HangDocumentParts latest_hang_parts() const;    // with the latest dumps
   std::string hang_json() const;
+  nlohmann::json ranks_now() const;
   std::string ranks_json_text() const;
   std::string metrics_text() const;
 

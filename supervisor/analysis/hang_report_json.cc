@@ -98,7 +98,9 @@ hang_document::Document hang_document_of(const HangReport& report) {
   return d;
 }
 
-std::string hang_document_text(const HangReport& report, const HangDocumentParts& parts) {
+namespace {
+
+hd::Document whole_document(const HangReport& report, const HangDocumentParts& parts) {
   hd::Document d = hang_document_of(report);
   d.mismatches = parts.mismatches.is_array() ? parts.mismatches : nlohmann::json::array();
   d.mismatch_total = parts.mismatch_total;
@@ -106,7 +108,17 @@ std::string hang_document_text(const HangReport& report, const HangDocumentParts
   d.coordinator = parts.coordinator;
   d.stacks = parts.stacks;
   d.timeline = parts.timeline;
-  return hd::to_text(d);
+  return d;
+}
+
+}  // namespace
+
+std::string hang_document_text(const HangReport& report, const HangDocumentParts& parts) {
+  return hd::to_text(whole_document(report, parts));
+}
+
+nlohmann::json hang_document_json(const HangReport& report, const HangDocumentParts& parts) {
+  return hd::to_json(whole_document(report, parts));
 }
 
 }  // namespace xpu_timer::supervisor

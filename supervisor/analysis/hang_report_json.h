@@ -40,5 +40,7 @@ hang_document::Document hang_document_of(const HangReport& report);
 // The whole document as text (hang_document::to_text): the one builder of
 // GET /hang's body and of every hang.json.
 std::string hang_document_text(const HangReport& report, const HangDocumentParts& parts);
+// The same document as JSON (GET /overview reads it without the text).
+nlohmann::json hang_document_json(const HangReport& report, const HangDocumentParts& parts);
 
 }  // namespace xpu_timer::supervisor

@@ -37,6 +37,10 @@ struct RankSample {
   uint64_t hook_errors = 0;
   uint64_t queue_depth = 0;
   uint32_t page_flags = 0;  // proto::kPageFlag*
+  // Training steps the rank counted (StatusPage::steps); step_source is
+  // proto::StepSource, kNone (0) when the job marks no steps.
+  uint64_t steps = 0;
+  uint32_t step_source = 0;
   // When the page was read, on the CLOCK_MONOTONIC of the node that read it;
   // 0: the snapshot's now_ns (this node's ranks). The other nodes' ranks
   // (merge_job_snapshot) have their other times rebased onto this node's

@@ -74,6 +74,8 @@ nlohmann::json ranks_json(const Snapshot& snap, const HangReport& latest,
     r["hook_errors"] = s.hook_errors;
     r["queue_depth"] = s.queue_depth;
     r["timing_disabled"] = (s.page_flags & proto::kPageFlagTimingDisabled) != 0;
+    // null: the job marks no steps (no XPU_TIMER_STEP_RANGE, no optimizer hook).
+    r["steps"] = s.page_ok && s.step_source != 0 ? json(s.steps) : json(nullptr);
     if (crashes != nullptr) {
       auto c = crashes->find(s.rank);
       r["crash"] = c != crashes->end() ? c->second : json(nullptr);

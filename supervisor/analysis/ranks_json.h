@@ -17,7 +17,7 @@ namespace xpu_timer::supervisor {
 //   "last_completed":{op..}|null,"heartbeat_age_s":..,
 //   "comms":[{"comm":"<16 hex>","nranks":4,"rank":0,"issued_seq":6,"completed_seq":5}],
 //   "dropped_queue_full":0,"skipped_capture":0,"hook_errors":0,"queue_depth":0,
-//   "timing_disabled":false,"crash":{...}|null}]
+//   "timing_disabled":false,"steps":40|null,"crash":{...}|null}]
 // `crashes`: rank -> crash object (crash_json.h); null: no "crash" member.
 nlohmann::json ranks_json(const Snapshot& snap, const HangReport& latest,
                           const std::map<int, nlohmann::json>* crashes = nullptr);

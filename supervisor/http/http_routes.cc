@@ -2,6 +2,7 @@
 
 #include <exception>
 
+#include "supervisor/http/operator_page.h"
 #include "supervisor/metrics/metrics_exporter.h"
 
 namespace xpu_timer::supervisor {
@@ -9,6 +10,7 @@ namespace {
 
 constexpr const char* kJson = "application/json";
 constexpr const char* kText = "text/plain; charset=utf-8";
+constexpr const char* kHtml = "text/html; charset=utf-8";
 
 HttpAnswer text(int status, std::string body) { return HttpAnswer{status, kText, std::move(body)}; }
 
@@ -40,9 +42,16 @@ HttpAnswer route_request(const HttpHandlers& handlers, const std::string& method
     }
     return guarded([&] { return HttpAnswer{200, kMetricsContentType, handlers.metrics_text()}; });
   }
-  if (path == "/slow" && handlers.slow_json) {
+  if (path == "/") {
     if (!get) return text(405, "method " + method + " not allowed on " + path + "\n");
-    return guarded([&] { return HttpAnswer{200, kJson, handlers.slow_json() + "\n"}; });
+    return HttpAnswer{200, kHtml, std::string(operator_page_html())};
+  }
+  // GET routes served when their handler is set.
+  for (const auto& [route, handler] :
+       {std::pair{"/slow", &handlers.slow_json}, std::pair{"/overview", &handlers.overview_json}}) {
+    if (path != route || !*handler) continue;
+    if (!get) return text(405, "method " + method + " not allowed on " + path + "\n");
+    return guarded([&] { return HttpAnswer{200, kJson, (*handler)() + "\n"}; });
   }
   if (path == "/dump/stacks" && handlers.dump_stacks) {
     if (method != "POST") return text(405, "method " + method + " not allowed on " + path + "\n");

@@ -21,6 +21,9 @@ struct HttpHandlers {
   std::function<int(std::string* json_body)> dump_timeline = nullptr;
   // GET /slow: the straggler verdict. Unset: 404.
   std::function<std::string()> slow_json = nullptr;
+  // GET /overview: the job at a glance, what the operator page (GET /)
+  // polls (analysis/overview_json.h). Unset: 404, which the page says.
+  std::function<std::string()> overview_json = nullptr;
 };
 
 struct HttpAnswer {
@@ -30,6 +33,8 @@ struct HttpAnswer {
 };
 
 // `method` as sent ("GET"), `target` the request target ("/metrics?x=1").
+// GET / is the operator page (operator_page.h); HEAD is GET without the body
+// (the server sends the headers only).
 HttpAnswer route_request(const HttpHandlers& handlers, const std::string& method,
                          const std::string& target);
 

@@ -55,6 +55,8 @@ RankSample sample_rank(const RankRecord& record, proto::StatusSnapshot* scratch)
   s.hook_errors = p.hook_errors;
   s.queue_depth = p.queue_depth;
   s.page_flags = p.flags;
+  s.steps = p.steps.steps;
+  s.step_source = p.steps.source;
   return s;
 }
 
