@@ -16,6 +16,7 @@
 #include "supervisor/collective_monitor.h"
 #include "supervisor/coordination/job_view.h"
 #include "supervisor/coordination/node_progress.h"
+#include "supervisor/http/dump_routes.h"
 #include "supervisor/http/http_server.h"
 #include "supervisor/incidents/crash_plugin_runner.h"
 #include "supervisor/incidents/crash_tracker.h"
@@ -223,6 +224,9 @@ bool Supervisor::prepare(std::string* error) {
                               r->hung || r->stalled ? hang_json() : std::string(), body);
                         }};
   handlers.slow_json = [this] { return json_text(slow_report_json(*slow_->published()), 2); };
+  handlers.dumps = [routes = DumpRoutes(dump_dir_)](const std::string& t) {
+    return routes.answer(t);
+  };
   http_ = std::make_unique<HttpServer>(handlers);
   if (http_->listen(options_.host, options_.port, error)) return true;
   if (options_.port_given || !http_->address_in_use() || !http_->listen(options_.host, 0, error))
