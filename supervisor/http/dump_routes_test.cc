@@ -354,5 +354,73 @@ TEST_F(DumpRoutesOverHttp, PerfettoPageHandsTheTraceOverFromTheBrowser) {
   EXPECT_EQ(get("/dumps/timeline-20261123-112240.000-hang/none.json?perfetto").status, 404);
 }
 
+// The Perfetto page's script run in node against stand-ins of the browser:
+// a click opens https://ui.perfetto.dev, reads the trace from this server,
+// PINGs the tab until it answers PONG (a PONG from another origin does not
+// count), then posts {perfetto: {buffer, title, fileName}} to Perfetto's
+// origin only.
+TEST(DumpRoutes, PerfettoPageFollowsPerfettosPostMessageProtocol) {
+  if (::access("/usr/bin/node", X_OK) != 0) {
+    GTEST_SKIP() << "/usr/bin/node not installed (scripts/install_deps.sh): page script not run";
+  }
+  const std::string page = perfetto_page("timeline-1/timeline.json");
+  const size_t from = page.find("<script>\n") + 9;
+  const std::string script = page.substr(from, page.find("</script>") - from);
+  const std::string browser = R"js(
+const elements = {};
+const el = (id) => elements[id] || (elements[id] = {
+  textContent: "", handlers: {}, addEventListener(t, f) { this.handlers[t] = f; } });
+globalThis.document = { getElementById: el };
+const listeners = [];
+const deliver = (origin) => listeners.slice().forEach(
+    (f) => f({ source: tab, origin: origin, data: "PONG" }));
+const seen = { opened: null, fetched: null, pings: 0 };
+const tab = { postMessage(data, origin) {
+  if (data === "PING") {
+    if (origin !== "https://ui.perfetto.dev") throw new Error("PING to " + origin);
+    if (++seen.pings === 1) setTimeout(() => deliver("https://evil.example"), 0);
+    if (seen.pings === 3) setTimeout(() => deliver("https://ui.perfetto.dev"), 0);
+    return;
+  }
+  const p = data.perfetto;
+  seen.posted = { keys: Object.keys(p).sort(), bytes: p.buffer.byteLength, title: p.title,
+                  fileName: p.fileName, origin: origin, pings: seen.pings };
+  setTimeout(() => { seen.status = el("status").textContent; seen.listeners = listeners.length;
+                     console.log(JSON.stringify(seen)); process.exit(0); }, 0);
+} };
+globalThis.window = {
+  open(url) { seen.opened = url; return tab; },
+  addEventListener(t, f) { if (t === "message") listeners.push(f); },
+  removeEventListener(t, f) { listeners.splice(listeners.indexOf(f), 1); } };
+globalThis.fetch = async (url) => { seen.fetched = url;
+  return { ok: true, status: 200, arrayBuffer: async () => new Uint8Array(5).buffer }; };
+setTimeout(() => { console.log("no handover within 30 s"); process.exit(1); }, 30000);
+)js";
+  char tmpl[] = "/tmp/xpu_perfetto_page_XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  DumpTree::write(dir + "/page.js", browser + script + "\nel(\"open\").handlers.click();\n");
+  FILE* node = ::popen(("/usr/bin/node " + dir + "/page.js 2>&1").c_str(), "r");
+  ASSERT_NE(node, nullptr);
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof(buf), node)) > 0;) out.append(buf, n);
+  EXPECT_EQ(::pclose(node), 0) << out;
+  fs::remove_all(dir);
+  const nlohmann::json seen = nlohmann::json::parse(out, nullptr, false);
+  const nlohmann::json expected = {{"opened", "https://ui.perfetto.dev"},
+                                   {"fetched", "/dumps/timeline-1/timeline.json"},
+                                   {"pings", 3},
+                                   {"posted",
+                                    {{"keys", {"buffer", "fileName", "title"}},
+                                     {"bytes", 5},
+                                     {"title", "timeline.json"},
+                                     {"fileName", "timeline.json"},
+                                     {"origin", "https://ui.perfetto.dev"},
+                                     {"pings", 3}}},
+                                   {"status", "Handed to Perfetto UI."},
+                                   {"listeners", 0}};
+  EXPECT_EQ(seen, expected) << out;
+}
+
 }  // namespace
 }  // namespace xpu_timer::supervisor
