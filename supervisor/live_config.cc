@@ -37,7 +37,7 @@ std::string number_text(double v) {
   return text;
 }
 
-std::string value_text(const LiveKey& k, const LiveSettings& s) {
+std::string shown_value(const LiveKey& k, const LiveSettings& s) {
   if (k.live == nullptr) return s.on_hang == OnHang::kKill ? "kill" : "keep";
   return number_text(s.*k.live);
 }
@@ -59,7 +59,7 @@ std::string check(const LiveKey& k, const nlohmann::json& value, LiveSettings* o
 }
 
 // A key as an error line shows it: printable, bounded.
-std::string shown(const std::string& key) {
+std::string printable_key(const std::string& key) {
   std::string s = key.substr(0, 80);
   for (char& c : s) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
@@ -93,7 +93,7 @@ bool parse_config_change(const std::string& body, ConfigChange* change, std::str
   const auto add = [&](const std::string& e) { errors += (errors.empty() ? "" : "; ") + e; };
   for (const auto& [key, value] : doc.items()) {
     if (find_key(key) == nullptr) {
-      add("unknown setting '" + shown(key) + "' (settable: " + key_list() + ")");
+      add("unknown setting '" + printable_key(key) + "' (settable: " + key_list() + ")");
     }
   }
   for (const LiveKey& k : kKeys) {  // in the table's order, as the log says them
@@ -114,13 +114,13 @@ std::vector<std::string> apply_config_change(const ConfigChange& change, LiveSet
   std::vector<std::string> lines;
   for (const std::string& key : change.keys) {
     const LiveKey& k = *find_key(key);
-    const std::string before = value_text(k, *settings);
+    const std::string before = shown_value(k, *settings);
     if (k.live == nullptr) {
       settings->on_hang = change.values.on_hang;
     } else {
       settings->*k.live = change.values.*k.live;
     }
-    const std::string after = value_text(k, *settings);
+    const std::string after = shown_value(k, *settings);
     if (after != before) lines.push_back(key + " " + before + " -> " + after);
   }
   return lines;
@@ -132,7 +132,7 @@ nlohmann::json config_json(const LiveSettings& settings) {
   for (const LiveKey& k : kKeys) {
     const SettingRange r = *setting_range(k.flag);
     if (k.live == nullptr) {
-      doc[k.key] = value_text(k, settings);
+      doc[k.key] = shown_value(k, settings);
       ranges[k.key] = {{"choices", {r.first, r.second}}, {"expects", r.expects}};
     } else {
       doc[k.key] = settings.*k.live;

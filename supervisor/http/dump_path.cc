@@ -35,7 +35,7 @@ bool percent_decode(std::string_view in, std::string* out) {
 }
 
 // The part as shown in an error line: printable, bounded.
-std::string shown(std::string_view part) {
+std::string shown_part(std::string_view part) {
   std::string s(part.substr(0, 80));
   for (char& c : s) {
     if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
@@ -112,7 +112,7 @@ bool parse_dump_path(std::string_view rest, DumpPath* out, std::string* why, boo
   if (too_deep != nullptr) *too_deep = false;
   if (rest.empty() || rest == "/") return true;
   if (rest.front() != '/') {
-    *why = "bad dump path '" + shown(rest) + "'";
+    *why = "bad dump path '" + shown_part(rest) + "'";
     return false;
   }
   rest.remove_prefix(1);
@@ -122,11 +122,11 @@ bool parse_dump_path(std::string_view rest, DumpPath* out, std::string* why, boo
     const std::string_view raw = rest.substr(0, slash);
     std::string part;
     if (!percent_decode(raw, &part)) {
-      *why = "bad percent-encoding in '" + shown(raw) + "'";
+      *why = "bad percent-encoding in '" + shown_part(raw) + "'";
       return false;
     }
     if (!is_plain_name(part)) {
-      *why = "refused: '" + shown(part) +
+      *why = "refused: '" + shown_part(part) +
              "' is not a dump file or folder name (letters, digits and ._-+@,=~, not starting "
              "with '.')";
       return false;

@@ -19,10 +19,10 @@
 namespace xpu_timer::supervisor {
 namespace {
 
-constexpr const char* kText = "text/plain; charset=utf-8";
-constexpr const char* kJson = "application/json";
-constexpr const char* kHtml = "text/html; charset=utf-8";
-constexpr const char* kBinary = "application/octet-stream";
+constexpr const char* kPlainType = "text/plain; charset=utf-8";
+constexpr const char* kJsonType = "application/json";
+constexpr const char* kHtmlType = "text/html; charset=utf-8";
+constexpr const char* kBinaryType = "application/octet-stream";
 
 // What an SVG flame graph needs (flamegraph/svg_renderer.cc): its inline
 // <script> and onload="init(evt)" handler, its <style> and style=""
@@ -36,8 +36,8 @@ constexpr const char* kPerfettoCsp =
     "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'self'";
 
-HttpAnswer text(int status, const std::string& line) {
-  return HttpAnswer{status, kText, line + "\n"};
+HttpAnswer refusal(int status, const std::string& line) {
+  return HttpAnswer{status, kPlainType, line + "\n"};
 }
 
 bool ends_with(const std::string& s, const char* tail) {
@@ -142,16 +142,16 @@ nlohmann::json dump_listing(const std::string& dump_dir) {
 
 std::string dump_content_type(const std::string& name, int fd) {
   if (ends_with(name, ".svg")) return "image/svg+xml";
-  if (ends_with(name, ".json")) return kJson;
-  if (ends_with(name, ".html") || ends_with(name, ".htm")) return kHtml;
+  if (ends_with(name, ".json")) return kJsonType;
+  if (ends_with(name, ".html") || ends_with(name, ".htm")) return kHtmlType;
   for (const char* ext : {".txt", ".log", ".stacks", ".folded", ".port"}) {
-    if (ends_with(name, ext)) return kText;
+    if (ends_with(name, ext)) return kPlainType;
   }
-  if (ends_with(name, ".timeline")) return kBinary;  // flight-recorder ring images
+  if (ends_with(name, ".timeline")) return kBinaryType;  // flight-recorder ring images
   unsigned char sample[1024];
   const ssize_t n = ::pread(fd, sample, sizeof(sample), 0);
-  if (n < 0) return kBinary;
-  return looks_like_text(sample, static_cast<size_t>(n)) ? kText : kBinary;
+  if (n < 0) return kBinaryType;
+  return looks_like_text(sample, static_cast<size_t>(n)) ? kPlainType : kBinaryType;
 }
 
 std::string perfetto_page(const std::string& url_path) {
@@ -209,27 +209,27 @@ HttpAnswer DumpRoutes::answer(const std::string& target) const {
   bool too_deep = false;
   if (!parse_dump_path(std::string_view(path).substr(sizeof("/dumps") - 1), &where, &why,
                        &too_deep)) {
-    return text(too_deep ? 404 : 400, why);
+    return refusal(too_deep ? 404 : 400, why);
   }
-  if (where.file.empty()) return HttpAnswer{200, kJson, dump_listing(dump_dir_).dump(2) + "\n"};
+  if (where.file.empty()) return HttpAnswer{200, kJsonType, dump_listing(dump_dir_).dump(2) + "\n"};
   OpenedDumpFile opened = open_dump_file(dump_dir_, where);
-  if (opened.status != 200) return text(opened.status, opened.why);
+  if (opened.status != 200) return refusal(opened.status, opened.why);
   const std::string url_path = where.folder.empty() ? where.file : where.folder + "/" + where.file;
   HttpAnswer a;
   a.headers = {{"X-Content-Type-Options", "nosniff"},
                {"Referrer-Policy", "no-referrer"},
                {"Cache-Control", "no-cache"}};  // hang.json is rewritten in place
   if (query_has(target, "perfetto")) {
-    a.content_type = kHtml;
+    a.content_type = kHtmlType;
     a.body = perfetto_page(url_path);
     a.headers.emplace_back("Content-Security-Policy", kPerfettoCsp);
     return a;
   }
   a.content_type = dump_content_type(where.file, opened.fd.get());
-  if (a.content_type == kHtml || a.content_type == "image/svg+xml") {
+  if (a.content_type == kHtmlType || a.content_type == "image/svg+xml") {
     a.headers.emplace_back("Content-Security-Policy", kActiveCsp);
   }
-  if (a.content_type == kBinary) {
+  if (a.content_type == kBinaryType) {
     a.headers.emplace_back("Content-Disposition", "attachment; filename=\"" + where.file + "\"");
   }
   a.file_bytes = opened.bytes;
