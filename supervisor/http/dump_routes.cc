@@ -218,7 +218,7 @@ HttpAnswer DumpRoutes::answer(const std::string& target) const {
   HttpAnswer a;
   a.headers = {{"X-Content-Type-Options", "nosniff"},
                {"Referrer-Policy", "no-referrer"},
-               {"Cache-Control", "no-cache"}};  // hang.json is rewritten in place
+               {"Cache-Control", "no-cache"}};  // hang.json is replaced as the hang grows
   if (query_has(target, "perfetto")) {
     a.content_type = kHtmlType;
     a.body = perfetto_page(url_path);
