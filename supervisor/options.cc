@@ -222,7 +222,40 @@ ParseResult error(std::string message) {
   return r;
 }
 
+const Setting* find_setting(const std::string& flag) {
+  for (const Setting& s : kSettings) {
+    if (s.flag != nullptr && flag == s.flag) return &s;
+  }
+  return nullptr;
+}
+
 }  // namespace
+
+std::optional<SettingRange> setting_range(const std::string& flag) {
+  const Setting* s = find_setting(flag);
+  if (s == nullptr) return std::nullopt;
+  SettingRange r;
+  r.expects = value_text(*s);
+  if (const auto* v = std::get_if<Integer>(&s->value)) {
+    r.min = static_cast<double>(v->min);
+    r.max = static_cast<double>(v->max);
+  } else if (const auto* v = std::get_if<Number>(&s->value)) {
+    r.min = v->min;
+    r.max = v->max;
+  } else if (const auto* v = std::get_if<Choice>(&s->value)) {
+    r.choice = true;
+    r.first = v->first;
+    r.second = v->second;
+  }
+  return r;
+}
+
+std::string set_setting(const std::string& flag, const std::string& source, const std::string& text,
+                        Options* o) {
+  const Setting* s = find_setting(flag);
+  if (s == nullptr) return source + " is not a setting";
+  return apply(*s, source, text, o);
+}
 
 std::string usage_line() {
   std::string s = "usage: xpu_timer_supervisor";
@@ -324,10 +357,7 @@ ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup&
       value = arg.substr(eq + 1);
       has_value = true;
     }
-    const Setting* setting = nullptr;
-    for (const Setting& f : kSettings) {
-      if (f.flag != nullptr && name == f.flag) setting = &f;
-    }
+    const Setting* setting = find_setting(name);
     if (setting == nullptr) return error("unknown option '" + arg + "' (see --help)");
     if (!has_value) {
       if (i + 1 >= args.size()) return error("option " + name + " needs a value");

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,21 @@ using EnvLookup = xpu_timer::EnvLookup;
 // command follows "--" (or starts at the first argument that is not an
 // option).
 ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup& env);
+
+// One row of the settings table as POST /config uses it (live_config.h): the
+// range GET /config shows, and the very parse and check of the command line.
+struct SettingRange {
+  bool choice = false;
+  double min = 0, max = 0;    // a number's bounds, inclusive
+  std::string first, second;  // a choice's two words
+  std::string expects;        // in words: "a positive number of seconds", "'keep' or 'kill'"
+};
+// nullopt when no setting has `flag` ("--hang-timeout").
+std::optional<SettingRange> setting_range(const std::string& flag);
+// Sets the setting of `flag` from `text` exactly as the command line would;
+// "" or the error, naming `source`: "<source> must be <expects>, got '<text>'".
+std::string set_setting(const std::string& flag, const std::string& source, const std::string& text,
+                        Options* o);
 
 // "usage: xpu_timer_supervisor [--port P] ... -- COMMAND..."
 std::string usage_line();

@@ -47,6 +47,9 @@ class SlowRankMonitor : public RingConsumer {
   // `node` and `world_size` of this node's ranks (-1, 0: none registered).
   void poll(const Snapshot& snap, int node = -1, int world_size = 0);
   std::shared_ptr<const SlowReport> published() const;
+  // Asio thread: the window of the analysis (--slow-window), from the next
+  // verdict on.
+  void set_window_s(double window_s) { analyzer_.set_window_s(window_s); }
 
  private:
   void announce(const SlowReport& report);

@@ -6,6 +6,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <boost/asio/post.hpp>
 #include <type_traits>
 #include <variant>
 
@@ -18,6 +19,7 @@
 #include "supervisor/collective_monitor.h"
 #include "supervisor/coordination/job_view.h"
 #include "supervisor/coordination/node_progress.h"
+#include "supervisor/http/dump_routes.h"
 #include "supervisor/http/http_server.h"
 #include "supervisor/incidents/crash_plugin_runner.h"
 #include "supervisor/incidents/crash_tracker.h"
@@ -28,6 +30,7 @@
 #include "supervisor/job/job_controller.h"
 #include "supervisor/job/job_launcher.h"
 #include "supervisor/job/run_dir.h"
+#include "supervisor/live_config.h"
 #include "supervisor/log_tee.h"
 #include "supervisor/metrics/culprit_metrics.h"
 #include "supervisor/metrics/metrics_exporter.h"
@@ -225,6 +228,26 @@ bool Supervisor::prepare(std::string* error) {
   handlers.overview_json = [this] {
     return json_text(overview_json(hang_document_json(*published_report(), latest_hang_parts()),
                                    ranks_now(), slow_report_json(*slow_->published())));
+  };
+  handlers.dumps = [routes = DumpRoutes(dump_dir_)](const std::string& t) {
+    return routes.answer(t);
+  };
+  // POST /config: the components that use the settings are the asio thread's.
+  live_config_ = std::make_unique<LiveConfig>(
+      live_settings(options_),
+      [this](std::function<void()> fn) { boost::asio::post(io_, std::move(fn)); },
+      [this](const LiveSettings& s) {
+        options_.hang_timeout_s = s.hang_timeout_s;
+        options_.stall_factor = s.stall_factor;
+        options_.slow_window_s = s.slow_window_s;
+        options_.on_hang = s.on_hang;
+        detector_.set_thresholds(s.hang_timeout_s, s.stall_factor);
+        slow_->set_window_s(s.slow_window_s);
+        hang_->set_kill_on_hang(s.on_hang == OnHang::kKill);
+      });
+  handlers.config_json = [this] { return live_config_->json(); };
+  handlers.set_config = [this](const std::string& body, const std::string& peer, std::string* r) {
+    return live_config_->post(body, peer, r);
   };
   http_ = std::make_unique<HttpServer>(handlers);
   if (http_->listen(options_.host, options_.port, error)) return true;

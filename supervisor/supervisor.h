@@ -46,6 +46,7 @@ class HttpServer;
 class IncidentDumps;
 class JobController;
 class JobView;
+class LiveConfig;
 class MetricsExporter;
 class MetricsLinger;
 class MismatchIncident;
@@ -122,6 +123,7 @@ class Supervisor {
   std::unique_ptr<RankLinkServer> link_server_;
   std::unique_ptr<JobController> job_;
   std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<LiveConfig> live_config_;   // GET/POST /config (HTTP threads, applied on asio)
   std::unique_ptr<MetricsExporter> metrics_;  // thread-safe; used by HTTP threads
   std::atomic<bool> job_running_{true};       // xpu_timer_job_running (HTTP threads read it)
   mutable std::atomic<bool> scraped_while_running_{false};  // set by /metrics (HTTP threads)

@@ -381,9 +381,16 @@ std::string hang_sentence(const HangReport& report, bool with_durations) {
   return out;
 }
 
+void HangDetector::set_thresholds(double timeout_s, double stall_factor) {
+  timeout_s_ = timeout_s;
+  stall_s_ = stall_factor * timeout_s;
+  if (!report_.hung) report_.timeout_s = timeout_s;
+}
+
 HangEvent HangDetector::update(const Snapshot& snap) {
   still_.note(snap);
-  HangReport now = classify_snapshot(snap, timeout_s_);
+  HangReport now =
+      classify_snapshot(snap, report_.hung ? std::min(timeout_s_, report_.timeout_s) : timeout_s_);
   if (now.hung) {
     const std::string signature = hang_sentence(now, false);
     HangEvent event = HangEvent::kNone;

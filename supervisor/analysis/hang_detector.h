@@ -176,6 +176,12 @@ class HangDetector {
   }
 
   HangEvent update(const Snapshot& snap);
+  // New thresholds (POST /config), for the next update on. A lower timeout
+  // declares a hang at the next update if some rank is past it already; a
+  // hang that stands stays judged by the timeout it was declared under until
+  // it clears (raising the timeout does not undo it). A stall is judged
+  // against the new stall time at once.
+  void set_thresholds(double timeout_s, double stall_factor);
   const HangReport& report() const { return report_; }
   double timeout_s() const { return timeout_s_; }  // the --hang-timeout judged with
   double stall_s() const { return stall_s_; }

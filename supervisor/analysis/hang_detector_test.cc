@@ -347,6 +347,33 @@ TEST(HangDetector, RestartedRankClearsTheHang) {
   EXPECT_EQ(d.update(snapshot({fresh})), HangEvent::kCleared);
 }
 
+// POST /config: a lower timeout declares at the next update a hang already
+// past it; a raised one leaves a declared hang standing (judged by the
+// timeout it was declared under until its ranks progress, never "frozen");
+// the stall time follows at once.
+TEST(HangDetector, NewThresholdsJudgeFromTheNextUpdate) {
+  HangDetector d(300.0, 2.0);
+  const Snapshot stuck = snapshot({in_collective(0, 6, k5_2s), behind(1, 6)});
+  EXPECT_EQ(d.update(stuck), HangEvent::kNone);
+  d.set_thresholds(5.0, 4.0);
+  EXPECT_DOUBLE_EQ(d.timeout_s(), 5.0);
+  EXPECT_DOUBLE_EQ(d.stall_s(), 20.0);
+  EXPECT_DOUBLE_EQ(d.report().timeout_s, 5.0);
+  EXPECT_EQ(d.update(stuck), HangEvent::kDetected);
+  d.set_thresholds(60.0, 4.0);
+  EXPECT_EQ(d.update(snapshot({in_collective(0, 6, 6 * kSec), behind(1, 6)})), HangEvent::kNone);
+  EXPECT_TRUE(d.report().hung);
+  EXPECT_FALSE(d.report().frozen_since_unix_s.has_value()) << d.report().summary;
+  EXPECT_DOUBLE_EQ(d.report().timeout_s, 5.0);
+  // Cleared by progress; from then on the new timeout judges.
+  RankSample done0 = healthy(0);
+  done0.completed_total = 51;
+  EXPECT_EQ(d.update(snapshot({done0, healthy(1)})), HangEvent::kCleared);
+  EXPECT_EQ(d.update(snapshot({in_collective(0, 7, 6 * kSec), behind(1, 7)})), HangEvent::kNone);
+  EXPECT_FALSE(d.report().hung);
+  EXPECT_DOUBLE_EQ(d.report().timeout_s, 60.0);
+}
+
 // Stalls (docs/architecture.md "Hang detection"): a 1 s timeout and factor 2,
 // so a stall after 2 s of nothing.
 

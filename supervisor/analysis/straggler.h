@@ -207,6 +207,9 @@ class StragglerAnalyzer {
   // Judges the collectives that are complete, drops what left the window
   // and returns the verdict as of `now_ns` (CLOCK_MONOTONIC).
   SlowReport analyze(uint64_t now_ns);
+  // A new window (POST /config): a shorter one drops what left it at the
+  // next analyze(); a longer one fills as collectives come.
+  void set_window_s(double window_s) { options_.window_s = window_s; }
 
  private:
   struct Part {

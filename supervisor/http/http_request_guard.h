@@ -1,8 +1,9 @@
 // Which HTTP requests may change state: the browser-facing guard of the
 // supervisor's POST endpoints (/dump/stacks, /dump/timeline,
-// /HostingService/DumpKernelTrace). A web page the operator has open can make
-// the browser send requests to 127.0.0.1:18888; two checks keep such a page
-// from triggering dumps (each of which stops every rank under ptrace):
+// /HostingService/DumpKernelTrace, /config). A web page the operator has open
+// can make the browser send requests to 127.0.0.1:18888; two checks keep such
+// a page from triggering dumps (each of which stops every rank under ptrace)
+// or changing the settings:
 //  - Origin: a browser names the page that sent a cross-origin request in an
 //    `Origin` header. A request carrying one must come from this server's own
 //    origin (`http://` + its Host header); curl, Prometheus and scripts send

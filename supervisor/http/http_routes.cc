@@ -28,7 +28,8 @@ HttpAnswer guarded(F&& produce) {
 }  // namespace
 
 HttpAnswer route_request(const HttpHandlers& handlers, const std::string& method,
-                         const std::string& target) {
+                         const std::string& target, const std::string& body,
+                         const std::string& peer) {
   const std::string path = target.substr(0, target.find('?'));
   const bool get = method == "GET" || method == "HEAD";
   if (path == "/healthz" || path == "/hang" || path == "/ranks" || path == "/metrics") {
@@ -68,6 +69,21 @@ HttpAnswer route_request(const HttpHandlers& handlers, const std::string& method
       std::string body;
       const int status = handlers.dump_timeline(&body);
       return HttpAnswer{status, kJson, body + "\n"};
+    });
+  }
+  if ((path == "/dumps" || path.rfind("/dumps/", 0) == 0) && handlers.dumps) {
+    if (!get) return text(405, "method " + method + " not allowed on /dumps\n");
+    return guarded([&] { return handlers.dumps(target); });
+  }
+  if (path == "/config" && handlers.config_json) {
+    if (get) return guarded([&] { return HttpAnswer{200, kJson, handlers.config_json() + "\n"}; });
+    if (method != "POST" || !handlers.set_config) {
+      return text(405, "method " + method + " not allowed on " + path + "\n");
+    }
+    return guarded([&] {
+      std::string reply;
+      const int status = handlers.set_config(body, peer, &reply);
+      return HttpAnswer{status, status == 200 ? kJson : kText, reply + "\n"};
     });
   }
   // Routes of docs/architecture.md ("The processes") that later components serve.

@@ -130,38 +130,74 @@ class Session : public std::enable_shared_from_this<Session> {
     const std::string method(req.method_string());
     const std::string refused =
         guard_.refusal(method, header(req, http::field::host), header(req, http::field::origin));
-    const HttpAnswer answer = refused.empty()
-                                  ? route_request(handlers_, method, std::string(req.target()))
-                                  : HttpAnswer{403, "text/plain; charset=utf-8", refused + "\n"};
+    const HttpAnswer answer =
+        refused.empty()
+            ? route_request(handlers_, method, std::string(req.target()), req.body(), peer_)
+            : HttpAnswer{403, "text/plain; charset=utf-8", refused + "\n"};
     respond(answer, req.version(), req.keep_alive(), req.method() == http::verb::head);
   }
 
   void respond(const HttpAnswer& answer, unsigned version, bool keep_alive, bool head) {
+    keep_alive_ = keep_alive;
+    if (answer.file && !head) {
+      // A dump file, streamed: Beast reads it in small pieces as the socket
+      // takes them. The write may last a minute more per MiB/s of the file.
+      beast::file_posix file;
+      file.native_handle(answer.file->release());
+      http::file_body::value_type body;
+      beast::error_code ec;
+      body.reset(std::move(file), ec);
+      if (!ec) {
+        file_response_.emplace();
+        fill_header(&*file_response_, answer, version);
+        file_response_->body() = std::move(body);
+        file_response_->prepare_payload();
+        stream_.expires_after(kWriteTimeout + std::chrono::seconds(answer.file_bytes >> 20));
+        http::async_write(
+            stream_, *file_response_,
+            [self = shared_from_this()](beast::error_code ec, size_t) { self->on_written(ec); });
+        return;
+      }
+      respond(HttpAnswer{500, "text/plain; charset=utf-8",
+                         "cannot read the file: " + ec.message() + "\n"},
+              version, keep_alive, head);
+      return;
+    }
     response_ = {};
-    response_.version(version);
-    response_.result(static_cast<unsigned>(answer.status));
-    response_.set(http::field::server, "xpu_timer_supervisor");
-    response_.set(http::field::content_type, answer.content_type);
-    response_.keep_alive(keep_alive);
+    fill_header(&response_, answer, version);
     if (head) {
-      response_.content_length(answer.body.size());
+      response_.content_length(answer.file ? answer.file_bytes : answer.body.size());
     } else {
       response_.body() = answer.body;
       response_.prepare_payload();
     }
     stream_.expires_after(kWriteTimeout);
-    http::async_write(stream_, response_,
-                      [self = shared_from_this()](beast::error_code wec, size_t) {
-                        if (!wec && self->refused_) {
-                          self->drain_and_close();
-                          return;
-                        }
-                        if (wec || !self->response_.keep_alive()) {
-                          self->close();
-                          return;
-                        }
-                        self->read_request();
-                      });
+    http::async_write(
+        stream_, response_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->on_written(ec); });
+  }
+
+  template <typename Response>
+  void fill_header(Response* response, const HttpAnswer& answer, unsigned version) const {
+    response->version(version);
+    response->result(static_cast<unsigned>(answer.status));
+    response->set(http::field::server, "xpu_timer_supervisor");
+    response->set(http::field::content_type, answer.content_type);
+    for (const auto& [name, value] : answer.headers) response->set(name, value);
+    response->keep_alive(keep_alive_);
+  }
+
+  void on_written(beast::error_code ec) {
+    file_response_.reset();  // closes the file
+    if (!ec && refused_) {
+      drain_and_close();
+      return;
+    }
+    if (ec || !keep_alive_) {
+      close();
+      return;
+    }
+    read_request();
   }
 
   // Closing a socket with unread input makes the kernel send a reset, which
@@ -201,6 +237,8 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> response_;
+  std::optional<http::response<http::file_body>> file_response_;  // a dump file being sent
+  bool keep_alive_ = false;                                       // of the answer being written
   bool refused_ = false;  // the parser refused the request: drain, then close
   bool waiting_ = false;  // in read_request(), no whole request yet
   bool counted_ = true;   // in Connections (until evicted or destroyed)

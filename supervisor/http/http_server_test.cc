@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -72,10 +73,24 @@ class HttpServerTest : public ::testing::Test {
       *json = "{\"dir\":\"/d\"}";
       return 202;
     };
+    h.config_json = [] { return std::string("{}"); };
+    h.set_config = [this](const std::string& body, const std::string& peer, std::string* reply) {
+      ++config_posts_;
+      std::lock_guard<std::mutex> lock(mutex_);
+      config_seen_ = body + " from " + peer;
+      *reply = "{}";
+      return 200;
+    };
     server_ = std::make_unique<HttpServer>(std::move(h));
     std::string error;
     ASSERT_TRUE(server_->start("127.0.0.1", 0, &error)) << error;
     port_ = std::to_string(server_->port());
+  }
+
+  std::string post_config(const std::string& headers, const std::string& json) {
+    return exchange(server_->port(), "POST /config HTTP/1.1\r\n" + headers +
+                                         "Content-Length: " + std::to_string(json.size()) +
+                                         "\r\nConnection: close\r\n\r\n" + json);
   }
 
   std::string post_dump(const std::string& headers) {
@@ -86,6 +101,9 @@ class HttpServerTest : public ::testing::Test {
   std::unique_ptr<HttpServer> server_;
   std::string port_;
   std::atomic<int> dumps_{0};
+  std::atomic<int> config_posts_{0};
+  std::mutex mutex_;
+  std::string config_seen_;  // the last POST /config's body and peer
 };
 
 TEST_F(HttpServerTest, WellFormedRequestIsAnswered) {
@@ -140,6 +158,30 @@ TEST_F(HttpServerTest, CrossOriginPostIsRefusedAndDumpsNothing) {
   EXPECT_EQ(status_line(post_dump("Host: 127.0.0.1:" + port_ + "\r\nOrigin: null\r\n")),
             "HTTP/1.1 403 Forbidden");
   EXPECT_EQ(dumps_, 0);
+}
+
+// POST /config changes what declares a hang: a page of another origin, or
+// of a name rebound to us, must not reach it; the handler gets the body and
+// the client's address (for the log) otherwise.
+TEST_F(HttpServerTest, ConfigPostOnlyFromThisOriginReachesItsHandler) {
+  const std::string json = "{\"hang_timeout_s\": 1}";
+  std::string r =
+      post_config("Host: 127.0.0.1:" + port_ + "\r\nOrigin: http://evil.example\r\n", json);
+  EXPECT_EQ(status_line(r), "HTTP/1.1 403 Forbidden") << r;
+  r = post_config("Host: evil.example:" + port_ + "\r\n", json);
+  EXPECT_EQ(status_line(r), "HTTP/1.1 403 Forbidden") << r;
+  EXPECT_EQ(config_posts_, 0);
+  r = post_config("Host: 127.0.0.1:" + port_ + "\r\nOrigin: http://127.0.0.1:" + port_ + "\r\n",
+                  json);
+  EXPECT_EQ(status_line(r), "HTTP/1.1 200 OK") << r;
+  EXPECT_EQ(config_posts_, 1);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    EXPECT_EQ(config_seen_, json + " from 127.0.0.1");
+  }
+  r = exchange(server_->port(),
+               "PUT /config HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n");
+  EXPECT_EQ(status_line(r), "HTTP/1.1 405 Method Not Allowed") << r;
 }
 
 TEST_F(HttpServerTest, ForeignHostNameIsRefused) {

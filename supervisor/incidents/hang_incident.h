@@ -75,6 +75,9 @@ class HangIncident {
   // `snap`, the poll's snapshot (CulpritLocations::annotate).
   void annotate(Snapshot* snap) const { places_.annotate(snap); }
 
+  // --on-hang changed (POST /config): for hangs declared from now on.
+  void set_kill_on_hang(bool kill) { kill_on_hang_ = kill; }
+
   // A hang has been declared (a stall is not one).
   bool declared() const { return hang_declared_; }
   // The job was (or is being) terminated because of a hang.
@@ -88,7 +91,7 @@ class HangIncident {
 
   IncidentDumps* const dumps_;
   const std::string dump_dir_;
-  const bool kill_on_hang_;
+  bool kill_on_hang_;
   const StacksDone stacks_done_;
   // The verdict hang.json describes, the stack dump it points to, the stuck
   // operations (rank/pid/launch time) whose stacks and rings were taken, and

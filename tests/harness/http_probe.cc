@@ -19,8 +19,8 @@ std::optional<HttpReply> http_post(int port, const std::string& path) {
   return http_request(port, "POST", path);
 }
 
-std::optional<HttpReply> http_request(int port, const std::string& method,
-                                      const std::string& path) {
+std::optional<HttpReply> http_request(int port, const std::string& method, const std::string& path,
+                                      const std::string& body) {
   // Plain HTTP/1.0: the test must not depend on the HTTP library under test.
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return std::nullopt;
@@ -32,8 +32,8 @@ std::optional<HttpReply> http_request(int port, const std::string& method,
     ::close(fd);
     return std::nullopt;
   }
-  const std::string req =
-      method + " " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n";
+  const std::string req = method + " " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Length: " +
+                          std::to_string(body.size()) + "\r\n\r\n" + body;
   if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
     ::close(fd);
     return std::nullopt;
@@ -54,6 +54,7 @@ std::optional<HttpReply> http_request(int port, const std::string& method,
   HttpReply reply;
   reply.status = std::atoi(raw.c_str() + raw.find(' ') + 1);
   reply.body = raw.substr(head_end + 4);
+  reply.head = raw.substr(0, head_end);
   return reply;
 }
 

@@ -12,10 +12,13 @@ namespace xpu_timer::testing {
 struct HttpReply {
   int status = 0;
   std::string body;
+  std::string head;  // the status line and header fields, CRLF-separated
 };
 std::optional<HttpReply> http_get(int port, const std::string& path);
 // POST with an empty body.
 std::optional<HttpReply> http_post(int port, const std::string& path);
-std::optional<HttpReply> http_request(int port, const std::string& method, const std::string& path);
+// `body` is sent with its Content-Length.
+std::optional<HttpReply> http_request(int port, const std::string& method, const std::string& path,
+                                      const std::string& body = "");
 
 }  // namespace xpu_timer::testing

@@ -1,7 +1,8 @@
 // End to end: the supervisor collects the stacks of every rank of a real
 // 4-rank simulated Python job, on a hang and on POST /dump/stacks, writes one
 // .stacktrace per rank and the rank-merged flame graphs, reports them under
-// "stacks" in GET /hang and hang.json, and leaves every rank running. And
+// "stacks" in GET /hang and hang.json, serves the graphs over GET /dumps (where
+// their script still runs in a browser), and leaves every rank running. And
 // the threads of a stack file have their Python names, under each CPython.
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -12,11 +13,14 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <regex>
 #include <set>
 
+#include "flamegraph/chromium_driver.h"
+#include "flamegraph/test_folder.h"
 #include "tests/integration/supervisor_fixture.h"
 
 namespace xpu_timer::testing {
@@ -124,6 +128,30 @@ bool contains_match(const std::string& text, const std::string& pattern) {
   return std::regex_search(text, std::regex(pattern));
 }
 
+// The flame graph `name` as GET /dumps serves it: the same bytes, and under
+// its Content-Security-Policy its script still runs in a browser (a search
+// from the URL marks the matches).
+void expect_served_graph_runs(SupervisedJob& job, const std::string& name, const std::string& svg) {
+  const auto served = http_get(job.port(), "/dumps/" + name);
+  ASSERT_TRUE(served.has_value());
+  EXPECT_EQ(served->status, 200);
+  EXPECT_TRUE(served->body == svg) << served->body.size() << " bytes served of " << svg.size();
+  EXPECT_NE(served->head.find("\r\nContent-Security-Policy: default-src 'none'; "),
+            std::string::npos)
+      << served->head;
+  if (!flamegraph::chromium_available()) {
+    std::cout << "[ SKIPPED  ] " << flamegraph::kChromium << " not installed: the served graph "
+              << "was not opened in a browser\n";
+    return;
+  }
+  flamegraph::TestFolder browser;
+  const std::string dom =
+      flamegraph::chromium_dom(browser, "http://127.0.0.1:" + std::to_string(job.port()) +
+                                            "/dumps/" + name + "#search=stuck_in_host_code");
+  // Rank 2 alone is in stuck_in_host_code.
+  EXPECT_TRUE(contains_match(dom, R"(<svg [^>]*data-matched-ranks="1")")) << dom.substr(0, 1500);
+}
+
 TEST(StackE2E, HangCollectsEveryRankMergesAndLeavesThemRunning) {
   SupervisedJob job("stacks-hang", {"--hang-timeout", "2"}, sim_job(kRanks, true, job_args(true)));
   ASSERT_TRUE(job.wait_registered(kRanks, 20s)) << job.log();
@@ -160,6 +188,7 @@ TEST(StackE2E, HangCollectsEveryRankMergesAndLeavesThemRunning) {
   EXPECT_TRUE(contains_match(svg, R"(>rank 2 missing, in stuck_in_host_code \()")) << dir;
   EXPECT_TRUE(contains_match(svg, R"(<g class="cf" data-node="f\d+"><title>stuck_in_host_code@)"))
       << dir;
+  expect_served_graph_runs(job, dir.substr(dir.rfind('/') + 1) + "/py_stack.svg", svg);
 
   // hang.json was rewritten with the same finished section.
   ASSERT_TRUE(wait_until(
