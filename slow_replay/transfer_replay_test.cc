@@ -11,14 +11,18 @@
 // - at most 700 GB/s: NVLink 4 moves 450 GB/s per direction per GPU; a ring
 //   all-reduce's bus bandwidth is at most that, and NVLS (the reduction done
 //   in the NVSwitch, each GPU sending and receiving its buffer once) at most
-//   450 x 2(n-1)/n = 675 GB/s for 4 ranks;
+//   450 x 2(n-1)/n = 675 GB/s for 4 ranks (nccl-tests' figure on 8 H100s at
+//   GiB sizes, with NVLS: 460-480);
 // - at least 100 GB/s for the buckets of 16 MiB and more in the jobs whose
-//   GPUs were not shared: NCCL's own all_reduce_perf reaches about 200-300
-//   GB/s at 16-64 MiB on 4 NVLink-connected H100s or H200s, and the
-//   collectives here share the SMs with the backward pass, which cost them
-//   up to 2x in these recordings (two buckets of the same 32 MiB differ that
-//   much by where in the backward pass they run). 100 GB/s is half of NCCL's
-//   lowest figure: what the wait-inclusive series often falls under.
+//   GPUs were not shared: more than any path but NVLink gives (PCIe Gen5 x16
+//   moves about 50 GB/s per direction; nccl-tests on 8 H100s over PCIe:
+//   35-45 GB/s), and the low end of what NCCL's all-reduce reaches over
+//   NVLink at 16-64 MiB (roughly 100-400 GB/s). The series of GPU time,
+//   which holds the wait, falls under it at 16-64 MiB in all but one of
+//   these jobs' buckets (27-97 GB/s; 110 in the H100 host-delay job).
+// The transfer shares the SMs with the backward pass, which costs it up to
+// 2x here (two buckets of the same 32 MiB differ that much by where in the
+// backward pass they run), so nothing sharper holds.
 #include <gtest/gtest.h>
 
 #include <algorithm>
