@@ -10,7 +10,7 @@
 namespace xpu_timer::supervisor {
 namespace {
 
-constexpr uint64_t kNsPerS = 1'000'000'000;
+constexpr uint64_t kSecondNs = 1'000'000'000;
 
 }  // namespace
 
@@ -18,7 +18,7 @@ void LinkTransferMeter::add_to_bins(std::deque<Bin>* bins, uint64_t end_ns, uint
                                     uint64_t transfer_ns) {
   // Records come in the order each rank's ring completed them, so a
   // collective's second is the last bin's or a recent one.
-  const uint64_t second = end_ns / kNsPerS;
+  const uint64_t second = end_ns / kSecondNs;
   auto it = bins->end();
   while (it != bins->begin() && std::prev(it)->second > second) --it;
   if (it == bins->begin() || std::prev(it)->second != second)
@@ -106,7 +106,7 @@ TransferReport LinkTransferMeter::report(uint64_t now_ns) {
   }
   TransferReport out;
   out.counts = counts_;
-  const uint64_t from_second = now_ns > window_ns_ ? (now_ns - window_ns_) / kNsPerS : 0;
+  const uint64_t from_second = now_ns > window_ns_ ? (now_ns - window_ns_) / kSecondNs : 0;
   for (auto& [key, t] : series_) {
     while (!t.bins.empty() && t.bins.front().second < from_second) t.bins.pop_front();
     TransferSeries s;
@@ -118,7 +118,7 @@ TransferReport LinkTransferMeter::report(uint64_t now_ns) {
       ns += b.transfer_ns;
     }
     if (ns > 0) {
-      s.bus_bandwidth = static_cast<double>(bytes) / (static_cast<double>(ns) / kNsPerS) *
+      s.bus_bandwidth = static_cast<double>(bytes) / (static_cast<double>(ns) / kSecondNs) *
                         proto::nccl_bus_factor(static_cast<proto::OpName>(key.op), key.nranks);
     }
     out.series.push_back(s);
