@@ -51,7 +51,12 @@ void LinkTransferMeter::note_comm_name(uint64_t comm, const std::string& name) {
 
 void LinkTransferMeter::add(const TransferPart& p, uint64_t now_ns) {
   if (p.comm == 0 || p.nranks < 2 || !measures(p.name)) return;
-  reporters_[p.comm].insert(p.rank);
+  // The communicators a job has are few; records naming thousands are not
+  // a job's (a corrupt ring): they are not remembered, and their
+  // collectives, never complete, are counted missing.
+  if (reporters_.size() < kMaxComms || reporters_.count(p.comm) != 0) {
+    reporters_[p.comm].insert(p.rank);
+  }
   const auto key = std::make_pair(p.comm, p.seq);
   Pending& pending = pending_[key];
   if (pending.parts.empty()) pending.first_ns = now_ns;
@@ -62,10 +67,10 @@ void LinkTransferMeter::add(const TransferPart& p, uint64_t now_ns) {
   if (pending.parts.size() < pending.parts.front().nranks) return;
   const std::vector<TransferPart> parts = std::move(pending.parts);
   pending_.erase(key);
-  judge(parts);
+  judge(parts, now_ns);
 }
 
-void LinkTransferMeter::judge(const std::vector<TransferPart>& parts) {
+void LinkTransferMeter::judge(const std::vector<TransferPart>& parts, uint64_t now_ns) {
   uint64_t transfer_ns = UINT64_MAX;
   for (const TransferPart& q : parts) {
     if (!q.timed || q.end_ns <= q.start_ns) {
@@ -79,7 +84,9 @@ void LinkTransferMeter::judge(const std::vector<TransferPart>& parts) {
     const TransferKey key{q.rank, q.name, q.dtype, proto::log2_bucket(q.bytes), q.nranks};
     Totals& t = series_[key];
     ++t.collectives;
-    add_to_bins(&t.bins, q.end_ns, q.bytes, transfer_ns);
+    // Binned when it ended, or when it was read if its end lies ahead (a
+    // rank's GPU clock mapped too late): no bin outlives the window.
+    add_to_bins(&t.bins, std::min(q.end_ns, now_ns), q.bytes, transfer_ns);
     RankCommTime& time = times_[{q.rank, q.comm}];
     ++time.collectives;
     time.transfer_ns += transfer_ns;
@@ -97,7 +104,8 @@ TransferReport LinkTransferMeter::report(uint64_t now_ns) {
     // here (they run on another node), or one's record was lost.
     const auto& parts = it->second.parts;
     const uint64_t comm = it->first.first;
-    if (reporters_[comm].size() < parts.front().nranks) {
+    const auto reporters = reporters_.find(comm);
+    if (reporters != reporters_.end() && reporters->second.size() < parts.front().nranks) {
       ++counts_.remote;
     } else {
       ++counts_.missing;

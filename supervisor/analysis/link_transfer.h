@@ -115,6 +115,8 @@ class LinkTransferMeter {
   // A collective is judged once all its nranks members reported it, or this
   // long after its first report (a member's record lost, or elsewhere).
   static constexpr uint64_t kSettleNs = 2'000'000'000;
+  // Communicators whose reporting ranks are remembered.
+  static constexpr size_t kMaxComms = 4096;
 
   // `window_ns`: the bandwidth's window (the supervisor's
   // XPU_TIMER_METRICS_WINDOW_S, as the page's rate gauges).
@@ -144,7 +146,7 @@ class LinkTransferMeter {
     uint64_t collectives = 0;
     std::deque<Bin> bins;  // oldest first, at most one per second of the window
   };
-  void judge(const std::vector<TransferPart>& parts);
+  void judge(const std::vector<TransferPart>& parts, uint64_t now_ns);
   static void add_to_bins(std::deque<Bin>* bins, uint64_t end_ns, uint64_t bytes,
                           uint64_t transfer_ns);
 

@@ -243,6 +243,33 @@ TEST(LinkTransfer, BandwidthIsOverTheWindow) {
   EXPECT_EQ(find_time(r, 0)->transfer_ns, 600 * kUs);
 }
 
+// Hostile or broken records cannot pin the bandwidth or grow the meter: an
+// end far ahead of its reading counts when it was read, and communicators
+// beyond kMaxComms are not remembered.
+TEST(LinkTransfer, FutureEndsAndCommunicatorFloodsAreBounded) {
+  LinkTransferMeter m(30 * kSec);
+  auto parts = collective(1, {0, 0, 0, 0}, 200 * kUs);
+  for (TransferPart& p : parts) {
+    p.start_ns += 1000 * kSec;
+    p.end_ns += 1000 * kSec;
+  }
+  add_all(&m, parts, kT0);
+  TransferReport r = m.report(kT0 + kSec);
+  EXPECT_GT(find_series(r, 0)->bus_bandwidth, 0);
+  r = m.report(kT0 + 40 * kSec);
+  EXPECT_EQ(find_series(r, 0)->bus_bandwidth, 0) << "an end ahead kept its bin";
+  for (uint64_t c = 0; c < LinkTransferMeter::kMaxComms + 100; ++c) {
+    TransferPart p = part(0, 1, kT0, kT0 + kUs);
+    p.comm = 1000 + c;
+    m.add(p, kT0 + 40 * kSec);
+  }
+  r = m.report(kT0 + 50 * kSec);
+  // The first kMaxComms - 1 are remembered with one rank of four: members
+  // elsewhere; the others, not remembered, are missing.
+  EXPECT_EQ(r.counts.remote, LinkTransferMeter::kMaxComms - 1);
+  EXPECT_EQ(r.counts.missing, 101u);
+}
+
 // Only AllReduce, AllGather and ReduceScatter: a Broadcast's root may end
 // before the last member arrives. AllGather's factor is (n-1)/n.
 TEST(LinkTransfer, MeasuresSymmetricCollectivesWithTheirBusFactor) {
