@@ -90,6 +90,12 @@ constexpr int kHistBuckets = 24;
 extern const double kHistUpperBoundsSeconds[kHistBuckets];
 int hist_bucket_for_ns(uint64_t ns);
 
+// floor(log2(x)), 0 for x == 0: the size_bucket of a metric key (of bytes
+// for NCCL and copies, of flops for GEMMs), wherever a series is keyed by it.
+constexpr uint8_t log2_bucket(uint64_t x) {
+  return x == 0 ? 0 : static_cast<uint8_t>(63 - __builtin_clzll(x));
+}
+
 constexpr int kMaxMetrics = 256;
 // Aggregates of one (name, dtype, size bucket) key, written by the rank's
 // background thread only.

@@ -85,10 +85,6 @@ uint32_t nccl_type_size(int nccl_data_type) {
   }
 }
 
-uint8_t log2_bucket(uint64_t x) {
-  return x == 0 ? 0 : static_cast<uint8_t>(63 - __builtin_clzll(x));
-}
-
 uint64_t gemm_flops(int64_t m, int64_t n, int64_t k, int64_t batch) {
   if (m < 0 || n < 0 || k < 0 || batch < 0) return 0;
   unsigned __int128 f = 2;

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "common/op_names.h"
+#include "common/status_page_layout.h"
 
 namespace xpu_timer::inject {
 
@@ -16,8 +17,8 @@ proto::DType dtype_from_cuda(int cuda_data_type, int compute_type = 0);
 proto::DType dtype_from_nccl(int nccl_data_type);
 // Bytes of one element of an ncclDataType_t (0 when unknown).
 uint32_t nccl_type_size(int nccl_data_type);
-// floor(log2(x)), 0 for x == 0: the size_bucket of a metric key.
-uint8_t log2_bucket(uint64_t x);
+// The size_bucket of a metric key (common/status_page_layout.h).
+using proto::log2_bucket;
 // 2*b*m*n*k, saturating instead of overflowing, 0 for negative dimensions.
 uint64_t gemm_flops(int64_t m, int64_t n, int64_t k, int64_t batch);
 

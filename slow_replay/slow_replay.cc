@@ -6,16 +6,11 @@
 #include <tuple>
 
 #include "common/op_names.h"
+#include "supervisor/analysis/link_transfer.h"
 #include "supervisor/analysis/straggler_feed.h"
 
 namespace xpu_timer::slow_replay {
 namespace {
-
-struct Item {
-  uint64_t final_ns;  // when the record became final: the supervisor could see it then
-  int rank;
-  const recorder::RecordData* d;
-};
 
 // When the live ring feed could have handed this record over: once it
 // completed (its end), or for a host range once it ended.
@@ -26,45 +21,54 @@ uint64_t final_time(const recorder::RecordData& d) {
 
 }  // namespace
 
+FinalRecords records_in_final_order(const std::vector<timeline::LoadedDumps>& dumps) {
+  FinalRecords out;
+  // A record seen in two dumps (overlapping rings) is one operation: the
+  // same rank, ring position and launch.
+  std::set<std::tuple<int, uint64_t, uint64_t>> seen;
+  for (const timeline::LoadedDumps& folder : dumps) {
+    for (const std::string& w : folder.warnings) out.warnings.push_back(w);
+    for (const timeline::RankTimeline& rt : folder.ranks) {
+      if (out.mono_to_unix_ns == 0 && rt.ring.created_realtime_ns != 0) {
+        out.mono_to_unix_ns = static_cast<int64_t>(rt.ring.created_realtime_ns) -
+                              static_cast<int64_t>(rt.ring.created_mono_ns);
+      }
+      for (const recorder::RecordData& d : rt.ring.records) {
+        if (!seen.insert({rt.rank, d.op_id, d.launch_ns}).second) continue;
+        const uint64_t t = final_time(d);
+        if (t != 0) out.records.push_back(FinalRecord{t, rt.rank, &d});
+      }
+    }
+  }
+  std::stable_sort(
+      out.records.begin(), out.records.end(),
+      [](const FinalRecord& a, const FinalRecord& b) { return a.final_ns < b.final_ns; });
+  return out;
+}
+
 ReplayResult replay(const std::vector<timeline::LoadedDumps>& dumps,
                     const supervisor::StragglerOptions& options, uint64_t period_ns) {
   ReplayResult out;
   supervisor::StragglerAnalyzer analyzer(options);
-  std::vector<Item> items;
-  // A record seen in two dumps (overlapping rings) is one operation: the
-  // same rank, ring position and launch.
-  std::set<std::tuple<int, uint64_t, uint64_t>> seen;
-  int64_t mono_to_unix = 0;
-  for (const timeline::LoadedDumps& folder : dumps) {
-    for (const std::string& w : folder.warnings) out.warnings.push_back(w);
-    for (const timeline::RankTimeline& rt : folder.ranks) {
-      if (mono_to_unix == 0 && rt.ring.created_realtime_ns != 0) {
-        mono_to_unix = static_cast<int64_t>(rt.ring.created_realtime_ns) -
-                       static_cast<int64_t>(rt.ring.created_mono_ns);
-      }
-      for (const recorder::RecordData& d : rt.ring.records) {
-        if (d.kind == static_cast<uint8_t>(proto::OpKind::kNccl) && d.comm_hash != 0) {
-          analyzer.note_member(d.comm_hash, rt.rank, -1);
-        }
-        if (!seen.insert({rt.rank, d.op_id, d.launch_ns}).second) continue;
-        const uint64_t t = final_time(d);
-        if (t != 0) items.push_back(Item{t, rt.rank, &d});
-      }
+  FinalRecords in = records_in_final_order(dumps);
+  out.warnings = std::move(in.warnings);
+  for (const FinalRecord& r : in.records) {
+    if (r.d->kind == static_cast<uint8_t>(proto::OpKind::kNccl) && r.d->comm_hash != 0) {
+      analyzer.note_member(r.d->comm_hash, r.rank, -1);
     }
   }
-  std::stable_sort(items.begin(), items.end(),
-                   [](const Item& a, const Item& b) { return a.final_ns < b.final_ns; });
+  const std::vector<FinalRecord>& items = in.records;
   out.records = items.size();
   if (items.empty()) return out;
   auto verdict = [&](uint64_t at) {
     ReplayVerdict v;
     v.at_ns = at;
-    v.at_unix_s = static_cast<double>(static_cast<int64_t>(at) + mono_to_unix) / 1e9;
+    v.at_unix_s = static_cast<double>(static_cast<int64_t>(at) + in.mono_to_unix_ns) / 1e9;
     v.report = analyzer.analyze(at);
     out.verdicts.push_back(std::move(v));
   };
   uint64_t next = items.front().final_ns + period_ns;
-  for (const Item& it : items) {
+  for (const FinalRecord& it : items) {
     if (it.final_ns >= next) {
       verdict(next);
       next += period_ns;
@@ -77,6 +81,16 @@ ReplayResult replay(const std::vector<timeline::LoadedDumps>& dumps,
   // collective the dumps hold complete is judged.
   verdict(items.back().final_ns + options.settle_ns);
   return out;
+}
+
+supervisor::TransferReport replay_transfers(const std::vector<timeline::LoadedDumps>& dumps) {
+  supervisor::LinkTransferMeter meter(UINT64_MAX);  // one window over everything
+  const FinalRecords in = records_in_final_order(dumps);
+  for (const FinalRecord& r : in.records) {
+    supervisor::feed_transfer_record(&meter, r.rank, *r.d, r.final_ns);
+  }
+  const uint64_t last = in.records.empty() ? 0 : in.records.back().final_ns;
+  return meter.report(last + supervisor::LinkTransferMeter::kSettleNs);
 }
 
 }  // namespace xpu_timer::slow_replay

@@ -4,13 +4,16 @@
 // completed, with a verdict taken every second of recorded time, as the
 // supervisor takes one every second of its poll. What a dump cannot carry is
 // said, not guessed: communicator names (not in a ring) are absent, and the
-// members of a communicator are the ranks whose records name it.
+// members of a communicator are the ranks whose records name it. The link
+// transfer meter (supervisor/analysis/link_transfer.h) is replayed the same
+// way.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "supervisor/analysis/link_transfer.h"
 #include "supervisor/analysis/straggler.h"
 #include "timeline/dump_loader.h"
 
@@ -28,6 +31,21 @@ struct ReplayResult {
   std::vector<std::string> warnings;
 };
 
+// One record of a dump as the live ring feed would hand it over: when it
+// became final, and whose it is.
+struct FinalRecord {
+  uint64_t final_ns = 0;
+  int rank = 0;
+  const recorder::RecordData* d = nullptr;  // into the LoadedDumps
+};
+struct FinalRecords {
+  std::vector<FinalRecord> records;  // by final_ns; each record once across dumps
+  int64_t mono_to_unix_ns = 0;       // the rings' CLOCK_MONOTONIC to wall-clock time
+  std::vector<std::string> warnings;
+};
+// The records of `dumps` (of one node) in the order they became final.
+FinalRecords records_in_final_order(const std::vector<timeline::LoadedDumps>& dumps);
+
 // Replays `dumps` (one LoadedDumps per folder, of one node: their clocks must
 // agree) through a StragglerAnalyzer with `options`. Verdicts are taken every
 // `period_ns` while records flow, and once after the last; a stretch of time
@@ -35,5 +53,9 @@ struct ReplayResult {
 ReplayResult replay(const std::vector<timeline::LoadedDumps>& dumps,
                     const supervisor::StragglerOptions& options,
                     uint64_t period_ns = 1'000'000'000);
+
+// The link transfer meter over every record of `dumps`, its window all of
+// them, reported once every collective they hold settled.
+supervisor::TransferReport replay_transfers(const std::vector<timeline::LoadedDumps>& dumps);
 
 }  // namespace xpu_timer::slow_replay

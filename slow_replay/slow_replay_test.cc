@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "slow_replay/real_gpu_dumps.h"
+
 namespace xpu_timer::slow_replay {
 namespace {
 
@@ -29,18 +31,6 @@ int run(const std::string& cmd, std::string* out) {
   return pclose(p);
 }
 
-// The dump folders of one recording ("h200x4/healthy"), oldest first.
-std::vector<std::string> dump_dirs(const std::string& recording) {
-  std::vector<std::string> dirs;
-  for (const auto& e : fs::directory_iterator(fs::path(XPU_TIMER_REAL_GPU_DIR) / recording)) {
-    if (e.is_directory() && e.path().filename().string().rfind("timeline-", 0) == 0) {
-      dirs.push_back(e.path().string());
-    }
-  }
-  std::sort(dirs.begin(), dirs.end());
-  return dirs;
-}
-
 timeline::LoadedDumps load(const std::string& dir) {
   timeline::LoadedDumps d;
   timeline::load_dumps({timeline::DumpSource{dir, -1}}, &d);
@@ -54,7 +44,7 @@ timeline::LoadedDumps load(const std::string& dir) {
 std::vector<std::pair<std::string, ReplayResult>> replays(const std::string& recording) {
   std::vector<std::pair<std::string, ReplayResult>> out;
   std::vector<timeline::LoadedDumps> all;
-  const std::vector<std::string> dirs = dump_dirs(recording);
+  const std::vector<std::string> dirs = real_gpu_dump_dirs(recording);
   EXPECT_FALSE(dirs.empty()) << recording;
   for (const std::string& dir : dirs) {
     all.push_back(load(dir));
@@ -121,7 +111,7 @@ TEST(SlowReplayRealGpu, SharedGpuNamesRank2WithCauseGpu) {
 // its GEMMs no slower in their time slices: still its GPU. The dumps before
 // the other process started and after it ended name nobody.
 TEST(SlowReplayRealGpu, SharedGpuOnH100NamesRank2WithCauseGpuOnlyWhileShared) {
-  const std::vector<std::string> dirs = dump_dirs("h100x4/gpuhog");
+  const std::vector<std::string> dirs = real_gpu_dump_dirs("h100x4/gpuhog");
   ASSERT_EQ(dirs.size(), 3u);
   for (const std::string& dir : {dirs[0], dirs[2]}) {
     const ReplayResult r = replay({load(dir)}, supervisor::StragglerOptions{});
@@ -151,7 +141,7 @@ TEST(SlowReplayRealGpu, HostDelayNamesRank1WithCauseHost) {
 
 // The command prints GET /slow's document; --every one line per verdict.
 TEST(SlowReplayCli, PrintsTheVerdictAsGetSlowDoes) {
-  const std::vector<std::string> dirs = dump_dirs("h200x4/host");
+  const std::vector<std::string> dirs = real_gpu_dump_dirs("h200x4/host");
   ASSERT_EQ(dirs.size(), 2u);
   std::string out;
   const int status = run(std::string(XPU_TIMER_SLOW_REPLAY_BIN) + " --path " + dirs[0] +

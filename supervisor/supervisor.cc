@@ -30,12 +30,14 @@
 #include "supervisor/job/job_controller.h"
 #include "supervisor/job/job_launcher.h"
 #include "supervisor/job/run_dir.h"
+#include "supervisor/link_transfer_monitor.h"
 #include "supervisor/live_config.h"
 #include "supervisor/log_tee.h"
 #include "supervisor/metrics/culprit_metrics.h"
 #include "supervisor/metrics/metrics_exporter.h"
 #include "supervisor/metrics/metrics_linger.h"
 #include "supervisor/metrics/straggler_metrics.h"
+#include "supervisor/metrics/transfer_metrics.h"
 #include "supervisor/ranks/rank_attach.h"
 #include "supervisor/ranks/rank_link_server.h"
 #include "supervisor/ranks/rank_sampler.h"
@@ -82,8 +84,10 @@ JobExit Supervisor::run() {
   collectives_ = std::make_unique<CollectiveMonitor>(job_view_.get());
   slow_ =
       std::make_unique<SlowRankMonitor>(StragglerOptions{options_.slow_window_s}, job_view_.get());
+  links_ = std::make_unique<LinkTransferMonitor>(metrics_->config().window_s);
   rings_.add_consumer(collectives_.get());
   rings_.add_consumer(slow_.get());
+  rings_.add_consumer(links_.get());
   plugins_ = std::make_unique<CrashPluginRunner>(io_, std::move(plugin_settings));
   crashes_ = std::make_unique<CrashTracker>(dump_dir_, plugins_.get(), &io_);
   dumps_ = std::make_unique<IncidentDumps>(dump_dir_, [this] { return registry_.snapshot(); });
@@ -323,6 +327,7 @@ void Supervisor::poll() {
     const int node = records.empty() ? -1 : records.front().reg.group_rank;
     collectives_->note_snapshot(snap, node);
     slow_->poll(snap, node, records.empty() ? 0 : records.front().reg.world_size);
+    links_->poll(snap);
     HangEvent event;
     if (job_view_ && !records.empty()) {
       // The whole job: this node's ranks and the other nodes' latest.
@@ -493,6 +498,7 @@ std::string Supervisor::metrics_text() const {
   return metrics_->render(records, *report, &ended, running, &collectives.mismatched_ranks,
                           collectives.mismatch_total) +
          straggler_metrics_text(*slow_->published(), metrics_->config().job_name) +
+         transfer_metrics_text(*links_->published(), metrics_->config().job_name) +
          culprit_metrics_text(*report, records, metrics_->config().job_name) +
          mismatch_culprit_metrics_text(collectives.odd_places, metrics_->config().job_name);
 }

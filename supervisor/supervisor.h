@@ -36,6 +36,7 @@
 namespace xpu_timer::supervisor {
 
 class CollectiveMonitor;
+class LinkTransferMonitor;
 class SlowRankMonitor;
 struct StackDumpReport;
 class CrashPluginRunner;
@@ -142,11 +143,12 @@ class Supervisor {
   // thread posts dump requests to io_: destroyed before io_.
   std::unique_ptr<JobView> job_view_;
   // The one reader of the ranks' rings (asio thread), handing their records
-  // to the two monitors below.
+  // to the three monitors below.
   RingFeed rings_;
   // Collective consistency (asio thread; published() for HTTP).
   std::unique_ptr<CollectiveMonitor> collectives_;
   std::unique_ptr<SlowRankMonitor> slow_;  // poll() on the asio thread; HTTP reads published()
+  std::unique_ptr<LinkTransferMonitor> links_;  // the same
   // Asio thread: the hang's log, dumps, hang.json and --on-hang kill.
   std::unique_ptr<HangIncident> hang_;
   // Asio thread: a mismatch's log, dumps, mismatch.json and odd ranks' places.

@@ -13,6 +13,7 @@
 
 #include "supervisor/metrics/metrics_exporter.h"
 #include "supervisor/metrics/straggler_metrics.h"
+#include "supervisor/metrics/transfer_metrics.h"
 
 namespace xpu_timer::supervisor {
 namespace {
@@ -38,8 +39,8 @@ std::set<std::string> exported_names(const std::string& text) {
 }
 
 // A scrape with every family present: a Python rank with GC and DataLoader
-// probes, measured steps, NVTX ranges, a GEMM and an AllReduce key, a
-// mismatch, and a straggler.
+// probes, measured steps, NVTX ranges, a GEMM and an AllReduce key with
+// their rate gauges, a mismatch, a straggler and a measured link transfer.
 std::set<std::string> every_exported_name(bool per_rank_histograms) {
   auto page = std::make_unique<proto::StatusPage>();
   page->nmetrics = 2;
@@ -50,6 +51,10 @@ std::set<std::string> every_exported_name(bool per_rank_histograms) {
   page->metrics[1].name = static_cast<uint16_t>(proto::OpName::kGemmEx);
   page->metrics[1].count = 1;
   page->metrics[1].last_update_ns = kNow;
+  for (int i = 0; i < 2; ++i) {  // timed: the rate gauges (bandwidth, FLOP/s) too
+    page->metrics[i].sum_ns = 1000;
+    page->metrics[i].sum_bytes = page->metrics[i].sum_flops = 1 << 20;
+  }
   page->python.probes = proto::kPythonProbeGc | proto::kPythonProbeDataLoader;
   page->nranges = 2;
   page->ranges[1].count = 1;
@@ -59,7 +64,8 @@ std::set<std::string> every_exported_name(bool per_rank_histograms) {
   MetricsConfig config;
   config.job_name = "j";
   config.per_rank_histograms = per_rank_histograms;
-  MetricsWriter w(config, nullptr, kNow);
+  RateWindow rates(30ull * 1000000000ull);
+  MetricsWriter w(config, &rates, kNow);
   RankMetricsInput in;
   in.up = true;
   in.page = page.get();
@@ -67,7 +73,11 @@ std::set<std::string> every_exported_name(bool per_rank_histograms) {
   SlowReport slow;
   slow.ranks.push_back(RankLateness{});
   slow.stragglers.push_back(Straggler{});
-  return exported_names(w.finish(false, true, 1) + straggler_metrics_text(slow, "j"));
+  TransferReport links;
+  links.series.push_back(TransferSeries{TransferKey{}, 1, 1e11});
+  links.times.push_back(RankCommTime{});
+  return exported_names(w.finish(false, true, 1) + straggler_metrics_text(slow, "j") +
+                        transfer_metrics_text(links, "j"));
 }
 
 // Names of the form xpu_timer_... in a PromQL expression (recorded series
@@ -128,6 +138,32 @@ TEST(DeployQueries, EveryDashboardQueryNamesExportedMetrics) {
     }
   }
   EXPECT_GE(queries, 20);
+}
+
+// The link's bandwidth beside the one of GPU time (which includes the wait
+// for the last member) in one panel, and each rank's wait share from the
+// two counters.
+TEST(DeployQueries, DashboardShowsTheTransferBandwidthBesideTheGpuTimeOneAndTheWaitShare) {
+  const auto dash =
+      nlohmann::json::parse(read_source("deploy/grafana/xpu_timer_dashboard.json"), nullptr, false);
+  ASSERT_FALSE(dash.is_discarded());
+  bool both = false, share = false;
+  for (const auto& panel : dash.at("panels")) {
+    if (!panel.contains("targets")) continue;
+    std::set<std::string> names;
+    for (const auto& target : panel.at("targets")) {
+      for (const std::string& n : queried_names(target.at("expr").get<std::string>())) {
+        names.insert(n);
+      }
+    }
+    both = both || (names.count("xpu_timer_nccl_transfer_bus_bandwidth_bytes_per_second") == 1 &&
+                    names.count("xpu_timer_nccl_bus_bandwidth_bytes_per_second") == 1);
+    share = share || (names.count("xpu_timer_nccl_wait_seconds_total") == 1 &&
+                      names.count("xpu_timer_nccl_transfer_seconds_total") == 1 &&
+                      panel.at("fieldConfig").at("defaults").value("unit", "") == "percentunit");
+  }
+  EXPECT_TRUE(both) << "no panel shows both bus bandwidths";
+  EXPECT_TRUE(share) << "no panel shows the wait share";
 }
 
 TEST(DeployQueries, EveryRuleNamesExportedMetrics) {

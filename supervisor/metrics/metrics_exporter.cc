@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -65,9 +64,13 @@ constexpr FamilyInfo kFamilies[] = {
     {"xpu_timer_nccl_bus_bytes_total", "counter",
      "NCCL payload bytes of every operation times the nccl-tests bus bandwidth factor."},
     {"xpu_timer_nccl_algo_bandwidth_bytes_per_second", "gauge",
-     "NCCL algorithm bandwidth over the recent window: bytes / GPU time."},
+     "NCCL algorithm bandwidth over the recent window: bytes / GPU time of the timed operations, "
+     "which includes the wait for the last member to arrive and the SMs shared with other "
+     "kernels (the transfer alone: xpu_timer_nccl_transfer_bus_bandwidth_bytes_per_second)."},
     {"xpu_timer_nccl_bus_bandwidth_bytes_per_second", "gauge",
-     "NCCL bus bandwidth over the recent window: algorithm bandwidth times the nccl-tests factor."},
+     "NCCL bus bandwidth over the recent window: algorithm bandwidth times the nccl-tests factor; "
+     "its GPU time includes the wait for the last member to arrive and the SMs shared with other "
+     "kernels (the transfer alone: xpu_timer_nccl_transfer_bus_bandwidth_bytes_per_second)."},
     {"xpu_timer_nccl_channels", "gauge", "NCCL channels used by the latest operation."},
     {"xpu_timer_memcpy_bytes_total", "counter",
      "Bytes of every copy through the CUDA runtime (cudaMemcpy*, cudaMemcpyPeer*), timed or "
@@ -132,13 +135,6 @@ constexpr FamilyInfo kFamilies[] = {
 
 const char* step_source_str(uint32_t source) {
   return source == static_cast<uint32_t>(proto::StepSource::kNvtxRange) ? "nvtx" : "optimizer";
-}
-
-// Shortest text that reads back as the same double.
-void append_shortest(std::string* out, double v) {
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
-  out->append(buf, static_cast<size_t>(r.ptr - buf));
 }
 
 void append_double(std::string* out, double v, const char* fmt) {

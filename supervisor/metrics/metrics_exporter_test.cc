@@ -439,6 +439,19 @@ TEST(MetricsExporter, RateGaugesUseTheRecentWindow) {
   EXPECT_TRUE(has_line(text, "xpu_timer_gemm_flops_per_second{" + g + "} 1e+14")) << text;
   EXPECT_TRUE(has_line(text, "xpu_timer_nccl_algo_bandwidth_bytes_per_second{" + n + "} 1e+12"));
   EXPECT_TRUE(has_line(text, "xpu_timer_nccl_bus_bandwidth_bytes_per_second{" + n + "} 1e+12"));
+  // Its help says what the GPU time holds, and where the link alone is.
+  for (const char* family : {"algo", "bus"}) {
+    const std::string help = "# HELP xpu_timer_nccl_" + std::string(family) + "_bandwidth";
+    const size_t at = text.find(help);
+    ASSERT_NE(at, std::string::npos) << help;
+    const std::string line = text.substr(at, text.find('\n', at) - at);
+    EXPECT_NE(line.find("includes the wait for the last member to arrive and the SMs shared"),
+              std::string::npos)
+        << line;
+    EXPECT_NE(line.find("xpu_timer_nccl_transfer_bus_bandwidth_bytes_per_second"),
+              std::string::npos)
+        << line;
+  }
   // 100-140 s: the GEMMs got twice slower (50 TFLOP/s); the lifetime average
   // would still say 66.7.
   mm.count += 10;

@@ -41,6 +41,17 @@ void append_u64(std::string* out, uint64_t v) {
   out->append(buf, static_cast<size_t>(r.ptr - buf));
 }
 
+void append_shortest(std::string* out, double v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  out->append(buf, static_cast<size_t>(r.ptr - buf));
+}
+
+void append_family_header(std::string* out, const char* name, const char* type, const char* help) {
+  out->append("# HELP ").append(name).append(" ").append(help).append("\n# TYPE ");
+  out->append(name).append(" ").append(type).append("\n");
+}
+
 void append_sample_prefix(std::string* out, const char* name, const char* suffix,
                           const std::string& labels) {
   out->append(name);

@@ -24,6 +24,10 @@ namespace xpu_timer::supervisor {
 
 // Text-format primitives shared by the renderers.
 void append_u64(std::string* out, uint64_t v);
+// The shortest text that reads back as the same double.
+void append_shortest(std::string* out, double v);
+// "# HELP name help" and "# TYPE name type" lines.
+void append_family_header(std::string* out, const char* name, const char* type, const char* help);
 // `name` `suffix` `{labels} ` (the value follows).
 void append_sample_prefix(std::string* out, const char* name, const char* suffix,
                           const std::string& labels);
