@@ -121,14 +121,20 @@ INSTANTIATE_TEST_SUITE_P(
                  true,
                  {"--gemm", "8192,8192,16384", "--slow-gpu-rank", "2", "--slow-gpu-factor", "1.2"},
                  "gpu"},
-        // 64 MiB all-reduces (~2.5 ms at the sim's bus), the rank's 3 times as long.
+        // 128 MiB all-reduces (2.7 ms after the last arrival at the sim's
+        // bus), the rank's 4 times as long: it ends 8 ms after its peers and
+        // so reaches the next one 8 ms late. The excess must stand well above
+        // the host's scheduling noise: on a loaded 2-core CI machine four
+        // Python ranks were late by up to 6.5 ms at the collectives they
+        // arrived last at, and an excess of 2.7 ms (64 MiB, 3x) was then
+        // less than half of that: "host".
         SlowCase{"link",
                  false,
-                 {"--bytes", "67108864", "--slow-link-rank", "2", "--slow-link-factor", "3"},
+                 {"--bytes", "134217728", "--slow-link-rank", "2", "--slow-link-factor", "4"},
                  "link"},
         SlowCase{"link",
                  true,
-                 {"--bytes", "67108864", "--slow-link-rank", "2", "--slow-link-factor", "3"},
+                 {"--bytes", "134217728", "--slow-link-rank", "2", "--slow-link-factor", "4"},
                  "link"}),
     case_name);
 

@@ -146,6 +146,10 @@ def parse_args(argv):
                         "one)")
     p.add_argument("--pipeline-range", default="pipeline_step",
                    help="name of the NVTX push/pop range around each --pipeline-1f1b step")
+    p.add_argument("--gpu-lead-ms", type=float, default=0.0,
+                   help="start each step with this much GPU work no CUDA call shows "
+                        "(sim_hold_gpu), so the step's GEMMs run back to back behind it however "
+                        "late the host launches them, as on a GPU the host keeps ahead of")
     p.add_argument("--end-sleep-s", type=float, default=0.0,
                    help="seconds to sleep after the loop, before sim_finalize (0: none)")
     p.add_argument("--exit-code", type=int, default=0,
@@ -219,6 +223,7 @@ def load_workload(directory):
     lib.sim_nvtx_start.argtypes = [ctypes.c_char_p]
     lib.sim_nvtx_start.restype = ctypes.c_ulonglong
     lib.sim_nvtx_end.argtypes = [ctypes.c_ulonglong]
+    lib.sim_hold_gpu.argtypes = [ctypes.c_double]
     lib.sim_nvtx_domain_push.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
     return lib
 
@@ -271,6 +276,8 @@ def train_step(lib, args, rank, step, apis, rng):
     if rank == args.crash_rank and step == args.crash_step:
         print("rank %d crashing (%s) at step %d" % (rank, args.crash_kind, step), flush=True)
         crash(lib, args.crash_kind, step)
+    if args.gpu_lead_ms > 0:
+        check(lib, lib.sim_hold_gpu(args.gpu_lead_ms), "sim_hold_gpu")
     if args.nvtx:
         lib.sim_nvtx_push(b"forward")
     for g in range(args.gemms_per_step):

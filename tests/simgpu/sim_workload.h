@@ -127,6 +127,10 @@ int sim_copy(int kind, long bytes, int sync);
 int sim_copy_kind_from_name(const char* name);
 /* cudaDeviceSynchronize. */
 int sim_device_sync(void);
+/* Queues `ms` of GPU work on the compute stream that no CUDA call shows (the
+ * simulated GPU's own kernel): the GEMMs queued behind it run back to back, as
+ * on a GPU the host keeps ahead of, whatever the host's scheduling delays. */
+int sim_hold_gpu(double ms);
 
 /* NVTX ranges, through the NVTX v3 headers (tests/simgpu/workload_nvtx.cc):
  * nvtxRangePushA / nvtxRangePop / nvtxRangeStartA / nvtxRangeEnd, and a

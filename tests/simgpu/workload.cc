@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/simgpu/sim_ext.h"
 #include "tests/simgpu/sim_workload.h"
 
 namespace {
@@ -643,5 +644,12 @@ int sim_copy_kind_from_name(const char* name) {
 
 int sim_device_sync(void) {
   SIM_CUDA(cudaDeviceSynchronize());
+  return 0;
+}
+
+int sim_hold_gpu(double ms) {
+  if (int rc = require_init(); rc != 0) return rc;
+  if (!(ms >= 0 && ms <= 3.6e6)) return fail("sim_hold_gpu", "invalid duration");
+  SIM_CUDA(xpu_sim_launch_kernel(g.compute, static_cast<uint64_t>(ms * 1e6)));
   return 0;
 }
