@@ -220,13 +220,13 @@ class MemoryEtcd {
           answer + "xxx\r\n\r\n0\r\n\r\n");
   }
   bool range(int64_t client, const std::string& prefix, int64_t min_mod_revision,
-             std::vector<KeyValue>* out, int64_t* revision) {
+             std::vector<KeyValue>* out, int64_t* revision, int64_t* count) {
     std::lock_guard<std::mutex> lock(mu_);
     const std::string answer = range_answer(prefix, min_mod_revision);
     count(client, prefix, "/v3/kv/range", etcd::range_prefix_request(prefix, min_mod_revision),
           answer);
     std::string error;
-    return etcd::read_range(200, answer, out, revision, &error) == etcd::Outcome::kOk;
+    return etcd::read_range(200, answer, out, revision, &error, count) == etcd::Outcome::kOk;
   }
   // The answer to a read of `prefix`, not counted.
   size_t range_answer_bytes(const std::string& prefix) {
@@ -324,8 +324,8 @@ class MemoryStore final : public CoordinationStore {
     return true;
   }
   bool get_prefix(const std::string& prefix, std::vector<KeyValue>* out, int64_t* revision,
-                  int64_t min_mod_revision) override {
-    return etcd_->range(lease_, prefix, min_mod_revision, out, revision);
+                  int64_t min_mod_revision, int64_t* count) override {
+    return etcd_->range(lease_, prefix, min_mod_revision, out, revision, count);
   }
   bool create(const std::string& key, const std::string& value, bool* created) override {
     *created = etcd_->create(key, value, lease_);

@@ -84,7 +84,7 @@ SlowReport SlowRankMonitor::job_wide(const SlowReport& mine, int node, int world
       continue;
     }
     // A summary from a supervisor gone (or from a clock far ahead) is not news.
-    if (s.unix_s < now_s - kSummaryMaxAgeS || s.unix_s > now_s + kSummaryMaxAgeS) continue;
+    if (s.unix_s < now_s - kSlowSummaryMaxAgeS || s.unix_s > now_s + kSlowSummaryMaxAgeS) continue;
     nodes.push_back(std::move(s));
   }
   return merge_slow_reports(mine, nodes);

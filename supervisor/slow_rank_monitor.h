@@ -35,8 +35,6 @@ class SlowRankMonitor : public RingConsumer {
   static constexpr uint64_t kAnalysisPeriodNs = 1'000'000'000;
 
   static constexpr uint64_t kSummaryPeriodNs = 5'000'000'000;
-  // A node's summary older than this (its supervisor gone) no longer counts.
-  static constexpr double kSummaryMaxAgeS = 30;
 
   // `job_view`: the other nodes (nullptr: this node alone); must outlive this.
   SlowRankMonitor(StragglerOptions options, JobView* job_view = nullptr);

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
+#include <tuple>
 
 #include "common/comm_names.h"
 #include "common/op_names.h"
@@ -168,6 +169,49 @@ SlowReport merge_slow_reports(const SlowReport& mine, const std::vector<NodeSlow
             [](const Straggler& a, const Straggler& b) { return a.wait_caused_s > b.wait_caused_s; });
   out.summary = stragglers_summary(out.stragglers);
   return out;
+}
+
+std::vector<NodeSlowSummary> reduce_slow_summaries(const std::vector<NodeSlowSummary>& nodes) {
+  // Per communicator holding a straggler, its lowest time: (time, rank,
+  // index in `nodes`). A straggler is refuted by a rank quicker than it:
+  // by the quickest if by any (and the quickest refutes no one as quick).
+  using Entry = std::tuple<double, int, size_t>;
+  std::map<uint64_t, std::optional<Entry>> lowest;
+  for (const NodeSlowSummary& n : nodes) {
+    for (const Straggler& s : n.stragglers) lowest[s.comm];
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    for (const auto& [comm, ranks] : nodes[i].time_in_collective) {
+      const auto it = lowest.find(comm);
+      if (it == lowest.end()) continue;
+      for (const auto& [rank, v] : ranks) {
+        const Entry e{v.second, rank, i};
+        if (!it->second || e < *it->second) it->second = e;
+      }
+    }
+  }
+  std::vector<NodeSlowSummary> out(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    out[i].node = nodes[i].node;
+    out[i].unix_s = nodes[i].unix_s;
+    out[i].stragglers = nodes[i].stragglers;
+    for (const Straggler& s : nodes[i].stragglers) {
+      const auto c = nodes[i].time_in_collective.find(s.comm);
+      if (c == nodes[i].time_in_collective.end()) continue;
+      const auto r = c->second.find(s.rank);
+      if (r != c->second.end()) out[i].time_in_collective[s.comm][s.rank] = r->second;
+    }
+  }
+  for (const auto& [comm, e] : lowest) {
+    if (!e) continue;
+    const auto& [t, rank, i] = *e;
+    out[i].time_in_collective[comm][rank] = nodes[i].time_in_collective.at(comm).at(rank);
+  }
+  std::vector<NodeSlowSummary> kept;
+  for (NodeSlowSummary& n : out) {
+    if (!n.stragglers.empty() || !n.time_in_collective.empty()) kept.push_back(std::move(n));
+  }
+  return kept;
 }
 
 }  // namespace xpu_timer::supervisor

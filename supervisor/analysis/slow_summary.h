@@ -40,9 +40,23 @@ bool parse_slow_summary(const std::string& text, int world_size, NodeSlowSummary
                         std::string* error);
 constexpr size_t kMaxSlowSummaryEntries = 4096;
 
+// A node's summary older than this (its supervisor gone) no longer counts.
+constexpr double kSlowSummaryMaxAgeS = 30;
+
 // The job-wide verdict: `mine` (this node's report, its ranks' lateness kept)
 // with the stragglers of every node's summary (this node's included), each
 // confirmed against the other nodes' time in its communicator.
 SlowReport merge_slow_reports(const SlowReport& mine, const std::vector<NodeSlowSummary>& nodes);
+
+// What a node needs of every node's summary for merge_slow_reports to
+// confirm the same stragglers as over the whole summaries, however many
+// nodes: each node's stragglers with their own time, and in each
+// communicator that holds a straggler the rank that spent the least time in
+// it (if any rank refutes a straggler, that one does). The
+// job's leader sends these to the other nodes instead of every summary
+// (coordination/slow_summary_exchange.h); nodes left with nothing are left
+// out. A node merging them with its own whole summary gets the same
+// stragglers, for the stragglers the summaries held.
+std::vector<NodeSlowSummary> reduce_slow_summaries(const std::vector<NodeSlowSummary>& nodes);
 
 }  // namespace xpu_timer::supervisor

@@ -42,9 +42,11 @@ class CoordinationStore {
   // a reader that keeps what it read gets only what changed since, by asking
   // from the revision of its last read + 1. Keys deleted since do not show;
   // a revision lower than one seen before means the store lost its history
-  // (read everything again).
+  // (read everything again). `count` (may be null) gets how many keys the
+  // whole range holds, those not sent included: a reader of the changes
+  // that holds more keys than that knows some were deleted.
   virtual bool get_prefix(const std::string& prefix, std::vector<KeyValue>* out, int64_t* revision,
-                          int64_t min_mod_revision = 0) = 0;
+                          int64_t min_mod_revision = 0, int64_t* count = nullptr) = 0;
   // Sets `key` to `value` under this client's lease only if no one holds the
   // key (one writer per key); `created` says whether it was. Remembered like
   // put(): a new lease claims it again the same way. The default (a store

@@ -13,7 +13,7 @@ namespace xpu_timer::supervisor {
 
 DumpRequests::DumpRequests(CoordinationStore* store, KeyTrust* trust, std::string url,
                            const std::string& root)
-    : store_(store), trust_(trust), url_(std::move(url)), dir_(root + "/dumps/") {}
+    : store_(store), trust_(trust), url_(std::move(url)), dir_(root + "/dumps/"), keys_(dir_) {}
 
 void DumpRequests::ask(const std::string& reason) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -52,8 +52,10 @@ bool DumpRequests::put(const std::vector<std::string>& reasons, int node, double
 
 bool DumpRequests::read(const std::set<int>& alarmed,
                         std::vector<std::pair<std::string, int>>* asked) {
+  if (!keys_.read(store_)) return false;
   std::vector<KeyValue> kvs;
-  if (!store_->get_prefix(dir_, &kvs, nullptr)) return false;
+  kvs.reserve(keys_.keys().size());
+  for (const auto& [key, kv] : keys_.keys()) kvs.push_back(kv);
   *asked = admit(kvs, alarmed);
   first_read_ = false;
   return true;

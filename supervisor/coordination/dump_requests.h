@@ -1,7 +1,8 @@
 // The job view's dump-request part (job_view.h): a node that declares a hang
 // asks every other node to dump (request_dumps: "hang", ...), since they may
 // not see it yet. The next round puts each request as
-// <root>/dumps/<unix_ms>-<node>; every round reads <root>/dumps/ and hands
+// <root>/dumps/<unix_ms>-<node>; every round brings its copy of
+// <root>/dumps/ up to date (prefix_copy.h: only what changed) and hands
 // on a request of another node that this node has not seen (once; the
 // requests already there at this node's first read are only marked seen).
 // A request is obeyed only from a node's owner (KeyTrust) whose alarm
@@ -22,6 +23,7 @@
 
 #include "supervisor/coordination/coordination_store.h"
 #include "supervisor/coordination/key_trust.h"
+#include "supervisor/coordination/prefix_copy.h"
 #include "supervisor/coordination/store_trust.h"
 
 namespace xpu_timer::supervisor {
@@ -59,6 +61,7 @@ class DumpRequests {
   KeyTrust* const trust_;
   const std::string url_;
   const std::string dir_;  // <root>/dumps/
+  PrefixCopy keys_;        // the view's thread only
   mutable std::mutex mu_;
   std::vector<std::string> queued_;  // mu_
   // The view's thread only.

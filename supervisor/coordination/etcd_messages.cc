@@ -240,7 +240,7 @@ Outcome read_put(int status, const std::string& body, std::string* error) {
 }
 
 Outcome read_range(int status, const std::string& body, std::vector<KeyValue>* out,
-                   int64_t* revision, std::string* error) {
+                   int64_t* revision, std::string* error, int64_t* count) {
   out->clear();
   json doc;
   const Outcome o = open_answer(status, body, &doc, error);
@@ -257,6 +257,9 @@ Outcome read_range(int status, const std::string& body, std::vector<KeyValue>* o
     return Outcome::kFailed;
   }
   if (revision != nullptr) *revision = rev;
+  int64_t in_range = 0;  // left out when the range is empty
+  if (!read_int64(doc, "count", &in_range, error)) return Outcome::kFailed;
+  if (count != nullptr) *count = in_range;
   const json* kvs = member(doc, "kvs");
   if (kvs == nullptr || kvs->is_null()) return Outcome::kOk;  // no key matched
   if (!kvs->is_array()) {

@@ -48,8 +48,9 @@ Outcome read_grant(int status, const std::string& body, int64_t* lease, int64_t*
 // first one counts. A TTL of 0 (left out) means the lease is gone.
 Outcome read_keepalive(int status, const std::string& body, int64_t* ttl_s, std::string* error);
 Outcome read_put(int status, const std::string& body, std::string* error);
+// `count` (may be null): the answer's "count", every key of the range.
 Outcome read_range(int status, const std::string& body, std::vector<KeyValue>* out,
-                   int64_t* revision, std::string* error);
+                   int64_t* revision, std::string* error, int64_t* count = nullptr);
 Outcome read_delete(int status, const std::string& body, std::string* error);
 // The answer to create_request: `created` false when the key existed.
 Outcome read_create(int status, const std::string& body, bool* created, std::string* error);

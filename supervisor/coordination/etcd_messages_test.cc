@@ -154,8 +154,10 @@ TEST(EtcdMessages, RangeAnswer) {
       R"("kvs":[{"key":"YQ==","create_revision":"2","mod_revision":"2","version":"1",)"
       R"("lease":"4111120201913504011"},{"key":"YWI=","create_revision":"3","mod_revision":"4",)"
       R"("version":"2","value":"AP8K"}],"count":"2")");
-  ASSERT_EQ(read_range(200, real, &kvs, &revision, &error), Outcome::kOk) << error;
+  int64_t count = -1;
+  ASSERT_EQ(read_range(200, real, &kvs, &revision, &error, &count), Outcome::kOk) << error;
   EXPECT_EQ(revision, 5);
+  EXPECT_EQ(count, 2);
   ASSERT_EQ(kvs.size(), 2u);
   EXPECT_EQ(kvs[0].key, "a");
   EXPECT_EQ(kvs[0].value, "");  // an empty value is left out
@@ -165,8 +167,13 @@ TEST(EtcdMessages, RangeAnswer) {
   EXPECT_EQ(kvs[1].mod_revision, 4);
 
   // No key matched: "kvs" left out. The revision pointer may be null.
-  EXPECT_EQ(read_range(200, with_header(""), &kvs, nullptr, &error), Outcome::kOk);
+  EXPECT_EQ(read_range(200, with_header(""), &kvs, nullptr, &error, &count), Outcome::kOk);
   EXPECT_TRUE(kvs.empty());
+  EXPECT_EQ(count, 0);  // "count" left out too
+  // Keys changed since a revision: none sent, the range still counted.
+  EXPECT_EQ(read_range(200, with_header(R"("count":"7")"), &kvs, nullptr, &error, &count),
+            Outcome::kOk);
+  EXPECT_EQ(count, 7);
 
   const std::pair<std::string, std::string> bad[] = {
       {R"({"kvs":[]})", "range answer without a \"header\" object"},
@@ -182,6 +189,7 @@ TEST(EtcdMessages, RangeAnswer) {
        "kvs[0]: \"value\": not base64: character 0 is outside the alphabet"},
       {with_header(R"("kvs":[{"key":"YQ==","mod_revision":"1.5"}])"),
        "kvs[0]: \"mod_revision\" is not an int64: \"1.5\""},
+      {with_header(R"("count":"two")"), "\"count\" is not an int64: \"two\""},
   };
   for (const auto& [body, message] : bad) {
     EXPECT_EQ(read_range(200, body, &kvs, &revision, &error), Outcome::kFailed) << body;

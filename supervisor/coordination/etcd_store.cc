@@ -174,14 +174,14 @@ bool EtcdStore::keep_alive() {
 }
 
 bool EtcdStore::get_prefix(const std::string& prefix, std::vector<KeyValue>* out, int64_t* revision,
-                           int64_t min_mod_revision) {
+                           int64_t min_mod_revision, int64_t* count) {
   out->clear();
   HttpResponse r;
   if (!request(kRange, etcd::range_prefix_request(prefix, min_mod_revision), deadline(), &r)) {
     return false;
   }
   std::string why;
-  if (etcd::read_range(r.status, r.body, out, revision, &why) != etcd::Outcome::kOk) {
+  if (etcd::read_range(r.status, r.body, out, revision, &why, count) != etcd::Outcome::kOk) {
     return fail(kRange, why);
   }
   return true;

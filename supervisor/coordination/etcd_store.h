@@ -32,7 +32,7 @@ class EtcdStore final : public CoordinationStore {
 
   bool put(const std::string& key, const std::string& value) override;
   bool get_prefix(const std::string& prefix, std::vector<KeyValue>* out, int64_t* revision,
-                  int64_t min_mod_revision = 0) override;
+                  int64_t min_mod_revision = 0, int64_t* count = nullptr) override;
   bool create(const std::string& key, const std::string& value, bool* created) override;
   int64_t lease() const override { return lease_; }
   bool remove(const std::string& key) override;

@@ -159,8 +159,13 @@ TEST_F(EtcdStoreProcessTest, AReadFromARevisionGetsOnlyTheKeysChangedSince) {
   ASSERT_TRUE(writer->remove("job/c")) << writer->error();
   ASSERT_TRUE(writer->put("jobs/x", "5")) << writer->error();
   int64_t read_again = 0;
-  ASSERT_TRUE(reader->get_prefix("job/", &kvs, &read_again, read_at + 1)) << reader->error();
+  int64_t count = 0;
+  ASSERT_TRUE(reader->get_prefix("job/", &kvs, &read_again, read_at + 1, &count))
+      << reader->error();
   ASSERT_EQ(kvs.size(), 2u);  // not a, not the deleted c
+  // etcd counts the whole range (a, b, d): a reader that held a, b, c and
+  // got b, d knows that one of its keys is gone (prefix_copy.h).
+  EXPECT_EQ(count, 3);
   EXPECT_EQ(kvs[0].key, "job/b");
   EXPECT_EQ(kvs[0].value, "22");
   EXPECT_GT(kvs[0].mod_revision, read_at);
@@ -169,9 +174,13 @@ TEST_F(EtcdStoreProcessTest, AReadFromARevisionGetsOnlyTheKeysChangedSince) {
 
   // Nothing since: nothing, at the same revision; 0 is everything.
   int64_t nothing_at = 0;
-  ASSERT_TRUE(reader->get_prefix("job/", &kvs, &nothing_at, read_again + 1)) << reader->error();
+  ASSERT_TRUE(reader->get_prefix("job/", &kvs, &nothing_at, read_again + 1, &count))
+      << reader->error();
   EXPECT_TRUE(kvs.empty());
   EXPECT_EQ(nothing_at, read_again);
+  EXPECT_EQ(count, 3);
+  ASSERT_TRUE(reader->get_prefix("nothing/", &kvs, nullptr, 0, &count)) << reader->error();
+  EXPECT_EQ(count, 0);
   EXPECT_EQ(listing(*reader, "job/", 0), "job/a=1 job/b=22 job/d=4");
   // The bound is inclusive: from b's own revision, b is in.
   EXPECT_EQ(listing(*reader, "job/", read_at + 1), "job/b=22 job/d=4");

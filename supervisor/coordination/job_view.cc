@@ -19,10 +19,11 @@ JobView::JobView(std::unique_ptr<CoordinationStore> store, std::string url, std:
       on_request_(std::move(on_request)),
       trust_(store_.get(), url_, "/xpu_timer/" + job_id_),
       alarms_(store_.get(), &trust_, "/xpu_timer/" + job_id_),
-      progress_(store_.get(), &trust_, url_, "/xpu_timer/" + job_id_),
+      leader_(store_.get(), &trust_, "/xpu_timer/" + job_id_),
+      progress_(store_.get(), &trust_, &leader_, url_, "/xpu_timer/" + job_id_),
       dumps_(store_.get(), &trust_, url_, "/xpu_timer/" + job_id_),
       fingerprints_(store_.get(), &trust_, "/xpu_timer/" + job_id_, &stop_, std::move(on_mismatch)),
-      slow_(store_.get(), &trust_, "/xpu_timer/" + job_id_) {
+      slow_(store_.get(), &trust_, &leader_, "/xpu_timer/" + job_id_) {
   status_.url = url_;
   status_.job_id = job_id_;
   thread_ = std::thread([this] { run(); });
@@ -150,7 +151,7 @@ bool JobView::round() {
   // Whatever we put under a lease that was not the owner's does not count.
   if (mine && !trust_.owns_node()) progress_.forget_published();
   std::vector<KeyValue> mismatches;
-  if (!alarms_.read(&mismatches)) {
+  if (!alarms_.read(&mismatches) || !leader_.round(mine ? mine->node : -1)) {
     dumps_.requeue(requests);
     return false;
   }

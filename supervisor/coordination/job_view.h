@@ -10,6 +10,8 @@
 //     owners; a key of another node counts only under its owner's lease;
 //   - NodeAlarms (node_alarms.h): whether this node wants the job's view
 //     now, and which nodes do;
+//   - LeaderElection (leader_election.h): which node reads every node's
+//     stamps and slow-rank summaries and sums them up for the others;
 //   - ProgressExchange (progress_exchange.h): while any node raises an
 //     alarm (and every kQuietRefreshS otherwise), this node's document and
 //     stamp out, the other nodes' in, for merge();
@@ -57,6 +59,7 @@
 #include "supervisor/coordination/dump_requests.h"
 #include "supervisor/coordination/fingerprint_exchange.h"
 #include "supervisor/coordination/key_trust.h"
+#include "supervisor/coordination/leader_election.h"
 #include "supervisor/coordination/node_alarms.h"
 #include "supervisor/coordination/node_progress.h"
 #include "supervisor/coordination/progress_exchange.h"
@@ -184,6 +187,7 @@ class JobView {
   // headers).
   KeyTrust trust_;
   NodeAlarms alarms_;
+  LeaderElection leader_;
   ProgressExchange progress_;
   DumpRequests dumps_;
   FingerprintExchange fingerprints_;

@@ -8,7 +8,19 @@
 namespace xpu_timer::supervisor {
 
 KeyTrust::KeyTrust(CoordinationStore* store, std::string url, std::string root)
-    : store_(store), url_(std::move(url)), owners_dir_(std::move(root) + "/owners/") {}
+    : store_(store),
+      url_(std::move(url)),
+      owners_dir_(std::move(root) + "/owners/"),
+      owner_keys_(owners_dir_) {}
+
+bool KeyTrust::read_owner_keys() {
+  if (!owner_keys_.read(store_)) return false;
+  std::vector<KeyValue> kvs;
+  kvs.reserve(owner_keys_.keys().size());
+  for (const auto& [key, kv] : owner_keys_.keys()) kvs.push_back(kv);
+  owners_ = owner_leases(kvs, owners_dir_, job_);
+  return true;
+}
 
 bool KeyTrust::read_owners(int node, const std::string& host) {
   if (!claimed_) {
@@ -16,9 +28,7 @@ bool KeyTrust::read_owners(int node, const std::string& host) {
     if (!store_->create(owners_dir_ + std::to_string(node), host, &created)) return false;
     claimed_ = true;
   }
-  std::vector<KeyValue> kvs;
-  if (!store_->get_prefix(owners_dir_, &kvs, nullptr)) return false;
-  owners_ = owner_leases(kvs, owners_dir_, job_);
+  if (!read_owner_keys()) return false;
   owners_reread_ = false;
   const auto it = owners_.find(node);
   if (it != owners_.end() && it->second == store_->lease()) {
@@ -45,10 +55,7 @@ bool KeyTrust::trusted(const KeyValue& kv, int node) {
   if (written_by_owner(kv, node, &why)) return true;
   if (!owners_reread_ && node >= 0 && node < job_.node_count) {
     owners_reread_ = true;
-    std::vector<KeyValue> kvs;
-    if (store_->get_prefix(owners_dir_, &kvs, nullptr))
-      owners_ = owner_leases(kvs, owners_dir_, job_);
-    if (written_by_owner(kv, node, &why)) return true;
+    if (read_owner_keys() && written_by_owner(kv, node, &why)) return true;
   }
   ignore(kv, why);
   return false;

@@ -1,9 +1,11 @@
 // Which keys of the job's store this node believes: store_trust.h's rules
 // applied as the job view reads (job_view.h). This node claims
-// <root>/owners/<node> under its lease (create-if-absent) and reads the
-// owners every round; a key of node N counts only under N's owner lease,
-// for N within the job's node count. A key refused is said once in the log
-// (ignore()), whichever part of the view refused it.
+// <root>/owners/<node> under its lease (create-if-absent) and brings its
+// copy of the owners up to date every round (prefix_copy.h: only the owner
+// keys changed since, or all of them once one is gone); a key of node N
+// counts only under N's owner lease, for N within the job's node count. A
+// key refused is said once in the log (ignore()), whichever part of the
+// view refused it.
 //
 // Threads: the view's thread only.
 #pragma once
@@ -14,6 +16,7 @@
 #include <string>
 
 #include "supervisor/coordination/coordination_store.h"
+#include "supervisor/coordination/prefix_copy.h"
 #include "supervisor/coordination/store_trust.h"
 
 namespace xpu_timer::supervisor {
@@ -46,6 +49,8 @@ class KeyTrust {
   bool written_by_owner(const KeyValue& kv, int node, std::string* why) const;
   // The owner lease of each node, as last read.
   const std::map<int, int64_t>& owners() const { return owners_; }
+  // Reads of the owners that took every owner key (prefix_copy.h).
+  uint64_t whole_owner_reads() const { return owner_keys_.whole_reads(); }
 
   // Says once per key that a value read from the store is not ours to use.
   void ignore(const KeyValue& kv, const std::string& why);
@@ -53,7 +58,10 @@ class KeyTrust {
  private:
   CoordinationStore* const store_;
   const std::string url_;
+  bool read_owner_keys();
+
   const std::string owners_dir_;  // <root>/owners/
+  PrefixCopy owner_keys_;
   JobShape job_;
   std::map<int, int64_t> owners_;
   bool owners_reread_ = false;  // owners_ was read again this round (trusted())

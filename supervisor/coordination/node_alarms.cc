@@ -5,7 +5,7 @@
 namespace xpu_timer::supervisor {
 
 NodeAlarms::NodeAlarms(CoordinationStore* store, KeyTrust* trust, const std::string& root)
-    : store_(store), trust_(trust), dir_(root + "/alarms/") {}
+    : store_(store), trust_(trust), dir_(root + "/alarms/"), keys_(dir_) {}
 
 bool NodeAlarms::put(int node, bool alarm) {
   if (alarm == alarm_put_) return true;
@@ -16,14 +16,13 @@ bool NodeAlarms::put(int node, bool alarm) {
 }
 
 bool NodeAlarms::read(std::vector<KeyValue>* mismatches) {
-  std::vector<KeyValue> kvs;
-  if (!store_->get_prefix(dir_, &kvs, nullptr)) return false;
+  if (!keys_.read(store_)) return false;
   alarmed_.clear();
   if (trust_->job().node_count <= 0) return true;  // no rank registered here: nothing to judge by
-  for (KeyValue& kv : kvs) {
+  for (const auto& [key, kv] : keys_.keys()) {
     const std::string name = kv.key.substr(std::min(kv.key.size(), dir_.size()));
     if (name.rfind(kMismatchKeyPrefix, 0) == 0) {
-      mismatches->push_back(std::move(kv));
+      mismatches->push_back(kv);
       continue;
     }
     // A node's alarm (<node>), from that node's owner only.

@@ -1,8 +1,11 @@
 // The job view's alarm part (job_view.h): <root>/alarms/<node> stands while
 // that node wants the job's view now (wants_job_view: a rank past half the
 // hang timeout, its ranks still for half the stall time, a verdict
-// standing). Every round puts or removes this node's key and reads the
-// alarms (a few bytes): while any node's stands, the nodes exchange their
+// standing). Every round puts or removes this node's key and brings its
+// copy of the alarms up to date (prefix_copy.h: the keys changed since the
+// last read, a header alone when none did, so a job whose every node
+// raised its alarm still costs each node O(1) a round): while any node's
+// stands, the nodes exchange their
 // progress every period, and its dump requests are obeyed. A node's alarm
 // counts only under its owner lease (KeyTrust). The same folder carries the
 // job-wide mismatches (mismatch-<comm>-<seq>), handed to the fingerprint
@@ -17,6 +20,7 @@
 
 #include "supervisor/coordination/coordination_store.h"
 #include "supervisor/coordination/key_trust.h"
+#include "supervisor/coordination/prefix_copy.h"
 
 namespace xpu_timer::supervisor {
 
@@ -41,6 +45,7 @@ class NodeAlarms {
   CoordinationStore* const store_;
   KeyTrust* const trust_;
   const std::string dir_;   // <root>/alarms/
+  PrefixCopy keys_;
   bool alarm_put_ = false;  // our alarm key is in the store
   std::set<int> alarmed_;
 };

@@ -40,14 +40,16 @@ Snapshot merge_progress(const Snapshot& local, int node, int world_size,
   return merge_job_snapshot(local, node, fresh, world_size);
 }
 
-ProgressExchange::ProgressExchange(CoordinationStore* store, KeyTrust* trust, std::string url,
+ProgressExchange::ProgressExchange(CoordinationStore* store, KeyTrust* trust,
+                                   const LeaderElection* leader, std::string url,
                                    const std::string& root)
     : store_(store),
       trust_(trust),
+      leader_(leader),
       url_(std::move(url)),
       nodes_dir_(root + "/nodes/"),
       stamps_dir_(root + "/stamps/"),
-      leader_dir_(root + "/leader/") {}
+      digest_key_(root + "/leader/digest") {}
 
 bool ProgressExchange::due(const std::optional<NodeProgress>& mine, bool alarm,
                            double now_s) const {
@@ -84,49 +86,26 @@ void ProgressExchange::keep_previous(int node, std::vector<NodeProgress>* out) c
   }
 }
 
-bool ProgressExchange::elect(const std::optional<NodeProgress>& mine, double now_s,
-                             std::optional<ProgressDigest>* digest) {
-  leading_ = false;
+bool ProgressExchange::read_digest(double now_s, std::optional<ProgressDigest>* digest) {
+  leading_ = leader_->leading();
+  if (leading_ || leader_->leader_lease() == 0) return true;
   std::vector<KeyValue> kvs;
-  if (!store_->get_prefix(leader_dir_, &kvs, nullptr)) return false;
-  const KeyValue* leader = nullptr;
+  if (!store_->get_prefix(digest_key_, &kvs, nullptr)) return false;
   const KeyValue* text = nullptr;
   for (const KeyValue& kv : kvs) {
-    if (kv.key == leader_dir_ + "node") leader = &kv;
-    if (kv.key == leader_dir_ + "digest") text = &kv;
+    if (kv.key == digest_key_) text = &kv;
   }
-  const int me = mine ? mine->node : -1;
-  if (leader == nullptr) {
-    // None: this node runs for it, if it writes for its node. Whoever
-    // creates the key first leads until its lease ends.
-    if (me < 0 || !trust_->owns_node()) return true;
-    bool created = false;
-    if (!store_->create(leader_dir_ + "node", std::to_string(me), &created)) return false;
-    leading_ = created;
-    return true;
-  }
-  // A leader counts only as the owner of the node it names: anyone else's
-  // key (a forger's) is ignored, and every node reads the stamps itself.
-  const int node = node_of_key(leader->value, "");
-  std::string why;
-  if (leader->value != std::to_string(node) || !trust_->written_by_owner(*leader, node, &why)) {
-    trust_->ignore(*leader, why.empty() ? "not a node's number"
-                                        : "not from node " + leader->value + "'s owner: " + why);
-    return true;
-  }
-  if (node == me && leader->lease == store_->lease()) {
-    leading_ = true;
-    return true;
-  }
-  if (text == nullptr || text->lease != leader->lease) return true;
+  // Only the leader's own: a digest put under another lease is ignored.
+  if (text == nullptr || !leader_->from_leader(*text)) return true;
   ProgressDigest d;
+  std::string why;
   if (!parse_progress_digest(text->value, &d, &why)) {
     trust_->ignore(*text, why);
     return true;
   }
   // A digest older than a few periods is a leader gone or late: the
   // stamps are read instead until its lease ends and another leads.
-  if (d.leader != node || d.now_unix_s < now_s - kDigestMaxAgeS ||
+  if (d.leader != leader_->leader_node() || d.now_unix_s < now_s - kDigestMaxAgeS ||
       d.now_unix_s > now_s + kMaxClockSkewS) {
     return true;
   }
@@ -213,7 +192,7 @@ bool ProgressExchange::put_digest(const std::optional<NodeProgress>& mine, doubl
   }
   d.stamps.push_back(node_stamp_text(*mine));
   d.plain_hash = plain_nodes_hash(plain);
-  return store_->put(leader_dir_ + "digest", progress_digest_text(d));
+  return store_->put(digest_key_, progress_digest_text(d));
 }
 
 bool ProgressExchange::read_docs(int me, double now_s, std::set<std::string>* arrived) {
@@ -303,7 +282,7 @@ bool ProgressExchange::read(const std::optional<NodeProgress>& mine,
   const int me = mine ? mine->node : -1;
   const double now_s = unix_now_s();
   std::optional<ProgressDigest> digest;
-  if (!elect(mine, now_s, &digest)) return false;
+  if (!read_digest(now_s, &digest)) return false;
   // Stamps before documents: the document a stamp names was put before it,
   // so the read of the documents that follows finds it (or a newer one).
   // A node that takes the leader's digest reads no stamp (unless the digest

@@ -8,12 +8,10 @@
 // stamp out and the others' stamps in (bench/results/, "job-scale").
 //
 // So that a steady alarm does not cost the store O(nodes²) (every node
-// reading every stamp), one node leads: the first to create
-// <root>/leader/node under its lease (it leads until that lease ends, and
-// then the first to create it again). The leader reads every stamp, as
-// before, and puts <root>/leader/digest (progress_digest.h): the stamps
-// that say more than "fresh", and a hash of the nodes that are. Every other
-// node reads <root>/leader/ (two keys) instead of the stamps, and reads the
+// reading every stamp), the job's leader (leader_election.h) reads every
+// stamp, as before, and puts <root>/leader/digest (progress_digest.h): the
+// stamps that say more than "fresh", and a hash of the nodes that are.
+// Every other node reads the digest instead of the stamps, and reads the
 // stamps itself only when the digest does not count: not under the lease
 // that holds the leader key and owns the node it names (a forger's),
 // older than kDigestMaxAgeS (a leader gone: replaced once its lease ends),
@@ -40,6 +38,7 @@
 
 #include "supervisor/coordination/coordination_store.h"
 #include "supervisor/coordination/key_trust.h"
+#include "supervisor/coordination/leader_election.h"
 #include "supervisor/coordination/node_progress.h"
 #include "supervisor/coordination/progress_digest.h"
 
@@ -59,9 +58,10 @@ class ProgressExchange {
   // A digest older than this is a leader gone or late: the stamps are read.
   static constexpr double kDigestMaxAgeS = 3;
 
-  // `store` and `trust` must outlive this.
-  ProgressExchange(CoordinationStore* store, KeyTrust* trust, std::string url,
-                   const std::string& root);
+  // `store`, `trust` and `leader` must outlive this; `leader` is brought
+  // up to date by the round before read().
+  ProgressExchange(CoordinationStore* store, KeyTrust* trust, const LeaderElection* leader,
+                   std::string url, const std::string& root);
 
   // Whether this round exchanges documents: while some node's alarm
   // stands, until every rank of the world is on this node or in another
@@ -96,10 +96,9 @@ class ProgressExchange {
   bool leading() const { return leading_; }
 
  private:
-  // Reads <root>/leader/, runs for leader when no one leads, and sets
-  // leading_; `digest` gets the leader's digest if it counts.
-  bool elect(const std::optional<NodeProgress>& mine, double now_s,
-             std::optional<ProgressDigest>* digest);
+  // Sets leading_; `digest` gets the leader's digest if this node does not
+  // lead and the digest counts.
+  bool read_digest(double now_s, std::optional<ProgressDigest>* digest);
   // Every stamp that counts (their texts by node), and the nodes whose
   // stamp key holds one that does not.
   bool read_stamps(int me, double now_s, std::vector<NodeStamp>* stamps, std::set<int>* refused,
@@ -119,10 +118,11 @@ class ProgressExchange {
 
   CoordinationStore* const store_;
   KeyTrust* const trust_;
+  const LeaderElection* const leader_;
   const std::string url_;
   const std::string nodes_dir_;   // <root>/nodes/
   const std::string stamps_dir_;  // <root>/stamps/
-  const std::string leader_dir_;  // <root>/leader/
+  const std::string digest_key_;  // <root>/leader/digest
   bool leading_ = false;          // this node led the last exchange
   uint64_t stamp_reads_ = 0;
   uint64_t digest_reads_ = 0;

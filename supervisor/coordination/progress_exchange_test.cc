@@ -47,17 +47,19 @@ struct Side {
       : node(node),
         store(keyspace, lease),
         trust(&store, "etcd://memory", kRoot),
-        exchange(&store, &trust, "etcd://memory", kRoot) {
+        leader(&store, &trust, kRoot),
+        exchange(&store, &trust, &leader, "etcd://memory", kRoot) {
     trust.set_job(job_shape(world, 2));
   }
   bool round(const NodeProgress& mine, std::vector<NodeProgress>* others) {
     others->clear();
-    return trust.read_owners(node, mine.host) && exchange.publish(mine) &&
+    return trust.read_owners(node, mine.host) && leader.round(node) && exchange.publish(mine) &&
            exchange.read(mine, others);
   }
   int node;
   MemoryStore store;
   KeyTrust trust;
+  LeaderElection leader;
   ProgressExchange exchange;
 };
 

@@ -1,13 +1,59 @@
 #include "supervisor/coordination/slow_summary_exchange.h"
 
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <utility>
-#include <vector>
+
+#include "supervisor/analysis/slow_summary.h"
+#include "supervisor/analysis/store_document.h"
 
 namespace xpu_timer::supervisor {
 
+namespace {
+constexpr int kSlowDigestFormat = 1;
+}  // namespace
+
+std::string slow_digest_text(const SlowDigest& d) {
+  nlohmann::json summaries = nlohmann::json::object();
+  for (const auto& [node, text] : d.summaries) summaries[std::to_string(node)] = text;
+  return nlohmann::json{{"format", kSlowDigestFormat},
+                        {"leader", d.leader},
+                        {"now_unix_s", d.now_unix_s},
+                        {"summaries", std::move(summaries)}}
+      .dump();
+}
+
+bool parse_slow_digest(const std::string& text, int node_count, SlowDigest* out,
+                       std::string* error) {
+  return parse_store_document(text, kSlowDigestFormat, error, [&](const nlohmann::json& j) {
+    SlowDigest d;
+    d.leader = static_cast<int>(doc_integer(j.at("leader"), "leader", 0, node_count - 1));
+    d.now_unix_s = j.at("now_unix_s").get<double>();
+    if (!std::isfinite(d.now_unix_s)) throw std::out_of_range("now_unix_s");
+    const nlohmann::json& s = j.at("summaries");
+    if (!s.is_object() || s.size() > static_cast<size_t>(node_count)) {
+      throw std::out_of_range("summaries: not an object of at most one per node");
+    }
+    for (const auto& [node, summary] : s.items()) {
+      const int n = node_of_key(node, "");
+      if (n < 0 || n >= node_count || node != std::to_string(n)) {
+        throw std::out_of_range("summaries: '" + node.substr(0, 20) + "' is not a node of the job");
+      }
+      d.summaries[n] = summary.get<std::string>();
+    }
+    *out = std::move(d);
+    return true;
+  });
+}
+
 SlowSummaryExchange::SlowSummaryExchange(CoordinationStore* store, KeyTrust* trust,
-                                         const std::string& root)
-    : store_(store), trust_(trust), dir_(root + "/slow/") {}
+                                         const LeaderElection* leader, const std::string& root)
+    : store_(store),
+      trust_(trust),
+      leader_(leader),
+      dir_(root + "/slow/"),
+      digest_key_(root + "/leader/slow") {}
 
 void SlowSummaryExchange::offer(std::string text) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -19,6 +65,65 @@ std::map<int, std::string> SlowSummaryExchange::summaries() const {
   return summaries_;
 }
 
+bool SlowSummaryExchange::read_all(std::map<int, std::string>* out) {
+  std::vector<KeyValue> kvs;
+  if (!store_->get_prefix(dir_, &kvs, nullptr)) return false;
+  ++whole_reads_;
+  for (const KeyValue& kv : kvs) {
+    const int node = node_of_key(kv.key, dir_);
+    if (kv.key != dir_ + std::to_string(node)) {
+      trust_->ignore(kv, "not a node's slow-rank summary");
+      continue;
+    }
+    if (trust_->trusted(kv, node)) (*out)[node] = kv.value;
+  }
+  return true;
+}
+
+bool SlowSummaryExchange::read_digest(double now_s, std::optional<SlowDigest>* out) {
+  std::vector<KeyValue> kvs;
+  if (!store_->get_prefix(digest_key_, &kvs, nullptr)) return false;
+  for (const KeyValue& kv : kvs) {
+    // Only the leader's own: one put under another lease is ignored.
+    if (kv.key != digest_key_ || !leader_->from_leader(kv)) continue;
+    SlowDigest d;
+    std::string why;
+    if (!parse_slow_digest(kv.value, trust_->job().node_count, &d, &why)) {
+      trust_->ignore(kv, why);
+      continue;
+    }
+    if (d.leader == leader_->leader_node() && d.now_unix_s >= now_s - kDigestMaxAgeS &&
+        d.now_unix_s <= now_s + kMaxClockSkewS) {
+      *out = std::move(d);
+    }
+  }
+  return true;
+}
+
+bool SlowSummaryExchange::put_digest(int my_node, double now_s,
+                                     const std::map<int, std::string>& texts) {
+  const int world = trust_->job().world_size;
+  if (world <= 0) return true;  // nothing to check the summaries against yet
+  std::vector<NodeSlowSummary> nodes;
+  for (const auto& [node, text] : texts) {
+    NodeSlowSummary s;
+    std::string why;
+    // What the other nodes would refuse or drop as old is left out here.
+    if (!parse_slow_summary(text, world, &s, &why) || s.node != node ||
+        std::fabs(s.unix_s - now_s) > kSlowSummaryMaxAgeS) {
+      continue;
+    }
+    nodes.push_back(std::move(s));
+  }
+  SlowDigest d;
+  d.leader = my_node;
+  d.now_unix_s = now_s;
+  for (const NodeSlowSummary& s : reduce_slow_summaries(nodes)) {
+    d.summaries[s.node] = slow_summary_text(s);
+  }
+  return store_->put(digest_key_, slow_digest_text(d));
+}
+
 bool SlowSummaryExchange::round(int my_node, double now_s) {
   if (now_s - last_round_s_ < kPeriodS) return true;
   std::optional<std::string> offer;
@@ -26,19 +131,24 @@ bool SlowSummaryExchange::round(int my_node, double now_s) {
     std::lock_guard<std::mutex> lock(mu_);
     offer.swap(offer_);
   }
-  if (offer && !store_->put(dir_ + std::to_string(my_node), *offer)) return false;
-  std::vector<KeyValue> kvs;
-  if (!store_->get_prefix(dir_, &kvs, nullptr)) return false;
-  last_round_s_ = now_s;
-  std::map<int, std::string> summaries;
-  for (const KeyValue& kv : kvs) {
-    const int node = node_of_key(kv.key, dir_);
-    if (kv.key != dir_ + std::to_string(node)) {
-      trust_->ignore(kv, "not a node's slow-rank summary");
-      continue;
-    }
-    if (trust_->trusted(kv, node)) summaries[node] = kv.value;
+  if (offer && !store_->put(dir_ + std::to_string(my_node), *offer)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!offer_) offer_ = std::move(offer);  // put again next round
+    return false;
   }
+  std::map<int, std::string> summaries;
+  std::optional<SlowDigest> digest;
+  if (!leader_->leading() && leader_->leader_lease() != 0 && !read_digest(now_s, &digest)) {
+    return false;
+  }
+  if (digest) {
+    summaries = std::move(digest->summaries);
+    ++digest_reads_;
+  } else if (!read_all(&summaries) ||
+             (leader_->leading() && !put_digest(my_node, now_s, summaries))) {
+    return false;
+  }
+  last_round_s_ = now_s;
   std::lock_guard<std::mutex> lock(mu_);
   summaries_ = std::move(summaries);
   return true;

@@ -28,14 +28,17 @@ void MemoryKeyspace::remove(const std::string& key) {
 }
 
 std::vector<KeyValue> MemoryKeyspace::range(const std::string& prefix, int64_t min_mod_revision,
-                                            int64_t* revision) const {
+                                            int64_t* revision, int64_t* count) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<KeyValue> out;
+  int64_t in_range = 0;
   for (auto it = kvs_.lower_bound(prefix); it != kvs_.end() && it->first.rfind(prefix, 0) == 0;
        ++it) {
+    ++in_range;
     if (it->second.mod_revision >= min_mod_revision) out.push_back(it->second);
   }
   if (revision != nullptr) *revision = revision_;
+  if (count != nullptr) *count = in_range;
   return out;
 }
 
@@ -60,9 +63,9 @@ bool MemoryStore::put(const std::string& key, const std::string& value) {
 }
 
 bool MemoryStore::get_prefix(const std::string& prefix, std::vector<KeyValue>* out,
-                             int64_t* revision, int64_t min_mod_revision) {
+                             int64_t* revision, int64_t min_mod_revision, int64_t* count) {
   if (!answer()) return false;
-  *out = keyspace_->range(prefix, min_mod_revision, revision);
+  *out = keyspace_->range(prefix, min_mod_revision, revision, count);
   return true;
 }
 

@@ -24,8 +24,9 @@ class MemoryKeyspace {
   void put(const std::string& key, const std::string& value, int64_t lease);
   bool create(const std::string& key, const std::string& value, int64_t lease);
   void remove(const std::string& key);
+  // `count` (may be null): every key of the range, as etcd counts them.
   std::vector<supervisor::KeyValue> range(const std::string& prefix, int64_t min_mod_revision,
-                                          int64_t* revision) const;
+                                          int64_t* revision, int64_t* count = nullptr) const;
   // Every key bound to `lease` goes (the lease expired).
   void expire(int64_t lease);
 
@@ -41,7 +42,8 @@ class MemoryStore final : public supervisor::CoordinationStore {
 
   bool put(const std::string& key, const std::string& value) override;
   bool get_prefix(const std::string& prefix, std::vector<supervisor::KeyValue>* out,
-                  int64_t* revision, int64_t min_mod_revision = 0) override;
+                  int64_t* revision, int64_t min_mod_revision = 0,
+                  int64_t* count = nullptr) override;
   bool create(const std::string& key, const std::string& value, bool* created) override;
   int64_t lease() const override { return lease_; }
   bool remove(const std::string& key) override;
