@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "supervisor/analysis/hang_detector.h"
+#include "supervisor/analysis/slow_summary.h"
 #include "supervisor/coordination/base64.h"
 #include "supervisor/coordination/coordination_store.h"
 #include "supervisor/coordination/etcd_messages.h"
@@ -176,6 +177,7 @@ class MemoryEtcd {
   struct Traffic {
     uint64_t to_etcd = 0;
     uint64_t from_etcd = 0;
+    uint64_t requests = 0;
   };
 
   void put(const std::string& key, const std::string& value, int64_t lease) {
@@ -220,18 +222,13 @@ class MemoryEtcd {
           answer + "xxx\r\n\r\n0\r\n\r\n");
   }
   bool range(int64_t client, const std::string& prefix, int64_t min_mod_revision,
-             std::vector<KeyValue>* out, int64_t* revision, int64_t* count) {
+             std::vector<KeyValue>* out, int64_t* revision, int64_t* in_range) {
     std::lock_guard<std::mutex> lock(mu_);
     const std::string answer = range_answer(prefix, min_mod_revision);
     count(client, prefix, "/v3/kv/range", etcd::range_prefix_request(prefix, min_mod_revision),
           answer);
     std::string error;
-    return etcd::read_range(200, answer, out, revision, &error, count) == etcd::Outcome::kOk;
-  }
-  // The answer to a read of `prefix`, not counted.
-  size_t range_answer_bytes(const std::string& prefix) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return kAnswerHead.size() + 4 + range_answer(prefix, 0).size();
+    return etcd::read_range(200, answer, out, revision, &error, in_range) == etcd::Outcome::kOk;
   }
   std::map<std::string, Traffic> traffic() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -300,12 +297,14 @@ class MemoryEtcd {
   void count(int64_t client, const std::string& key, const std::string& path,
              const std::string& request, const std::string& answer) {
     std::string kind = key;
-    for (const char* k : {"alarms", "nodes", "stamps", "dumps", "owners", "leader"}) {
+    for (const char* k :
+         {"alarms", "nodes", "stamps", "dumps", "owners", "leader", "slow", "fingerprints"}) {
       if (key.find(std::string("/") + k + "/") != std::string::npos) kind = k;
     }
     for (Traffic* t : {&traffic_[kind], &clients_[client]}) {
       t->to_etcd += request_bytes(path, request);
       t->from_etcd += answer_bytes(answer);
+      ++t->requests;
     }
   }
 
@@ -348,16 +347,48 @@ class MemoryStore final : public CoordinationStore {
   std::string error_;
 };
 
-// A steady alarm on `nodes` nodes: node 0 raises it, every node's ranks
-// stand still but for their heartbeats. After the first exchange (every
-// node reads every document once), every node does kRounds more rounds;
-// the counters are per node and round, i.e. per second at the supervisor's
-// publish period of 1 s. "old_*" is the exchange this replaces, from the
-// same model: its document put and every node's document read each round.
-void BM_SteadyAlarmTraffic(benchmark::State& state) {
+// Node `node`'s slow-rank summary as a real one looks: its 8 ranks' median
+// time in each of the 4 communicators, and node 3's rank 27 a straggler of
+// the data-parallel one.
+std::string slow_summary_of(int node, int nodes) {
+  const NodeProgress p = make_node(node, nodes);
+  NodeSlowSummary s;
+  s.node = node;
+  s.unix_s = unix_now_s();
+  for (const RankSample& r : p.snapshot.ranks) {
+    for (const proto::CommSlot& c : r.comms) {
+      s.time_in_collective[c.comm_hash][r.rank] = {1200,
+                                                   r.rank == 27 ? 0.002 : 0.011 + 1e-5 * r.rank};
+    }
+  }
+  if (node == 3) {
+    Straggler x;
+    x.rank = 27;
+    x.node = 3;
+    x.cause = SlowCause::kLink;
+    x.comm = p.snapshot.ranks[0].comms[0].comm_hash;
+    x.comm_name = "dp";
+    x.op = static_cast<uint16_t>(proto::OpName::kAllReduce);
+    x.collectives = 1200;
+    x.summary = "rank 27 on node 3 is slow: its link";
+    s.stragglers.push_back(x);
+  }
+  return slow_summary_text(s);
+}
+
+// The store traffic of a job of `nodes` nodes (8 ranks each, 4
+// communicators) at the supervisor's publish period of 1 s, every node
+// offering its slow-rank summary every 5 s, once every node knows every
+// other: scenario 0 a quiet job, 1 a steady alarm raised by node 0 alone, 2
+// a steady alarm raised by every node (a hang every node's ranks wait in).
+// Every node's ranks stand still but for their heartbeats. Bytes and
+// requests per second over kWindowS, HTTP heads included: per node (the
+// mean, the leader, the most any other node receives) and etcd's totals.
+void BM_JobTraffic(benchmark::State& state) {
   const int nodes = static_cast<int>(state.range(0));
-  constexpr int kPublishMs = 100;  // only makes the run short: the counts are per round
-  constexpr uint64_t kRounds = 5;
+  const int scenario = static_cast<int>(state.range(1));
+  constexpr int kPublishMs = 1000;
+  constexpr double kWindowS = 10;  // two slow-rank periods
   for (auto _ : state) {
     MemoryEtcd etcd;
     std::vector<NodeProgress> steady;
@@ -374,88 +405,93 @@ void BM_SteadyAlarmTraffic(benchmark::State& state) {
         s.now_ns = monotonic_ns();
         s.now_unix_s = unix_now_s();
         for (RankSample& r : s.ranks) r.heartbeat_ns = s.now_ns - kS / 200;
-        views[n]->offer(s, n, steady[n].world_size, steady[n].host, n == 0, kRanksPerNode);
+        const bool alarm = scenario == 2 || (scenario == 1 && n == 0);
+        views[n]->offer(s, n, steady[n].world_size, steady[n].host, alarm, kRanksPerNode);
+        views[n]->offer_slow_summary(slow_summary_of(n, nodes));
       }
     };
     const auto wait_for = [&](const std::function<bool()>& done) {
       for (;;) {
         offer_all();
         if (done()) return;
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
     };
+    // Every node knows every other, and (an alarm) has merged them fresh.
     wait_for([&] {
       for (const auto& v : views) {
         const JobViewStatus st = v->status();
-        if (!st.alarm || st.nodes.size() != static_cast<size_t>(nodes - 1)) return false;
+        if (st.alarm != (scenario != 0) || st.nodes.size() != static_cast<size_t>(nodes - 1)) {
+          return false;
+        }
       }
       return true;
     });
-    std::vector<JobViewStatus> before;
-    for (const auto& v : views) before.push_back(v->status());
+    // One slow-rank period for the leader's first digest.
+    const auto settle = std::chrono::steady_clock::now() + std::chrono::seconds(6);
+    wait_for([&] { return std::chrono::steady_clock::now() >= settle; });
     std::map<std::string, MemoryEtcd::Traffic> t0 = etcd.traffic();
     std::map<int64_t, MemoryEtcd::Traffic> c0 = etcd.clients();
-    wait_for([&] {
-      for (size_t i = 0; i < views.size(); ++i) {
-        if (views[i]->status().rounds < before[i].rounds + kRounds) return false;
-      }
-      return true;
-    });
+    uint64_t rounds0 = 0, stamp_reads0 = 0;
+    for (const auto& v : views) {
+      rounds0 += v->status().rounds;
+      stamp_reads0 += v->status().stamp_reads;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    const auto end = start + std::chrono::duration<double>(kWindowS);
+    wait_for([&] { return std::chrono::steady_clock::now() >= end; });
     const std::map<std::string, MemoryEtcd::Traffic> t1 = etcd.traffic();
     std::map<int64_t, MemoryEtcd::Traffic> c1 = etcd.clients();
-    uint64_t rounds = 0;
-    uint64_t docs_read = 0;
-    std::vector<uint64_t> rounds_by_node;
-    for (size_t i = 0; i < views.size(); ++i) {
-      const JobViewStatus st = views[i]->status();
-      rounds += st.rounds - before[i].rounds;
-      rounds_by_node.push_back(st.rounds - before[i].rounds);
-      docs_read += st.docs_read - before[i].docs_read;
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    int leader = -1;
+    uint64_t rounds = 0, stamp_reads = 0;
+    for (int n = 0; n < nodes; ++n) {
+      const JobViewStatus st = views[n]->status();
+      if (st.leading) leader = n;
+      rounds += st.rounds;
+      stamp_reads += st.stamp_reads;
     }
-    const size_t node_count = views.size();
+    // A round a second each, unless the machine cannot keep up (then every
+    // rate is lower by as much: a node reads what it reads per round).
+    state.counters["rounds_per_node_s"] = static_cast<double>(rounds - rounds0) / nodes / seconds;
+    // Reads of every stamp per second, the leader's included (1 when the
+    // others all take its digest).
+    state.counters["stamp_reads_s"] = static_cast<double>(stamp_reads - stamp_reads0) / seconds;
     views.clear();  // no more rounds
-    const auto per_round = [&](uint64_t bytes) {
-      return static_cast<double>(bytes) / static_cast<double>(rounds);
-    };
-    double to_etcd = 0;
-    double from_etcd = 0;
+    double to_etcd = 0, from_etcd = 0, requests = 0;
     for (const auto& [kind, t] : t1) {
-      const double to = per_round(t.to_etcd - t0[kind].to_etcd);
-      const double from = per_round(t.from_etcd - t0[kind].from_etcd);
-      to_etcd += to;
+      const double from = static_cast<double>(t.from_etcd - t0[kind].from_etcd) / seconds;
+      to_etcd += static_cast<double>(t.to_etcd - t0[kind].to_etcd) / seconds;
       from_etcd += from;
-      if (kind == "nodes" || kind == "stamps" || kind == "leader" || kind == "owners") {
-        state.counters[kind + "_to_etcd_B"] = to;
-        state.counters[kind + "_from_etcd_B"] = from;
+      requests += static_cast<double>(t.requests - t0[kind].requests) / seconds;
+      state.counters["per_node_" + kind + "_B"] = from / nodes;
+    }
+    std::vector<double> from_by_node;
+    double leader_from = 0;
+    for (int n = 0; n < nodes; ++n) {
+      const int64_t lease = 7587835224829165000 + n;
+      const double from = static_cast<double>(c1[lease].from_etcd - c0[lease].from_etcd) / seconds;
+      if (n == leader) {
+        leader_from = from;
+      } else {
+        from_by_node.push_back(from);
       }
     }
-    // The node that reads the most (the leader: every stamp), and the most
-    // any other reads, per round of its own.
-    std::vector<double> from_by_node;
-    for (size_t i = 0; i < node_count; ++i) {
-      const int64_t lease = 7587835224829165000 + static_cast<int64_t>(i);
-      from_by_node.push_back(static_cast<double>(c1[lease].from_etcd - c0[lease].from_etcd) /
-                             static_cast<double>(rounds_by_node[i]));
-    }
     std::sort(from_by_node.begin(), from_by_node.end());
-    state.counters["max_node_from_etcd_B"] = from_by_node.back();
-    state.counters["second_node_from_etcd_B"] =
-        from_by_node.size() > 1 ? from_by_node[from_by_node.size() - 2] : 0;
-    state.counters["to_etcd_B"] = to_etcd;
-    state.counters["from_etcd_B"] = from_etcd;
-    state.counters["docs_read"] = static_cast<double>(docs_read);
-    state.counters["old_nodes_to_etcd_B"] = static_cast<double>(MemoryEtcd::request_bytes(
-        "/v3/kv/put", etcd::put_request("/xpu_timer/job/nodes/0", node_progress_text(steady[0]),
-                                        7587835224829165000)));
-    state.counters["old_nodes_from_etcd_B"] =
-        static_cast<double>(etcd.range_answer_bytes("/xpu_timer/job/nodes/"));
+    state.counters["node_mean_from_etcd_B"] = from_etcd / nodes;
+    state.counters["node_mean_to_etcd_B"] = to_etcd / nodes;
+    state.counters["leader_from_etcd_B"] = leader_from;
+    state.counters["other_max_from_etcd_B"] = from_by_node.empty() ? 0 : from_by_node.back();
+    state.counters["etcd_sent_B"] = from_etcd;
+    state.counters["etcd_received_B"] = to_etcd;
+    state.counters["etcd_requests"] = requests;
   }
   state.counters["nodes"] = nodes;
+  state.counters["scenario"] = scenario;
 }
-BENCHMARK(BM_SteadyAlarmTraffic)
-    ->Arg(2)
-    ->Arg(16)
-    ->Arg(128)
+BENCHMARK(BM_JobTraffic)
+    ->ArgsProduct({{2, 16, 64, 128}, {0, 1, 2}})
     ->Iterations(1)
     ->UseRealTime()
     ->Unit(benchmark::kSecond);

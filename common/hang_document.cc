@@ -58,6 +58,7 @@ json rank_json(const Rank& v) {
     r["host"] = v.host;
     r["heartbeat_age_s"] = v.heartbeat_age_s;
   }
+  if (v.state == "silent") r["silent_s"] = v.silent_s;
   if (v.operation) {
     r["operation"] = operation_json(*v.operation);
     r["pending_s"] = v.pending_s;
@@ -338,6 +339,7 @@ void read_rank(const json& e, const Fields& f, Rank* r, std::vector<std::string>
   f.read("local_rank", &r->local_rank);
   f.read("host", &r->host);
   f.read("heartbeat_age_s", &r->heartbeat_age_s);
+  f.read("silent_s", &r->silent_s);
   if (const json* op = f.typed(
           "operation", [](const json& v) { return v.is_object(); }, "an object")) {
     r->operation = read_operation(Fields(*op, path + ".operation", warnings, dropped));

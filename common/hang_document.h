@@ -61,7 +61,8 @@ struct Operation {
 // One expected rank and its verdict ("ranks[]").
 struct Rank {
   int rank = -1;
-  // "ok", "stuck", "missing", "unresponsive", "exited", "stalled"; in a
+  // "ok", "stuck", "missing", "unresponsive", "exited", "stalled", "silent"
+  // (its node not heard from for silent_s: not judged); in a
   // crash dump's document (hung false), "crashed" for the rank that crashed
   std::string state;
   bool registered = false;
@@ -71,6 +72,7 @@ struct Rank {
   int local_rank = -1;
   std::string host;
   double heartbeat_age_s = 0;
+  double silent_s = 0;  // written for a silent rank
   // With an operation in flight: pending_s and running_s are written with it.
   std::optional<Operation> operation;
   double pending_s = 0;             // since launch

@@ -230,6 +230,24 @@ TEST(HangDocument, AStallIsWrittenAndReadBack) {
   EXPECT_FALSE(old.stalled_since);
 }
 
+TEST(HangDocument, ASilentRankCarriesHowLongItsNodeWasNotHeardFrom) {
+  Document d = example();
+  d.ranks[2].state = "silent";
+  d.ranks[2].registered = true;
+  d.ranks[2].node = 1;
+  d.ranks[2].silent_s = 40.5;
+  d.ranks[2].reason.clear();
+  const json j = json::parse(to_text(d));
+  EXPECT_EQ(j["ranks"][2]["state"], "silent");
+  EXPECT_EQ(j["ranks"][2]["silent_s"], 40.5);
+  EXPECT_FALSE(j["ranks"][0].contains("silent_s"));  // only a silent rank has it
+  std::vector<std::string> warnings;
+  const Document out = parsed(to_text(d), &warnings);
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(out.ranks[2].silent_s, 40.5);
+  EXPECT_EQ(to_text(out), to_text(d));
+}
+
 TEST(HangDocument, APlaceOfAnotherShapeIsDroppedAloneAndWhatIsKeptIsBounded) {
   std::vector<std::string> warnings;
   const Document d = parsed(R"({"ranks":[{"rank":1,"where":[

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <set>
 #include <tuple>
 
 #include "common/op_names.h"
@@ -87,10 +88,21 @@ void keep_culprit_places(HangReport* r) {
 
 std::string unfolded_phrase(const std::vector<int>& ranks) { return ranks_phrase(ranks); }
 
+// "; node 3 not heard from ..." for each silent node not in `said`.
+std::string silent_clauses(const HangReport& report, bool with_durations,
+                           const std::set<int>& said = {}) {
+  std::string out;
+  for (int node : silent_nodes(report)) {
+    if (said.count(node) == 0) out += "; " + silent_node_phrase(report, node, with_durations);
+  }
+  return out;
+}
+
 std::string stall_sentence(const HangReport& report, bool with_durations) {
   std::vector<int> all, unresponsive;
   double beat_age_s = 0;
   for (const RankVerdict& v : report.ranks) {
+    if (v.state == RankState::kSilent) continue;
     all.push_back(v.rank);
     if (v.state != RankState::kUnresponsive) continue;
     unresponsive.push_back(v.rank);
@@ -111,10 +123,37 @@ std::string stall_sentence(const HangReport& report, bool with_durations) {
       s += buf;
     }
   }
-  return s;
+  return s + silent_clauses(report, with_durations);
 }
 
 }  // namespace
+
+std::vector<int> silent_nodes(const HangReport& report) {
+  std::set<int> nodes;
+  for (const RankVerdict& v : report.ranks) {
+    if (v.state == RankState::kSilent) nodes.insert(v.node);
+  }
+  return {nodes.begin(), nodes.end()};
+}
+
+std::string silent_node_phrase(const HangReport& report, int node, bool with_durations) {
+  std::vector<int> ranks;
+  double silent_s = 0;
+  for (const RankVerdict& v : report.ranks) {
+    if (v.state != RankState::kSilent || v.node != node) continue;
+    ranks.push_back(v.rank);
+    silent_s = std::max(silent_s, v.silent_s);
+  }
+  if (ranks.empty()) return "";
+  std::string out =
+      (node >= 0 ? "node " + std::to_string(node) : std::string("a node")) + " not heard from";
+  if (with_durations) {
+    char buf[48];
+    std::snprintf(buf, sizeof(buf), " for %.1f s", silent_s);
+    out += buf;
+  }
+  return out + " (" + folded_ranks_phrase(ranks) + ")";
+}
 
 const RankVerdict* find_verdict(const HangReport& report, int rank) {
   const auto it = std::lower_bound(report.ranks.begin(), report.ranks.end(), rank,
@@ -136,6 +175,8 @@ const char* rank_state_name(RankState s) {
       return "exited";
     case RankState::kStalled:
       return "stalled";
+    case RankState::kSilent:
+      return "silent";
   }
   return "ok";
 }
@@ -178,7 +219,11 @@ HangReport classify_snapshot(const Snapshot& snap, double timeout_s) {
     const uint64_t beat_age_ns =
         proto::heartbeat_age_ns(snap.now_ns, s.heartbeat_ns, s.registered_ns);
     v.heartbeat_age_s = s.registered ? ns_to_s(beat_age_ns) : 0;
-    if (!s.registered) {
+    if (s.silent_s > 0) {
+      // Its node's last news, however old: not judged on it.
+      v.state = RankState::kSilent;
+      v.silent_s = s.silent_s;
+    } else if (!s.registered) {
       v.state = RankState::kMissing;
       v.reason = MissingReason::kNeverRegistered;
     } else if (!s.alive) {
@@ -303,7 +348,14 @@ HangReport classify_snapshot(const Snapshot& snap, double timeout_s) {
 
 std::string hang_sentence(const HangReport& report, bool with_durations) {
   if (!report.hung) return report.stalled ? stall_sentence(report, with_durations) : "no hang";
-  if (wait_graph_is_deep(report)) return roots_sentence(report, with_durations);
+  if (wait_graph_is_deep(report)) {
+    std::set<int> said;  // silent nodes the roots name
+    for (const HangRoot& root : report.roots) {
+      const RankVerdict* v = find_verdict(report, root.ranks.front());
+      if (v != nullptr && v->state == RankState::kSilent) said.insert(v->node);
+    }
+    return roots_sentence(report, with_durations) + silent_clauses(report, with_durations, said);
+  }
   std::vector<std::string> parts;
   char buf[64];
   for (const StuckGroup& g : report.groups) {
@@ -378,7 +430,7 @@ std::string hang_sentence(const HangReport& report, bool with_durations) {
     if (!out.empty()) out += "; ";
     out += p;
   }
-  return out;
+  return out + silent_clauses(report, with_durations);
 }
 
 void HangDetector::set_thresholds(double timeout_s, double stall_factor) {

@@ -17,7 +17,13 @@
 //    stuck rank waits on (issued_seq < the stuck seq), or issued that
 //    collective but has not started it on its GPU (the earlier work on its
 //    stream never finished), or no operation in flight, or never registered;
-//  - exited: the process is gone.
+//  - exited: the process is gone;
+//  - silent: its node, another node of the job, has not been heard from for
+//    longer than the job view's freshness bound (RankSample::silent_s): its
+//    ranks are not judged on old news. A stuck rank waits for a silent
+//    member of its collective only when no member heard from explains the
+//    wait (then the silent node's ranks are the roots); the verdict says
+//    "node 3 not heard from for 40.0 s (ranks 24-31)" either way.
 // A hang is at least one stuck rank. It clears when a rank that was stuck
 // completes more operations (or is replaced by a new process); if the stuck
 // ranks merely die, the last hang report stays for the post-mortem.
@@ -47,7 +53,7 @@
 
 namespace xpu_timer::supervisor {
 
-enum class RankState { kOk, kStuck, kMissing, kUnresponsive, kExited, kStalled };
+enum class RankState { kOk, kStuck, kMissing, kUnresponsive, kExited, kStalled, kSilent };
 const char* rank_state_name(RankState s);
 
 enum class MissingReason { kNone, kBehind, kNotStarted, kIdle, kNeverRegistered };
@@ -84,6 +90,8 @@ struct RankVerdict {
   uint64_t last_completed_seq = 0;
   // kUnresponsive
   double heartbeat_age_s = 0;
+  // kSilent: how long its node has not been heard from.
+  double silent_s = 0;
   // kUnresponsive because timing is off after a CUDA error (its page says
   // nothing in flight whatever it does), not because its heartbeat stopped.
   bool timing_disabled = false;
@@ -141,6 +149,13 @@ struct HangReport {
 
 // The verdict of `rank` in `report` (whose ranks are sorted); nullptr: none.
 const RankVerdict* find_verdict(const HangReport& report, int rank);
+
+// "node 3 not heard from for 40.0 s (ranks 24-31)": the silent ranks of
+// `node` in `report` (without the duration when `with_durations` is false);
+// "" when it has none.
+std::string silent_node_phrase(const HangReport& report, int node, bool with_durations);
+// The nodes of the report's silent ranks, in order.
+std::vector<int> silent_nodes(const HangReport& report);
 
 // One snapshot classified with no history (the core of the detector).
 HangReport classify_snapshot(const Snapshot& snap, double timeout_s);

@@ -35,6 +35,7 @@ hd::Rank rank_of(const RankVerdict& v) {
   r.local_rank = v.local_rank;
   r.host = v.host;
   r.heartbeat_age_s = v.heartbeat_age_s;
+  r.silent_s = v.silent_s;
   if (v.has_op) {
     r.operation = operation_of(v.op);
     r.pending_s = v.pending_s;

@@ -52,6 +52,12 @@ struct RankSample {
   // verdict (incidents/culprit_locations.h; its culprits only); empty:
   // unknown. Travels with the node's document, so every node names it.
   std::vector<CodeFrame> where;
+  // Seconds since this rank's node (another node of the job) was last heard
+  // from, once that is longer than the job view's freshness bound (its
+  // supervisor died, a partition, the store lost): what else this sample
+  // says is that node's last news, and the rank is not judged on it
+  // (RankState::kSilent). 0: heard from.
+  double silent_s = 0;
   // The Python line that issued its oldest collective in flight, from its
   // flight recorder (inject/call_sites.h); empty: unknown. This node's
   // ranks only: it does not travel with the node's document.

@@ -62,11 +62,18 @@ void build_wait_graph(const Snapshot& snap, HangReport* report) {
     int known = 0;
     for (size_t j = 0; j < n; ++j) known += comm_slot_of(snap.ranks[j], comm) != nullptr ? 1 : 0;
     const bool unknown_members = own != nullptr && own->nranks > known;
+    // Members not heard from (their node silent), as of their node's last
+    // news: waited for only when no member heard from explains the wait.
+    std::vector<int> silent;
     for (size_t j = 0; j < n; ++j) {
       if (j == i) continue;
       const RankVerdict& w = ranks[j];
       const RankSample& s = snap.ranks[j];
       bool waits = false;
+      if (w.state == RankState::kSilent) {
+        if (comm_slot_of(s, comm) != nullptr) silent.push_back(w.rank);
+        continue;
+      }
       if (!s.registered) {
         waits = unknown_members;
       } else if (const proto::CommSlot* slot = comm_slot_of(s, comm)) {
@@ -75,6 +82,9 @@ void build_wait_graph(const Snapshot& snap, HangReport* report) {
                 slot->issued_seq < seq || slot->completed_seq < seq;
       }
       if (waits) v.waits_for.push_back(WaitEdge{w.rank, comm, name, seq});
+    }
+    if (v.waits_for.empty()) {
+      for (int rank : silent) v.waits_for.push_back(WaitEdge{rank, comm, name, seq});
     }
   }
   // Roots: ranks waited for that wait for nobody, stuck ranks with nobody to

@@ -9,12 +9,13 @@
 // member of C that has not reached S: a member whose page says it issued
 // fewer than S collectives on C, or issued S and never started it on its GPU,
 // or that exited or stopped answering. Members stuck in S with it have
-// arrived: no edge. A member stuck in another collective (of another
-// communicator) is itself waiting: following its edges leads further.
+// arrived: no edge. Members whose node is not heard from (silent, as of
+// their node's last news) are waited for only when no other member is. A member stuck in another
+// collective (of another communicator) is itself waiting: following its edges leads further.
 //
 // The roots. Following the edges from the stuck ranks ends at ranks that wait
 // for nobody: missing (in no collective, behind, not started), exited,
-// unresponsive, never registered; or a stuck rank whose collective has every
+// unresponsive, never registered, silent; or a stuck rank whose collective has every
 // member in it (the collective itself does not complete: a link, NCCL), or
 // whose operation is no collective (a GEMM that never ends). Stuck ranks that
 // reach none of those wait on each other in a cycle: a deadlock by order (A

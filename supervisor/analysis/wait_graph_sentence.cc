@@ -134,14 +134,20 @@ std::string roots_sentence(const HangReport& report, bool with_durations) {
   std::string out;
   size_t shown = 0;
   std::vector<int> more;
+  std::set<int> silent_said;  // a silent node is one root of the sentence
   for (const HangRoot& root : report.roots) {
+    const RankVerdict* first = find_verdict(report, root.ranks.front());
+    const bool silent = first != nullptr && first->state == RankState::kSilent;
+    if (silent && !silent_said.insert(first->node).second) continue;
     if (shown == kMaxRoots) {
       more.insert(more.end(), root.ranks.begin(), root.ranks.end());
       continue;
     }
     ++shown;
     if (!out.empty()) out += "; ";
-    if (root.kind == RootKind::kCycle) {
+    if (silent) {
+      out += silent_node_phrase(report, first->node, with_durations);
+    } else if (root.kind == RootKind::kCycle) {
       out += cycle_clause(report, root);
     } else if (root.kind == RootKind::kCollective) {
       const RankVerdict* v = find_verdict(report, root.ranks.front());

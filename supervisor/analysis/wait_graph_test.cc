@@ -150,5 +150,89 @@ TEST(WaitGraph, OneCommunicatorKeepsTheSentenceAndNamesTheRoot) {
       << r.summary;
 }
 
+// A world of 4 on two nodes, one communicator of all 4 (kWorld): node 1
+// (ranks 2, 3) not heard from for 40 s, its ranks as its last news left
+// them (a stale heartbeat, an old collective number).
+constexpr uint64_t kWorld = 0x1234abcd5678ef90ull;
+
+Snapshot silent_node_1(bool rank1_behind) {
+  std::vector<RankSample> ranks;
+  for (int r = 0; r < 4; ++r) {
+    RankSample s = rank_sample(r);
+    s.node = r / 2;
+    proto::CommSlot c = slot(kWorld, r, 6, 5, "world");
+    c.nranks = 4;
+    s.comms = {c};
+    if (r < 2) stuck_in(&s, kWorld, 6);
+    if (r >= 2) {
+      s.silent_s = 40;
+      s.page_ok = false;
+      s.heartbeat_ns = kNow - 40 * kSec;                     // old news: would read unresponsive
+      s.comms[0].issued_seq = s.comms[0].completed_seq = 3;  // would read behind
+    }
+    ranks.push_back(s);
+  }
+  if (rank1_behind) {
+    ranks[1].inflight_count = 0;
+    ranks[1].oldest_inflight = proto::OpRef{};
+    ranks[1].comms[0].issued_seq = ranks[1].comms[0].completed_seq = 5;
+  }
+  return snapshot(ranks);
+}
+
+TEST(WaitGraph, ASilentNodesRanksAreNotJudgedWhenAnotherRankExplainsTheWait) {
+  const HangReport r = classify_snapshot(silent_node_1(/*rank1_behind=*/true), 5.0);
+  ASSERT_TRUE(r.hung);
+  EXPECT_EQ(r.ranks[2].state, RankState::kSilent);
+  EXPECT_EQ(r.ranks[3].state, RankState::kSilent);
+  EXPECT_DOUBLE_EQ(r.ranks[2].silent_s, 40);
+  ASSERT_EQ(r.roots.size(), 1u);
+  EXPECT_EQ(r.roots[0].ranks, std::vector<int>{1});
+  EXPECT_FALSE(is_root_rank(r, 2));
+  EXPECT_EQ(r.summary,
+            "rank 0 stuck in AllReduce #6 on comm 1234abcd5678ef90 (world) for 15.0 s; rank 1 "
+            "missing (last completed #5 on that comm); node 1 not heard from for 40.0 s (ranks "
+            "2-3)");
+  // The durations aside, the verdict does not change while the node stays
+  // silent.
+  EXPECT_EQ(hang_sentence(r, false),
+            "rank 0 stuck in AllReduce #6 on comm 1234abcd5678ef90 (world); rank 1 missing (last "
+            "completed #5 on that comm); node 1 not heard from (ranks 2-3)");
+}
+
+TEST(WaitGraph, ASilentNodeIsTheRootWhenNoRankHeardFromExplainsTheWait) {
+  const HangReport r = classify_snapshot(silent_node_1(/*rank1_behind=*/false), 5.0);
+  ASSERT_TRUE(r.hung);
+  ASSERT_EQ(r.roots.size(), 2u);
+  EXPECT_EQ(r.roots[0].ranks, std::vector<int>{2});
+  EXPECT_EQ(r.roots[1].ranks, std::vector<int>{3});
+  EXPECT_EQ(r.roots[0].waiters, (std::vector<std::vector<int>>{{0, 1}}));
+  EXPECT_EQ(r.summary,
+            "ranks 0,1 stuck in AllReduce #6 on comm 1234abcd5678ef90 (world) for 15.0 s; node 1 "
+            "not heard from for 40.0 s (ranks 2-3)");
+  // A member of another communicator only is no root: a rank of node 1 that
+  // was in no collective with them is not waited for.
+  Snapshot snap = silent_node_1(false);
+  snap.ranks[3].comms.clear();
+  const HangReport other = classify_snapshot(snap, 5.0);
+  ASSERT_EQ(other.roots.size(), 1u);
+  EXPECT_EQ(other.roots[0].ranks, std::vector<int>{2});
+}
+
+TEST(WaitGraph, ADeepVerdictNamesASilentNodeOnceAmongItsRoots) {
+  // Rank 0 (in no world collective) waits in tp for rank 1, which waits in
+  // the world collective for node 1's ranks (silent).
+  constexpr uint64_t kTp = 0x0a0b0c0d0e0f1011ull;
+  Snapshot snap = silent_node_1(false);
+  snap.ranks[0].comms = {slot(kTp, 0, 2, 1, "tp")};
+  snap.ranks[1].comms.push_back(slot(kTp, 1, 1, 1, "tp"));
+  stuck_in(&snap.ranks[0], kTp, 2);
+  const HangReport r = classify_snapshot(snap, 5.0);
+  ASSERT_TRUE(r.hung);
+  EXPECT_EQ(r.summary,
+            "node 1 not heard from for 40.0 s (ranks 2-3); waiting on it: rank 1 in AllReduce #6 "
+            "on world; behind them: rank 0 in AllReduce #2 on tp");
+}
+
 }  // namespace
 }  // namespace xpu_timer::supervisor

@@ -54,9 +54,20 @@ void JobView::offer(const Snapshot& local, int node, int world_size, const std::
 
 Snapshot JobView::merge(const Snapshot& local, double timeout_s) const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!status_.connected || !mine_) return local;
-  return merge_progress(local, mine_->node, mine_->world_size, last_known_, status_.alarm,
-                        std::max(kFreshS, timeout_s * kFreshFraction));
+  fresh_s_ = std::max(kFreshS, timeout_s * kFreshFraction);
+  if (!mine_) return local;
+  std::map<int, NodeProgress> known = gone_;
+  for (const auto& [node, p] : last_known_) known[node] = p;
+  // Without the store, news stops: an alarm's (a second old when the
+  // store went) is merged while fresh, then silent; a quiet job's
+  // documents say where its ranks were when their shape last changed, so
+  // they are silent at once.
+  if (!status_.connected) {
+    return merge_progress(local, mine_->node, mine_->world_size, known, true,
+                          status_.alarm ? fresh_s_ : -1e9, heard_unix_s_);
+  }
+  return merge_progress(local, mine_->node, mine_->world_size, known, status_.alarm, fresh_s_,
+                        heard_unix_s_);
 }
 
 void JobView::wake() {
@@ -73,12 +84,55 @@ void JobView::request_dumps(const std::string& reason) {
 
 JobViewStatus JobView::status() const {
   JobViewStatus s;
+  const double now_s = unix_now_s();
   {
     std::lock_guard<std::mutex> lock(mu_);
     s = status_;
+    for (const std::map<int, NodeProgress>* nodes : {&last_known_, &gone_}) {
+      for (const auto& [node, p] : *nodes) {
+        const auto heard = heard_unix_s_.find(node);
+        const double silent_s =
+            now_s - (heard != heard_unix_s_.end() ? heard->second : p.snapshot.now_unix_s);
+        if (status_.connected && silent_s <= fresh_s_) continue;
+        s.silent_nodes.push_back(SilentNode{node, p.host, silent_s, nodes == &gone_});
+      }
+    }
   }
+  std::sort(s.silent_nodes.begin(), s.silent_nodes.end(),
+            [](const SilentNode& a, const SilentNode& b) { return a.node < b.node; });
   s.fingerprint_peers = fingerprints_.peers();
   return s;
+}
+
+void JobView::heard(bool alarm, double now_s, int me, const std::vector<NodeProgress>* others) {
+  // Under mu_. A node's owner key says its supervisor kept its lease: heard
+  // from, when no news is expected (no alarm).
+  const std::map<int, int64_t>& owners = trust_.owners();
+  if (!alarm) {
+    for (const auto& [node, lease] : owners) {
+      if (node != me) heard_unix_s_[node] = now_s;
+    }
+  }
+  // A node whose owner key left the store (its lease ended) is gone at
+  // once: the exchange that would see its keys gone may be minutes away.
+  for (auto it = last_known_.begin(); it != last_known_.end();) {
+    if (owners.count(it->first) != 0) {
+      ++it;
+      continue;
+    }
+    status_.nodes.erase(std::remove(status_.nodes.begin(), status_.nodes.end(), it->first),
+                        status_.nodes.end());
+    gone_[it->first] = std::move(it->second);
+    it = last_known_.erase(it);
+  }
+  if (others == nullptr) return;
+  for (const NodeProgress& p : *others) {
+    double& h = heard_unix_s_[p.node];
+    h = std::max(h, std::min(p.snapshot.now_unix_s, now_s));
+  }
+  // A node whose keys left the store stays, silent, until heard again.
+  for (auto& [node, p] : last_known_) gone_[node] = std::move(p);
+  for (const NodeProgress& p : *others) gone_.erase(p.node);
 }
 
 void JobView::offer_fingerprints(NodeFingerprints window, std::set<uint64_t> comms) {
@@ -160,7 +214,8 @@ bool JobView::round() {
   const bool alarm = !alarms_.alarmed().empty();
   const double now_s = unix_now_s();
   const bool exchange = progress_.due(mine, alarm, now_s);
-  if (exchange && mine && !progress_.publish(*mine)) {
+  // A quiet exchange moves only what changed of the nodes' shapes.
+  if (exchange && mine && !progress_.publish(*mine, !alarm)) {
     dumps_.requeue(requests);
     return false;
   }
@@ -175,11 +230,10 @@ bool JobView::round() {
   std::vector<NodeProgress> others;
   if (stopping()) return true;
   if (exchange) {
-    if (!progress_.read(mine, &others)) return false;
+    if (!progress_.read(mine, &others, !alarm)) return false;
     std::lock_guard<std::mutex> lock(mu_);
     status_.docs_read = progress_.docs_read();
     status_.full_reads = progress_.full_reads();
-    status_.leading = progress_.leading();
     status_.stamp_reads = progress_.stamp_reads();
     status_.digest_reads = progress_.digest_reads();
   }
@@ -188,12 +242,14 @@ bool JobView::round() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     status_.alarm = alarm;
+    status_.leading = leader_.leading();
+    heard(alarm, now_s, mine ? mine->node : -1, exchange ? &others : nullptr);
     if (exchange) {
       status_.nodes.clear();
       for (const NodeProgress& p : others) status_.nodes.push_back(p.node);
-      // A node whose keys are gone leaves: what it said lasts no longer
-      // than its keys (a forger's keys deleted, a lease expired, etcd
-      // restarted empty).
+      // A node whose keys are gone leaves the exchange: what it said lasts
+      // no longer than its keys (a forger's keys deleted, a lease expired,
+      // etcd restarted empty); heard() keeps it as silent.
       last_known_.clear();
       for (const NodeProgress& p : others) last_known_[p.node] = p;
       progress_.exchanged(mine.has_value(), now_s, std::move(others));
@@ -224,6 +280,12 @@ nlohmann::json coordinator_json(const JobViewStatus& s, const nlohmann::json& co
          {"stamp_reads", s.stamp_reads},
          {"digest_reads", s.digest_reads},
          {"last_error", s.last_error.empty() ? json(nullptr) : json(s.last_error)}};
+  json silent = json::array();
+  for (const SilentNode& n : s.silent_nodes) {
+    silent.push_back(json{
+        {"node", n.node}, {"host", n.host}, {"silent_s", n.silent_s}, {"keys_gone", n.keys_gone}});
+  }
+  j["silent_nodes"] = std::move(silent);
   j["collectives"] = json{{"peers", s.fingerprint_peers},
                           {"compared_through", compared_through},
                           {"unaligned", unaligned}};

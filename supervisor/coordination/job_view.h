@@ -25,14 +25,18 @@
 // reach run next round.
 //
 // merge() joins only snapshots whose stamp is at most kFreshS old: an older
-// one would show its ranks' operations in flight for as long as it is old
-// (while an alarm stands, its ranks stay without news); a node whose stamp
-// is gone is not merged at all.
+// one would show its ranks' operations in flight for as long as it is old.
+// While an alarm stands, the ranks of a node with older news, or whose keys
+// left the store (its supervisor died: its lease ended), stay in the merge
+// silent (RankSample::silent_s): the hang detector does not judge them and
+// its verdict says how long their node has not been heard from; they are
+// the hang's culprits only when no rank heard from explains the wait.
 //
-// Losing the store never harms the job: while calls fail, merge() returns
-// this node's snapshot alone (today's single-node behaviour) and the view
-// says so once in the log and in status(); when the store answers again it
-// says that once too.
+// Losing the store never harms the job: while calls fail, merge() judges
+// this node's ranks, the other nodes' silent (at once after a quiet round,
+// once their news is older than the bound after an alarm's), and the view
+// says so once in the log and in status() (silent_nodes names them all);
+// when the store answers again it says that once too.
 //
 // Threads: offer(), merge(), request_dumps(), status() and the fingerprint
 // and slow-rank calls from the asio thread; the store only from the view's
@@ -67,6 +71,17 @@
 
 namespace xpu_timer::supervisor {
 
+// A node of the job this one has not heard from lately: its supervisor
+// died, a partition, or the store is lost.
+struct SilentNode {
+  int node = -1;
+  std::string host;
+  // Since this node last heard from it (its latest stamp; in quiet times,
+  // or while the store answers, the last round that found its owner key).
+  double silent_s = 0;
+  bool keys_gone = false;  // its keys left the store (its lease ended)
+};
+
 struct JobViewStatus {
   std::string url;
   std::string job_id;
@@ -90,6 +105,10 @@ struct JobViewStatus {
   // The nodes whose collective fingerprints this one compares with its own
   // (job_fingerprints.h), as of the last comparison.
   std::vector<int> fingerprint_peers;
+  // The nodes not heard from for longer than the freshness bound (while an
+  // alarm stands: no news; otherwise: their owner key gone), or, while the
+  // store does not answer, every node heard from before.
+  std::vector<SilentNode> silent_nodes;
 };
 
 // The `coordinator` object of GET /hang: the view's status, and the
@@ -170,6 +189,9 @@ class JobView {
  private:
   void run();
   bool round();  // one publish-and-read; false when a store call failed
+  // After a good round, under mu_: who was heard from (`others`: the
+  // exchange's nodes, null without one), and which known nodes left.
+  void heard(bool alarm, double now_s, int me, const std::vector<NodeProgress>* others);
   // Wakes the thread for a request or mismatch to put now.
   void wake();
   bool stopping() const { return stop_.load(); }
@@ -203,6 +225,15 @@ class JobView {
   // keys are gone is not): merged without news while an alarm stands and
   // its news is late (merge()).
   std::map<int, NodeProgress> last_known_;
+  // Nodes of last_known_ whose keys left the store since: merged silent.
+  // Until they are heard from again.
+  std::map<int, NodeProgress> gone_;
+  // When each other node was last heard from (unix s): its latest stamp,
+  // and while no alarm stands a round that found its owner key.
+  std::map<int, double> heard_unix_s_;
+  // The freshness bound of the last merge() (a tenth of the hang timeout,
+  // at least kFreshS).
+  mutable double fresh_s_ = kFreshS;
   JobViewStatus status_;
 
   std::thread thread_;

@@ -372,11 +372,10 @@ TEST_F(JobViewProcessTest, AnUnreadableDocumentIsNotReadAgainAndAgain) {
   EXPECT_EQ(after.nodes, std::vector<int>{0});
 }
 
-// A node whose supervisor stopped: while its keys stay (its lease runs) its
-// ranks stay in the merge without news; once its keys are gone it leaves
-// the merge (what it said lasts no longer than its keys): the node judges
-// its own ranks.
-TEST_F(JobViewProcessTest, ANodeThatStopsStaysWithoutNewsUntilItsKeysAreGone) {
+// A node whose supervisor stopped: while its keys stay (its lease runs) and
+// after they are gone, its ranks stay in the merge silent (not judged on
+// its last news) and the view names it among the nodes not heard from.
+TEST_F(JobViewProcessTest, ANodeThatStopsIsSilentBeforeAndAfterItsKeysAreGone) {
   Requests ignored;
   JobView& node0 = view(&ignored);
   JobView& node1 = view(&ignored);
@@ -399,15 +398,33 @@ TEST_F(JobViewProcessTest, ANodeThatStopsStaysWithoutNewsUntilItsKeysAreGone) {
       seconds(60)));
   EXPECT_TRUE(merged.ranks[0].registered);
   EXPECT_EQ(merged.ranks[0].inflight_count, 0u);
-  EXPECT_TRUE(merged.ranks[0].comms.empty());
-  // Its lease ends: its keys are gone, and so is it.
+  // Silent: not judged on its old news, and its node said not heard from.
+  EXPECT_GT(merged.ranks[0].silent_s, JobView::kFreshS);
+  EXPECT_EQ(classify_snapshot(merged, 300).ranks[0].state, RankState::kSilent);
+  JobViewStatus st = node1.status();
+  ASSERT_EQ(st.silent_nodes.size(), 1u);
+  EXPECT_EQ(st.silent_nodes[0].node, 0);
+  EXPECT_EQ(st.silent_nodes[0].host, "host0");
+  EXPECT_GT(st.silent_nodes[0].silent_s, JobView::kFreshS);
+  // Its lease ends: its keys are gone, what it said with them; it stays,
+  // silent, its ranks never "never registered".
   ASSERT_TRUE(wait_until(
       [&] {
         node1.offer(n1.now(), 1, 2, "host1", true);
         merged = node1.merge(n1.now());
-        return node1.status().nodes.empty() && merged.ranks.size() == 1;
+        st = node1.status();
+        return st.nodes.empty() && st.silent_nodes.size() == 1 && st.silent_nodes[0].keys_gone;
       },
       seconds(60)));
+  ASSERT_EQ(merged.ranks.size(), 2u);
+  EXPECT_GT(merged.ranks[0].silent_s, JobView::kFreshS);
+  EXPECT_TRUE(merged.ranks[0].registered);
+  // Rank 1's AllReduce, launched > 3 s ago, never started: with a 1 s
+  // timeout rank 1 is stuck, and the verdict says what it cannot see.
+  const HangReport r = classify_snapshot(merged, 1.0);
+  ASSERT_TRUE(r.hung);
+  EXPECT_NE(r.summary.find("; node 0 not heard from for "), std::string::npos) << r.summary;
+  EXPECT_NE(r.summary.find(" s (rank 0)"), std::string::npos) << r.summary;
 }
 
 // etcd restarted empty (its revision starts again from 1): the view reads
@@ -690,7 +707,8 @@ bool merged_with_node1(JobView& node0, SteadyNode& n0, const std::function<void(
 }
 
 // A forger that holds the slot of a node that never started (and so looks
-// like that node): what it says lasts no longer than its keys.
+// like that node): what it says lasts no longer than its keys (the node is
+// then one not heard from).
 TEST_F(JobViewProcessTest, WhatADeletedNodeSaidLeavesWithItsKeys) {
   Requests ignored;
   JobView& node0 = view(&ignored);
@@ -712,11 +730,13 @@ TEST_F(JobViewProcessTest, WhatADeletedNodeSaidLeavesWithItsKeys) {
       [&] { return merged_with_node1(node0, n0, stamp, &merged); },
       seconds(30)));
   forger.remove_all();
+  // What it said goes; the node it claimed to be stays, not heard from.
   ASSERT_TRUE(wait_until(
       [&] {
         node0.offer(n0.now(), 0, 2, "host0", true);
         merged = node0.merge(n0.now());
-        return merged.ranks.size() == 1 && node0.status().nodes.empty();
+        return merged.ranks.size() == 2 && merged.ranks[1].silent_s > 0 &&
+               merged.ranks[1].inflight_count == 0 && node0.status().nodes.empty();
       },
       seconds(30)));
 }

@@ -208,6 +208,19 @@ uint64_t node_document_id(const NodeProgress& p) {
   return fnv1a(document_json(p, /*with_times=*/false).dump());
 }
 
+uint64_t node_shape_id(const NodeProgress& p) {
+  json ranks = json::array();
+  for (const RankSample& s : p.snapshot.ranks) {
+    json comms = json::array();
+    for (const proto::CommSlot& c : s.comms) {
+      comms.push_back(json{c.comm_hash, c.nranks, c.rank, c.flags});
+    }
+    ranks.push_back(json{s.rank, s.registered, s.local_rank, s.node, s.pid, s.host, s.alive,
+                         s.connected, std::move(comms)});
+  }
+  return fnv1a(json{p.node, p.host, p.world_size, std::move(ranks)}.dump());
+}
+
 std::string node_progress_text(const NodeProgress& p) {
   json j = document_json(p, /*with_times=*/true);
   j["doc"] = node_document_id(p);

@@ -52,6 +52,11 @@ struct NodeStamp {
 // The id of `p`'s document: a hash of its text without the times a stamp
 // carries (p.doc is not read). Equal ids: equal documents but for the times.
 uint64_t node_document_id(const NodeProgress& p);
+// A hash of what a document says of the node's ranks but their progress:
+// which ranks, their processes and communicators. What a quiet job's nodes
+// need of each other (progress_exchange.h): a document is put in quiet
+// times only when this changed.
+uint64_t node_shape_id(const NodeProgress& p);
 // The JSON text a node puts in the store, carrying its id.
 std::string node_progress_text(const NodeProgress& p);
 // Parses another node's text. False with one line for anything that is not

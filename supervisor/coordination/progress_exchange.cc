@@ -8,27 +8,32 @@
 namespace xpu_timer::supervisor {
 
 Snapshot merge_progress(const Snapshot& local, int node, int world_size,
-                        const std::map<int, NodeProgress>& known, bool alarm, double fresh_s) {
+                        const std::map<int, NodeProgress>& known, bool alarm, double fresh_s,
+                        const std::map<int, double>& heard_unix_s) {
   std::vector<NodeProgress> fresh;
   for (const auto& [other, p] : known) {
     const double age_s = local.now_unix_s - p.snapshot.now_unix_s;
     if (age_s <= fresh_s) {
       fresh.push_back(p);
     } else if (alarm) {
-      // Its news is late (a busy node or store) or its supervisor is gone
-      // (its stamp expired with its lease). Dropping its ranks would make
-      // them "never registered", and the verdict flap with each late
-      // stamp; keeping its operations would judge the job on old news. Its
-      // ranks stay, without news: nothing in flight, no communicators, the
-      // heartbeats as last heard (unresponsive once older than the detector
-      // allows).
+      // Its news is late (a busy node or store), its supervisor is gone, or
+      // the store is. Dropping its ranks would make them "never
+      // registered", and the verdict flap with each late stamp; judging
+      // them on old news would name what may not have happened (a
+      // heartbeat that only stopped reaching us). Its ranks stay, silent:
+      // the detector does not judge them, and names their node as not
+      // heard from; their communicators say which collectives they are
+      // members of, nothing more (nothing in flight).
+      const auto heard = heard_unix_s.find(other);
+      const double silent_s =
+          std::max(1e-3, heard != heard_unix_s.end() ? local.now_unix_s - heard->second : age_s);
       NodeProgress blind = p;
       const auto age_ns = static_cast<uint64_t>(std::min(age_s, 1e9) * 1e9);
       for (RankSample& r : blind.snapshot.ranks) {
+        r.silent_s = silent_s;
         r.page_ok = false;
         r.inflight_count = 0;
         r.oldest_inflight = proto::OpRef{};
-        r.comms.clear();
         for (uint64_t* t : {&r.heartbeat_ns, &r.registered_ns}) {
           if (*t != 0) *t = *t > age_ns ? *t - age_ns : 1;
         }
@@ -62,12 +67,15 @@ bool ProgressExchange::due(const std::optional<NodeProgress>& mine, bool alarm,
   return alarm || !known_others || now_s - last_exchange_s_ >= kQuietRefreshS;
 }
 
-bool ProgressExchange::publish(const NodeProgress& mine) {
+bool ProgressExchange::publish(const NodeProgress& mine, bool quiet) {
   const std::string node = std::to_string(mine.node);
   const uint64_t id = node_document_id(mine);
+  const uint64_t shape = node_shape_id(mine);
+  if (quiet && put_doc_ != 0 && shape == put_shape_) return true;
   if (id != put_doc_) {
     if (!store_->put(nodes_dir_ + node, node_progress_text(mine))) return false;
     put_doc_ = id;
+    put_shape_ = shape;
   }
   // After the document: a reader that sees this stamp finds its document.
   return store_->put(stamps_dir_ + node, node_stamp_text(mine));
@@ -278,9 +286,18 @@ bool ProgressExchange::read_docs(int me, double now_s, std::set<std::string>* ar
 }
 
 bool ProgressExchange::read(const std::optional<NodeProgress>& mine,
-                            std::vector<NodeProgress>* others) {
+                            std::vector<NodeProgress>* others, bool quiet) {
   const int me = mine ? mine->node : -1;
   const double now_s = unix_now_s();
+  if (quiet) {
+    if (trust_->job().node_count <= 0) return true;  // no rank registered here
+    std::set<std::string> arrived;
+    if (!read_docs(me, now_s, &arrived)) return false;
+    for (const auto& [node, p] : docs_) {
+      if (node != me) others->push_back(p);
+    }
+    return resolve_rank_conflicts(mine, others);
+  }
   std::optional<ProgressDigest> digest;
   if (!read_digest(now_s, &digest)) return false;
   // Stamps before documents: the document a stamp names was put before it,
@@ -332,6 +349,11 @@ bool ProgressExchange::read(const std::optional<NodeProgress>& mine,
   for (const int node : refused_stamps) {
     if (docs_.count(node) > 0) keep_previous(node, others);
   }
+  return resolve_rank_conflicts(mine, others);
+}
+
+bool ProgressExchange::resolve_rank_conflicts(const std::optional<NodeProgress>& mine,
+                                              std::vector<NodeProgress>* others) {
   // One node per rank: this node's ranks, then the documents in node order.
   std::vector<std::pair<int, std::string>> refused;
   *others =

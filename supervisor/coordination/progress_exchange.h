@@ -18,6 +18,15 @@
 // or covering other documents than this node holds (one changed between
 // the two reads).
 //
+// In quiet times (no alarm stands) the other nodes need only which ranks
+// each node holds and their communicators (a rank of the world not yet
+// seen, fingerprint_peers), not their progress: a quiet exchange puts this
+// node's document only when that changed (node_shape_id) and reads only
+// the documents changed since, no stamp and no digest. A healthy job then
+// costs the store a header per node and exchange, where every node would
+// otherwise read every node's document, all changed since (O(nodes²)).
+// The first exchange of an alarm puts the whole document again.
+//
 // It keeps the documents it read, by node, and applies to each the node's
 // latest stamp. A stamp that names a document it lacks (the store lost or
 // missed a change: its revision went back, a read raced a put) keeps that
@@ -46,10 +55,14 @@ namespace xpu_timer::supervisor {
 
 // `local` (this node's ranks, as `node` of a job of `world_size`) joined
 // with the snapshots of `known` (the other nodes', by node) at most `fresh_s`
-// old. While `alarm` stands, an older one is merged without news: nothing in
-// flight, no communicators, heartbeats as last heard.
+// old. While `alarm` stands, an older one is merged without news: its ranks
+// silent (RankSample::silent_s: not judged), for as long as the node was
+// last heard from as `heard_unix_s` says (its snapshot's age where it says
+// nothing), nothing in flight, their communicators as last known (who is a
+// member of what), heartbeats as last heard.
 Snapshot merge_progress(const Snapshot& local, int node, int world_size,
-                        const std::map<int, NodeProgress>& known, bool alarm, double fresh_s);
+                        const std::map<int, NodeProgress>& known, bool alarm, double fresh_s,
+                        const std::map<int, double>& heard_unix_s = {});
 
 class ProgressExchange {
  public:
@@ -69,16 +82,19 @@ class ProgressExchange {
   // the others must not wait for the quiet refresh to learn of them), and
   // every kQuietRefreshS.
   bool due(const std::optional<NodeProgress>& mine, bool alarm, double now_s) const;
-  // Puts this node's document (if it changed) and stamp; false when a store
+  // Puts this node's document (if it changed) and stamp; `quiet`: the
+  // document and its stamp only if its shape changed. False when a store
   // call failed.
-  bool publish(const NodeProgress& mine);
+  bool publish(const NodeProgress& mine, bool quiet = false);
   // What was put under a lease that does not own the node does not count:
   // the next publish() puts the document again.
-  void forget_published() { put_doc_ = 0; }
+  void forget_published() { put_doc_ = put_shape_ = 0; }
   // Reads the stamps and the changed documents into `others` (the other
-  // nodes' snapshots, stamps applied, one node per rank); false when a
-  // store call failed.
-  bool read(const std::optional<NodeProgress>& mine, std::vector<NodeProgress>* others);
+  // nodes' snapshots, stamps applied, one node per rank); `quiet`: the
+  // changed documents alone, their times as put. False when a store call
+  // failed.
+  bool read(const std::optional<NodeProgress>& mine, std::vector<NodeProgress>* others,
+            bool quiet = false);
   // The exchange of `now_s` is done (with `mine` published, if any): its
   // `others` are the nodes known until the next.
   void exchanged(bool published, double now_s, std::vector<NodeProgress> others);
@@ -113,6 +129,10 @@ class ProgressExchange {
   // The leader's digest of `stamps`.
   bool put_digest(const std::optional<NodeProgress>& mine, double now_s,
                   const std::vector<NodeStamp>& stamps, const std::map<int, std::string>& texts);
+  // Keeps one node per rank in `others` (this node's ranks first, then the
+  // lowest node's); says once which documents lost. True.
+  bool resolve_rank_conflicts(const std::optional<NodeProgress>& mine,
+                              std::vector<NodeProgress>* others);
   // The previous snapshot of `node` stands: appended to `out`.
   void keep_previous(int node, std::vector<NodeProgress>* out) const;
 
@@ -129,6 +149,7 @@ class ProgressExchange {
   std::vector<NodeProgress> others_;
   double last_exchange_s_ = -1e9;          // unix time of the last documents exchange
   uint64_t put_doc_ = 0;                   // id of our document in the store (0: none)
+  uint64_t put_shape_ = 0;                 // its node_shape_id
   std::map<int, NodeProgress> docs_;       // the documents read, by node (their ids in .doc)
   std::map<int, int64_t> doc_leases_;      // the lease each of docs_ was written under
   int64_t docs_revision_ = 0;              // the store's revision at the last read of them

@@ -51,10 +51,10 @@ struct Side {
         exchange(&store, &trust, &leader, "etcd://memory", kRoot) {
     trust.set_job(job_shape(world, 2));
   }
-  bool round(const NodeProgress& mine, std::vector<NodeProgress>* others) {
+  bool round(const NodeProgress& mine, std::vector<NodeProgress>* others, bool quiet = false) {
     others->clear();
-    return trust.read_owners(node, mine.host) && leader.round(node) && exchange.publish(mine) &&
-           exchange.read(mine, others);
+    return trust.read_owners(node, mine.host) && leader.round(node) &&
+           exchange.publish(mine, quiet) && exchange.read(mine, others, quiet);
   }
   int node;
   MemoryStore store;
@@ -104,6 +104,37 @@ TEST_F(ProgressExchangeTest, AStampMovesTheTimesOfTheDocumentReadOnce) {
   ASSERT_EQ(others.size(), 1u);
   EXPECT_EQ(others[0].snapshot.ranks[0].issued_total, 9u);
   EXPECT_EQ(a.exchange.docs_read(), docs + 1);
+}
+
+TEST_F(ProgressExchangeTest, AQuietExchangeMovesOnlyADocumentWhoseShapeChanged) {
+  const uint64_t docs = a.exchange.docs_read();
+  int64_t revision = 0;
+  keyspace.range("", 0, &revision);
+  // Progress alone (a healthy job): nothing put, nothing read.
+  NodeProgress busy = progress(1, now);
+  for (RankSample& r : busy.snapshot.ranks) r.issued_total = r.completed_total = 5000;
+  ASSERT_TRUE(b.round(busy, &others, /*quiet=*/true));
+  ASSERT_TRUE(a.round(progress(0, now), &others, /*quiet=*/true));
+  int64_t after = 0;
+  for (const KeyValue& kv : keyspace.range("", revision + 1, &after)) ADD_FAILURE() << kv.key;
+  EXPECT_EQ(after, revision);
+  EXPECT_EQ(a.exchange.docs_read(), docs);
+  ASSERT_EQ(others.size(), 1u);  // still known, as last put
+  EXPECT_EQ(others[0].snapshot.ranks[0].issued_total, 0u);
+  // A rank restarted (another process): put and read, alone.
+  busy.snapshot.ranks[1].pid = 4242;
+  ASSERT_TRUE(b.round(busy, &others, true));
+  ASSERT_TRUE(a.round(progress(0, now), &others, true));
+  EXPECT_EQ(a.exchange.docs_read(), docs + 1);
+  ASSERT_EQ(others.size(), 1u);
+  EXPECT_EQ(others[0].snapshot.ranks[1].pid, 4242);
+  EXPECT_EQ(others[0].snapshot.ranks[0].issued_total, 5000u);
+  // An alarm: the whole document again, whatever its shape.
+  busy.snapshot.ranks[0].issued_total = 5001;
+  ASSERT_TRUE(b.round(busy, &others));
+  ASSERT_TRUE(a.round(progress(0, now), &others));
+  ASSERT_EQ(others.size(), 1u);
+  EXPECT_EQ(others[0].snapshot.ranks[0].issued_total, 5001u);
 }
 
 TEST_F(ProgressExchangeTest, AForgersDocumentLeavesTheNodesOwnStanding) {

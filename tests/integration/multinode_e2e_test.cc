@@ -17,9 +17,8 @@
 #include <thread>
 #include <vector>
 
-#include "tests/harness/etcd_server.h"
 #include "tests/harness/http_probe.h"
-#include "tests/integration/supervisor_fixture.h"
+#include "tests/integration/multinode_fixture.h"
 
 namespace xpu_timer::testing {
 namespace {
@@ -30,29 +29,12 @@ constexpr double kTimeoutS = 3.0;
 
 std::vector<std::string> node_job(int node, const std::string& sim_job_id,
                                   const std::vector<std::string>& trainer_args) {
-  std::vector<std::string> argv = {sim_launch_bin(),
-                                   "--nproc",
-                                   std::to_string(kPerNode),
-                                   "--nnodes",
-                                   std::to_string(kNodes),
-                                   "--node-rank",
-                                   std::to_string(node),
-                                   "--job-id",
-                                   sim_job_id,
-                                   "--",
-                                   sim_trainer_bin()};
-  argv.insert(argv.end(), trainer_args.begin(), trainer_args.end());
-  return argv;
+  return testing::node_job(kPerNode, kNodes, node, sim_job_id, trainer_args);
 }
 
-class MultiNodeE2E : public ::testing::Test {
+class MultiNodeE2E : public MultiNodeFixture {
  protected:
-  void SetUp() override {
-    if (EtcdServer::binary().empty()) GTEST_SKIP() << EtcdServer::kEtcdMissing;
-    dir_ = make_temp_dir("multinode-etcd");
-    etcd_ = std::make_unique<EtcdServer>(dir_);
-    ASSERT_TRUE(etcd_->start(dir_ + "/data"));
-  }
+  MultiNodeE2E() : MultiNodeFixture("multinode-etcd") {}
 
   // The supervisors of every node over the same trainer arguments.
   void start_nodes(const std::string& name, const std::vector<std::string>& trainer_args) {
@@ -95,10 +77,6 @@ class MultiNodeE2E : public ::testing::Test {
         std::chrono::seconds(60));
     return found ? h : nlohmann::json();
   }
-
-  std::string dir_;
-  std::unique_ptr<EtcdServer> etcd_;
-  std::vector<std::unique_ptr<SupervisedJob>> nodes_;
 };
 
 // Rank 3 (node 1) stops before AllReduce #6; ranks 0-2 wait in it. Node 0
