@@ -1,10 +1,13 @@
 #include "supervisor/coordination/progress_digest.h"
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
+#include "common/parse_number.h"
 #include "supervisor/analysis/store_document.h"
 
 namespace xpu_timer::supervisor {
@@ -12,6 +15,7 @@ namespace xpu_timer::supervisor {
 namespace {
 using nlohmann::json;
 constexpr int kDigestFormat = 1;
+constexpr int kSlowDigestFormat = 1;
 constexpr double kNsPerS = 1e9;
 }  // namespace
 
@@ -80,6 +84,39 @@ bool parse_progress_digest(const std::string& text, ProgressDigest* out, std::st
         d.fresh_unix_s > d.now_unix_s) {
       *error = "leader, now_unix_s or fresh_unix_s out of range";
       return false;
+    }
+    *out = std::move(d);
+    return true;
+  });
+}
+
+std::string slow_digest_text(const SlowDigest& d) {
+  json summaries = json::object();
+  for (const auto& [node, text] : d.summaries) summaries[std::to_string(node)] = text;
+  return json{{"format", kSlowDigestFormat},
+              {"leader", d.leader},
+              {"now_unix_s", d.now_unix_s},
+              {"summaries", std::move(summaries)}}
+      .dump();
+}
+
+bool parse_slow_digest(const std::string& text, int node_count, SlowDigest* out,
+                       std::string* error) {
+  return parse_store_document(text, kSlowDigestFormat, error, [&](const json& j) {
+    SlowDigest d;
+    d.leader = static_cast<int>(doc_integer(j.at("leader"), "leader", 0, node_count - 1));
+    d.now_unix_s = j.at("now_unix_s").get<double>();
+    if (!std::isfinite(d.now_unix_s)) throw std::out_of_range("now_unix_s");
+    const json& s = j.at("summaries");
+    if (!s.is_object() || s.size() > static_cast<size_t>(std::max(node_count, 0))) {
+      throw std::out_of_range("summaries: not an object of at most one per node");
+    }
+    for (const auto& [node, summary] : s.items()) {
+      const std::optional<int64_t> n = parse_int(node, 0, node_count - 1);
+      if (!n || node != std::to_string(*n)) {
+        throw std::out_of_range("summaries: '" + node.substr(0, 20) + "' is not a node of the job");
+      }
+      d.summaries[static_cast<int>(*n)] = summary.get<std::string>();
     }
     *out = std::move(d);
     return true;

@@ -1,6 +1,7 @@
-// One summary of every node's stamp, so that a steady alarm costs the store
-// O(nodes) and not O(nodes²) (progress_exchange.h; docs/architecture.md
-// "Jobs of several nodes"). Pure: JSON in and out, no I/O.
+// The leader's digests, so that what every node reads costs the store
+// O(nodes) and not O(nodes²) (docs/architecture.md "Jobs of several
+// nodes"): one summary of every node's stamp (progress_exchange.h), and one
+// of the slow-rank summaries (at the end). Pure: JSON in and out, no I/O.
 //
 // One node, the leader (elected by a key created under its lease), reads
 // every stamp as before and puts one digest; the others read the digest
@@ -52,5 +53,19 @@ NodeStamp plain_stamp(const NodeProgress& d, double fresh_unix_s);
 std::string progress_digest_text(const ProgressDigest& d);
 // Parses a digest read from the store; false with one line otherwise.
 bool parse_progress_digest(const std::string& text, ProgressDigest* out, std::string* error);
+
+// The leader's other digest, of the slow-rank summaries
+// (slow_summary_exchange.h): the texts of the reduced summaries
+// (reduce_slow_summaries, slow_summary_text), by node.
+struct SlowDigest {
+  int leader = -1;
+  double now_unix_s = 0;
+  std::map<int, std::string> summaries;
+};
+std::string slow_digest_text(const SlowDigest& d);
+// Parses a digest read from the store (at most `node_count` nodes, each
+// within it); false with one line otherwise.
+bool parse_slow_digest(const std::string& text, int node_count, SlowDigest* out,
+                       std::string* error);
 
 }  // namespace xpu_timer::supervisor

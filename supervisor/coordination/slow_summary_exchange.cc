@@ -2,50 +2,11 @@
 
 #include <cmath>
 #include <nlohmann/json.hpp>
-#include <stdexcept>
 #include <utility>
 
 #include "supervisor/analysis/slow_summary.h"
-#include "supervisor/analysis/store_document.h"
 
 namespace xpu_timer::supervisor {
-
-namespace {
-constexpr int kSlowDigestFormat = 1;
-}  // namespace
-
-std::string slow_digest_text(const SlowDigest& d) {
-  nlohmann::json summaries = nlohmann::json::object();
-  for (const auto& [node, text] : d.summaries) summaries[std::to_string(node)] = text;
-  return nlohmann::json{{"format", kSlowDigestFormat},
-                        {"leader", d.leader},
-                        {"now_unix_s", d.now_unix_s},
-                        {"summaries", std::move(summaries)}}
-      .dump();
-}
-
-bool parse_slow_digest(const std::string& text, int node_count, SlowDigest* out,
-                       std::string* error) {
-  return parse_store_document(text, kSlowDigestFormat, error, [&](const nlohmann::json& j) {
-    SlowDigest d;
-    d.leader = static_cast<int>(doc_integer(j.at("leader"), "leader", 0, node_count - 1));
-    d.now_unix_s = j.at("now_unix_s").get<double>();
-    if (!std::isfinite(d.now_unix_s)) throw std::out_of_range("now_unix_s");
-    const nlohmann::json& s = j.at("summaries");
-    if (!s.is_object() || s.size() > static_cast<size_t>(node_count)) {
-      throw std::out_of_range("summaries: not an object of at most one per node");
-    }
-    for (const auto& [node, summary] : s.items()) {
-      const int n = node_of_key(node, "");
-      if (n < 0 || n >= node_count || node != std::to_string(n)) {
-        throw std::out_of_range("summaries: '" + node.substr(0, 20) + "' is not a node of the job");
-      }
-      d.summaries[n] = summary.get<std::string>();
-    }
-    *out = std::move(d);
-    return true;
-  });
-}
 
 SlowSummaryExchange::SlowSummaryExchange(CoordinationStore* store, KeyTrust* trust,
                                          const LeaderElection* leader, const std::string& root)

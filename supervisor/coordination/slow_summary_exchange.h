@@ -27,21 +27,9 @@
 #include "supervisor/coordination/coordination_store.h"
 #include "supervisor/coordination/key_trust.h"
 #include "supervisor/coordination/leader_election.h"
+#include "supervisor/coordination/progress_digest.h"
 
 namespace xpu_timer::supervisor {
-
-// The leader's digest of the slow-rank summaries: the texts of the reduced
-// summaries (slow_summary_text), by node.
-struct SlowDigest {
-  int leader = -1;
-  double now_unix_s = 0;
-  std::map<int, std::string> summaries;
-};
-std::string slow_digest_text(const SlowDigest& d);
-// Parses a digest read from the store (at most `node_count` nodes, each
-// within it); false with one line otherwise.
-bool parse_slow_digest(const std::string& text, int node_count, SlowDigest* out,
-                       std::string* error);
 
 class SlowSummaryExchange {
  public:

@@ -169,26 +169,5 @@ TEST(SlowDigest, AForgedOrOldDigestIsNotTakenAndTheSummariesAreReadInstead) {
   EXPECT_EQ(b.slow.whole_reads(), whole + 1);
 }
 
-TEST(SlowDigest, TextRoundTripsAndRefusesNodesOutsideTheJob) {
-  SlowDigest d;
-  d.leader = 1;
-  d.now_unix_s = 1700000000.25;
-  d.summaries = {{0, "a"}, {2, "c"}};
-  SlowDigest back;
-  std::string error;
-  ASSERT_TRUE(parse_slow_digest(slow_digest_text(d), 3, &back, &error)) << error;
-  EXPECT_EQ(back.leader, 1);
-  EXPECT_DOUBLE_EQ(back.now_unix_s, d.now_unix_s);
-  EXPECT_EQ(back.summaries, d.summaries);
-  EXPECT_FALSE(parse_slow_digest(slow_digest_text(d), 2, &back, &error));  // node 2 of 2
-  EXPECT_NE(error.find("not a node of the job"), std::string::npos) << error;
-  for (const char* bad : {R"({"format":1,"leader":0,"now_unix_s":1,"summaries":{"01":"x"}})",
-                          R"({"format":1,"leader":0,"now_unix_s":1,"summaries":[]})",
-                          R"({"format":1,"leader":5,"now_unix_s":1,"summaries":{}})",
-                          R"({"format":1,"leader":0,"now_unix_s":1,"summaries":{"0":7}})", "[]"}) {
-    EXPECT_FALSE(parse_slow_digest(bad, 3, &back, &error)) << bad;
-  }
-}
-
 }  // namespace
 }  // namespace xpu_timer::supervisor

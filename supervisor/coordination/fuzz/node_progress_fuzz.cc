@@ -1,6 +1,7 @@
-// libFuzzer entry for the node documents and stamps the nodes of a job read
-// from the coordination store (supervisor/coordination/node_progress.h): the
-// input is the value of a <root>/nodes/<node> or stamps/<node> key, written
+// libFuzzer entry for the node documents, stamps and leader's digests the
+// nodes of a job read from the coordination store
+// (supervisor/coordination/node_progress.h, progress_digest.h): the input is
+// the value of a <root>/nodes/<node>, stamps/<node> or leader/ key, written
 // by anyone with access to the store. Every outcome must be a refusal with a
 // one-line reason, or a document whose text reads back to the same document
 // (its culprits' places bounded) and which the job-wide merge takes without a
@@ -12,12 +13,33 @@
 #include <string>
 
 #include "supervisor/coordination/node_progress.h"
+#include "supervisor/coordination/progress_digest.h"
 
 namespace sup = xpu_timer::supervisor;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   std::string error;
+  // The digests: refused in one line, or read back the same from their text.
+  sup::ProgressDigest digest;
+  if (!sup::parse_progress_digest(text, &digest, &error)) {
+    if (error.empty() || error.find('\n') != std::string::npos) __builtin_trap();
+  } else {
+    sup::ProgressDigest again;
+    if (!sup::parse_progress_digest(sup::progress_digest_text(digest), &again, &error) ||
+        sup::progress_digest_text(again) != sup::progress_digest_text(digest)) {
+      __builtin_trap();
+    }
+  }
+  error.clear();
+  sup::SlowDigest slow;
+  if (!sup::parse_slow_digest(text, 128, &slow, &error)) {
+    if (error.empty() || error.find('\n') != std::string::npos) __builtin_trap();
+  } else if (slow.summaries.size() > 128 ||
+             !sup::parse_slow_digest(sup::slow_digest_text(slow), 128, &slow, &error)) {
+    __builtin_trap();
+  }
+  error.clear();
   sup::NodeStamp stamp;
   if (!sup::parse_node_stamp(text, &stamp, &error) &&
       (error.empty() || error.find('\n') != std::string::npos)) {
