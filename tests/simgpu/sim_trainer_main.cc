@@ -187,6 +187,7 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
   std::uniform_real_distribution<double> jitter(0.0, opt.jitter_ms);
 
   size_t next_api = 0;
+  bool mismatched = false;  // --mismatch-file: once
   for (int step = 0; step < opt.steps; ++step) {
     if (step == opt.stall_step) stalled_in_host_code(id.rank, step);
     if (id.rank == opt.crash_rank && step == opt.crash_step) {
@@ -228,7 +229,12 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
       group_allreduce("tp");
     }
     const int kind = mixed ? step % 5 : coll;
-    if (id.rank == opt.mismatch_rank && step == opt.mismatch_step) {
+    const bool mismatch_here =
+        id.rank == opt.mismatch_rank &&
+        (step == opt.mismatch_step || (!mismatched && !opt.mismatch_file.empty() &&
+                                       ::access(opt.mismatch_file.c_str(), F_OK) == 0));
+    if (mismatch_here) {
+      mismatched = true;
       printf("rank %d issues a mismatching collective (%s) at step %d\n", id.rank,
              opt.mismatch_kind.c_str(), step);
       fflush(stdout);

@@ -87,6 +87,9 @@ constexpr FlagHelp kFlags[] = {
     {"--mismatch-rank", "R", "this rank's collective disagrees with the others' at --mismatch-step",
      "-1 (none)", nullptr},
     {"--mismatch-step", "S", "step of the disagreeing collective", "-1 (none)", nullptr},
+    {"--mismatch-file", "PATH",
+     "--mismatch-rank disagrees once, at the first step that finds PATH (a benchmark's trigger)",
+     "none", nullptr},
     {"--mismatch-kind", "KIND",
      "op (another collective), count (twice the elements), dtype (float32), root (root 1; needs "
      "--collective broadcast|reduce)",
@@ -248,6 +251,8 @@ bool parse_trainer_options(int argc, char** argv, TrainerOptions* o, std::string
       if (!to_int(v, field)) expected = "a whole number (-1: none)";
     } else if (flag == "--hang-file") {
       o->hang_file = v;
+    } else if (flag == "--mismatch-file") {
+      o->mismatch_file = v;
     } else if (flag == "--stall-step") {
       if (!to_int(v, &o->stall_step)) expected = "a whole number (-1: none)";
     } else if (flag == "--sync-lag") {

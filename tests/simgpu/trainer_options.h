@@ -31,6 +31,7 @@ struct TrainerOptions {
   // with the other ranks' (op: another collective, count: twice the
   // elements, dtype: float32 instead of bf16, root: root 1 instead of 0).
   int mismatch_rank = -1, mismatch_step = -1;
+  std::string mismatch_file;         // "" = none: else the step that first finds it disagrees
   std::string mismatch_kind = "op";  // op | count | dtype | root
   std::string mismatch_hold;         // "" = none; see held_after_odd_collective
   long second_comm_bytes = 0;        // > 0: each step also all-reduces this on a 2nd communicator

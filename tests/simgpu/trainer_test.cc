@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <string>
 
 #include "tests/harness/child_process.h"
@@ -79,6 +80,33 @@ TEST_P(TrainerTest, HungRankLeavesTheOthersBlockedInTheCollective) {
   EXPECT_FALSE(p->wait_for(0ms).has_value()) << "job ended: " << p->output();
   ASSERT_TRUE(p->signal(SIGTERM));
   ASSERT_EQ(p->wait_exit_code(10s), 128 + SIGTERM) << p->output();
+}
+
+// --mismatch-file (the C++ trainer's; a benchmark's trigger): the rank
+// issues its odd collective once, at the first step that finds the file.
+TEST(SimTrainer, AMismatchFileMakesTheRankDisagreeOnce) {
+  char dir[] = "/tmp/sim-mismatch-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string file = std::string(dir) + "/now";
+  auto p = launch_trainer(false, 2,
+                          {"--steps", "100000", "--step-ms", "5", "--mismatch-rank", "1",
+                           "--mismatch-file", file, "--verbose"});
+  ASSERT_TRUE(p);
+  ASSERT_TRUE(p->wait_for_output("rank 0 step 3 done", 20s)) << p->output();
+  const std::string said = "rank 1 issues a mismatching collective (op) at step ";
+  EXPECT_EQ(p->output().find(said), std::string::npos) << p->output();
+  std::ofstream(file) << "now\n";
+  ASSERT_TRUE(p->wait_for_output(said, 20s)) << p->output();
+  const std::string out = p->output();
+  const int step = std::stoi(out.substr(out.find(said) + said.size()));
+  // Twenty steps later, still once.
+  ASSERT_TRUE(p->wait_for_output("rank 0 step " + std::to_string(step + 20) + " done", 20s))
+      << p->output();
+  EXPECT_EQ(p->output().find(said, p->output().find(said) + 1), std::string::npos) << p->output();
+  ASSERT_TRUE(p->signal(SIGTERM));
+  p->wait_exit_code(10s);
+  ::unlink(file.c_str());
+  ::rmdir(dir);
 }
 
 TEST_P(TrainerTest, ExitCodeFlagIsPropagated) {
