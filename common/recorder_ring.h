@@ -170,6 +170,13 @@ inline uint64_t span_end_ns(const RecordData& d) {
   return is_host_range(d) ? d.host_end_ns : d.gpu_end_ns;
 }
 
+// Whether the record holds a GPU span its events timed: start and end on the
+// GPU's clock, the end after the start (a sampled-out or end-only record has
+// none).
+inline bool has_timed_gpu_span(const RecordData& d) {
+  return (d.flags & kRecTimed) != 0 && d.gpu_start_ns != 0 && d.gpu_end_ns > d.gpu_start_ns;
+}
+
 // The index of an NCCL record's call site in the sites region, -1 = none.
 inline int call_site_of(const RecordData& d) {
   return d.kind == static_cast<uint8_t>(proto::OpKind::kNccl) && d.m >= 1 && d.m <= kRingSites

@@ -159,8 +159,7 @@ void feed_transfer_record(LinkTransferMeter* meter, int rank, const recorder::Re
   p.bytes = d.bytes;
   p.start_ns = d.gpu_start_ns;
   p.end_ns = d.gpu_end_ns;
-  p.timed =
-      (d.flags & recorder::kRecTimed) != 0 && d.gpu_start_ns != 0 && d.gpu_end_ns > d.gpu_start_ns;
+  p.timed = recorder::has_timed_gpu_span(d);
   meter->add(p, now_ns);
 }
 

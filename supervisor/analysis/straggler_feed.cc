@@ -9,8 +9,7 @@ void feed_straggler_record(StragglerAnalyzer* analyzer, int rank, const recorder
   using recorder::OpState;
   const auto kind = static_cast<proto::OpKind>(d.kind);
   const bool completed = d.state == static_cast<uint8_t>(OpState::kCompleted);
-  const bool timed = completed && (d.flags & recorder::kRecTimed) != 0 && d.gpu_start_ns != 0 &&
-                     d.gpu_end_ns > d.gpu_start_ns;
+  const bool timed = completed && recorder::has_timed_gpu_span(d);
   if (kind == proto::OpKind::kNccl && completed && d.gpu_start_ns != 0 && d.gpu_end_ns != 0) {
     CollectiveArrival a;
     a.rank = rank;
