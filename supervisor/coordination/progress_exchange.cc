@@ -64,7 +64,10 @@ bool ProgressExchange::due(const std::optional<NodeProgress>& mine, bool alarm,
     for (const NodeProgress& p : others_) ranks += p.snapshot.ranks.size();
     known_others = !others_.empty() && ranks >= static_cast<size_t>(mine->world_size);
   }
-  return alarm || !known_others || now_s - last_exchange_s_ >= kQuietRefreshS;
+  // This node's shape changed since it was put (a rank registered, learnt
+  // its node or restarted): the others learn of it now, not at the refresh.
+  const bool reshaped = mine && node_shape_id(*mine) != put_shape_;
+  return alarm || !known_others || reshaped || now_s - last_exchange_s_ >= kQuietRefreshS;
 }
 
 bool ProgressExchange::publish(const NodeProgress& mine, bool quiet) {

@@ -79,8 +79,10 @@ class ProgressExchange {
   // Whether this round exchanges documents: while some node's alarm
   // stands, until every rank of the world is on this node or in another
   // node's document (nodes start at different times; one that came before
-  // the others must not wait for the quiet refresh to learn of them), and
-  // every kQuietRefreshS.
+  // the others must not wait for the quiet refresh to learn of them), when
+  // this node's shape changed since it was put (a rank that registered,
+  // learnt its node or restarted: its first document may have said node -1
+  // for it, which the others refuse), and every kQuietRefreshS.
   bool due(const std::optional<NodeProgress>& mine, bool alarm, double now_s) const;
   // Puts this node's document (if it changed) and stamp; `quiet`: the
   // document and its stamp only if its shape changed. False when a store

@@ -153,10 +153,44 @@ TEST(ProgressExchange, ExchangesRarelyOnlyOnceEveryRankIsKnownAndNoAlarmStands) 
   const NodeProgress mine = progress(0, now);
   EXPECT_TRUE(a.exchange.due(std::nullopt, false, now));
   EXPECT_TRUE(a.exchange.due(mine, false, now));  // node 1's ranks unknown
+  ASSERT_TRUE(a.trust.read_owners(0, mine.host) && a.exchange.publish(mine));
   a.exchange.exchanged(true, now, {progress(1, now)});
   EXPECT_FALSE(a.exchange.due(mine, false, now + 1));
   EXPECT_TRUE(a.exchange.due(mine, true, now + 1));
   EXPECT_TRUE(a.exchange.due(mine, false, now + ProgressExchange::kQuietRefreshS));
+  // Progress alone leaves it quiet.
+  NodeProgress busy = mine;
+  busy.snapshot.ranks[0].issued_total = busy.snapshot.ranks[0].completed_total = 900;
+  EXPECT_FALSE(a.exchange.due(busy, false, now + 1));
+}
+
+// A node whose first document said node -1 for a rank not yet registered
+// (the others refuse such a document) exchanges as soon as the rank knows
+// its node, not at the quiet refresh: node 1, which refused it, then knows
+// node 0's ranks within a round.
+TEST(ProgressExchange, ANodeWhoseShapeChangedExchangesAtOnce) {
+  MemoryKeyspace keyspace;
+  Side a(&keyspace, 0, 100), b(&keyspace, 1, 200);
+  const double now = unix_now_s();
+  NodeProgress early = progress(0, now);
+  early.snapshot.ranks[1].node = -1;
+  early.snapshot.ranks[1].registered = false;
+  std::vector<NodeProgress> others;
+  ASSERT_TRUE(b.round(progress(1, now), &others));
+  ASSERT_TRUE(a.round(early, &others));
+  ASSERT_EQ(others.size(), 1u);
+  a.exchange.exchanged(true, now, others);  // node 0 knows all 4 ranks
+  ASSERT_TRUE(b.round(progress(1, now), &others));
+  EXPECT_TRUE(others.empty());  // refused: "rank 1 says it runs on node -1"
+  b.exchange.exchanged(true, now, others);
+  const NodeProgress registered = progress(0, now);
+  EXPECT_FALSE(a.exchange.due(early, false, now + 1));
+  ASSERT_TRUE(a.exchange.due(registered, false, now + 1));
+  ASSERT_TRUE(a.round(registered, &others, /*quiet=*/true));
+  ASSERT_TRUE(b.round(progress(1, now), &others, /*quiet=*/true));
+  ASSERT_EQ(others.size(), 1u);
+  EXPECT_EQ(others[0].node, 0);
+  EXPECT_EQ(others[0].snapshot.ranks.size(), 2u);
 }
 
 TEST(MergeProgress, LateNewsIsMergedWithoutNewsOnlyWhileAnAlarmStands) {
