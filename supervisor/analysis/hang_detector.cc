@@ -439,11 +439,32 @@ void HangDetector::set_thresholds(double timeout_s, double stall_factor) {
   if (!report_.hung) report_.timeout_s = timeout_s;
 }
 
+namespace {
+
+// Whether a root of `report` (classified from `snap`) is a silent rank whose
+// node's news is on its way.
+bool rests_on_pending_news(const HangReport& report, const Snapshot& snap) {
+  for (const HangRoot& root : report.roots) {
+    for (int rank : root.ranks) {
+      for (const RankSample& s : snap.ranks) {
+        if (s.rank == rank && s.silent_s > 0 && s.news_pending) return true;
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 HangEvent HangDetector::update(const Snapshot& snap) {
   still_.note(snap);
   HangReport now =
       classify_snapshot(snap, report_.hung ? std::min(timeout_s_, report_.timeout_s) : timeout_s_);
   if (now.hung) {
+    // A new hang waits for the news of a silent root's node that is on its
+    // way (RankSample::news_pending): declared now it would name that
+    // node's ranks, and change to the real culprit a round later.
+    if (!report_.hung && rests_on_pending_news(now, snap)) return HangEvent::kNone;
     const std::string signature = hang_sentence(now, false);
     HangEvent event = HangEvent::kNone;
     if (!report_.hung) {

@@ -58,6 +58,11 @@ struct RankSample {
   // says is that node's last news, and the rank is not judged on it
   // (RankState::kSilent). 0: heard from.
   double silent_s = 0;
+  // Silent, but its node was heard from within that bound: its news is on
+  // its way (the first rounds of an alarm, which quiet nodes learn of and
+  // answer a round or two later). A new hang that rests on this rank is not
+  // declared until the news comes or the bound passes (HangDetector).
+  bool news_pending = false;
   // The Python line that issued its oldest collective in flight, from its
   // flight recorder (inject/call_sites.h); empty: unknown. This node's
   // ranks only: it does not travel with the node's document.

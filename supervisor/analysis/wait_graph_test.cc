@@ -219,6 +219,44 @@ TEST(WaitGraph, ASilentNodeIsTheRootWhenNoRankHeardFromExplainsTheWait) {
   EXPECT_EQ(other.roots[0].ranks, std::vector<int>{2});
 }
 
+// The first rounds of an alarm: node 1 was heard from 2 s ago and its news
+// is on its way. The hang that would rest on its ranks waits for it: news
+// that node 1's rank 2 never joined makes rank 2 the one root; a node that
+// stays silent past the bound is then a root as before.
+TEST(WaitGraph, ANewHangRestingOnPendingNewsWaitsForIt) {
+  Snapshot pending = silent_node_1(false);
+  for (RankSample& s : pending.ranks) {
+    if (s.silent_s > 0) {
+      s.silent_s = 2;
+      s.news_pending = true;
+    }
+  }
+  HangDetector d(5.0);
+  EXPECT_EQ(d.update(pending), HangEvent::kNone);
+  EXPECT_FALSE(d.report().hung);
+  // The news: rank 3 in the collective with ranks 0 and 1, rank 2 behind.
+  Snapshot news = silent_node_1(false);
+  for (int r : {2, 3}) {
+    RankSample& s = news.ranks[r];
+    s.silent_s = 0;
+    s.page_ok = true;
+    s.heartbeat_ns = kNow;
+    s.comms[0].issued_seq = r == 3 ? 6 : 5;
+    s.comms[0].completed_seq = 5;
+    if (r == 3) stuck_in(&s, kWorld, 6);
+  }
+  news.ranks[2].inflight_count = 0;
+  news.ranks[2].oldest_inflight = proto::OpRef{};
+  EXPECT_EQ(d.update(news), HangEvent::kDetected);
+  ASSERT_EQ(d.report().roots.size(), 1u);
+  EXPECT_EQ(d.report().roots[0].ranks, std::vector<int>{2});
+  // No news within the bound: a silent root as before.
+  HangDetector late(5.0);
+  EXPECT_EQ(late.update(pending), HangEvent::kNone);
+  EXPECT_EQ(late.update(silent_node_1(false)), HangEvent::kDetected);
+  EXPECT_EQ(late.report().roots.size(), 2u);
+}
+
 TEST(WaitGraph, ADeepVerdictNamesASilentNodeOnceAmongItsRoots) {
   // Rank 0 (in no world collective) waits in tp for rank 1, which waits in
   // the world collective for node 1's ranks (silent).

@@ -64,7 +64,7 @@ Snapshot JobView::merge(const Snapshot& local, double timeout_s) const {
   // they are silent at once.
   if (!status_.connected) {
     return merge_progress(local, mine_->node, mine_->world_size, known, true,
-                          status_.alarm ? fresh_s_ : -1e9, heard_unix_s_);
+                          status_.alarm ? fresh_s_ : -1e9, heard_unix_s_, /*connected=*/false);
   }
   return merge_progress(local, mine_->node, mine_->world_size, known, status_.alarm, fresh_s_,
                         heard_unix_s_);

@@ -9,7 +9,7 @@ namespace xpu_timer::supervisor {
 
 Snapshot merge_progress(const Snapshot& local, int node, int world_size,
                         const std::map<int, NodeProgress>& known, bool alarm, double fresh_s,
-                        const std::map<int, double>& heard_unix_s) {
+                        const std::map<int, double>& heard_unix_s, bool connected) {
   std::vector<NodeProgress> fresh;
   for (const auto& [other, p] : known) {
     const double age_s = local.now_unix_s - p.snapshot.now_unix_s;
@@ -31,6 +31,7 @@ Snapshot merge_progress(const Snapshot& local, int node, int world_size,
       const auto age_ns = static_cast<uint64_t>(std::min(age_s, 1e9) * 1e9);
       for (RankSample& r : blind.snapshot.ranks) {
         r.silent_s = silent_s;
+        r.news_pending = connected && silent_s < fresh_s;
         r.page_ok = false;
         r.inflight_count = 0;
         r.oldest_inflight = proto::OpRef{};

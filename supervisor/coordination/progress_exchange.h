@@ -59,10 +59,11 @@ namespace xpu_timer::supervisor {
 // silent (RankSample::silent_s: not judged), for as long as the node was
 // last heard from as `heard_unix_s` says (its snapshot's age where it says
 // nothing), nothing in flight, their communicators as last known (who is a
-// member of what), heartbeats as last heard.
+// member of what), heartbeats as last heard; `news_pending` while that is
+// less than `fresh_s` and `connected` (its news can still come).
 Snapshot merge_progress(const Snapshot& local, int node, int world_size,
                         const std::map<int, NodeProgress>& known, bool alarm, double fresh_s,
-                        const std::map<int, double>& heard_unix_s = {});
+                        const std::map<int, double>& heard_unix_s = {}, bool connected = true);
 
 class ProgressExchange {
  public:
