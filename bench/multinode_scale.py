@@ -57,6 +57,7 @@ import tempfile
 import time
 import urllib.request
 
+SIM_MAX_RANKS = 64
 SCENARIOS = ["hang", "straggler", "mismatch", "late", "kill-node", "kill-leader", "etcd-stop"]
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -467,6 +468,13 @@ def main():
     for s in scenarios:
         if s not in SCENARIOS:
             p.error("unknown scenario %s (one of %s)" % (s, ", ".join(SCENARIOS)))
+    # The simulated NCCL's shared segment has room for SIM_MAX_RANKS ranks
+    # (tests/simgpu/rendezvous.h, kMaxRanks): a larger job's launchers exit
+    # at once, and the supervisors would wait for each other in vain.
+    for n in [int(x) for x in args.nodes.split(",")]:
+        if n * args.per_node > SIM_MAX_RANKS:
+            p.error("%d nodes x %d ranks = %d ranks: the simulated NCCL holds at most %d"
+                    % (n, args.per_node, n * args.per_node, SIM_MAX_RANKS))
     # SIGTERM and SIGINT (ignored in a background job otherwise) end the run
     # through the cleanup of the job at hand.
     def interrupted(signum, frame):
