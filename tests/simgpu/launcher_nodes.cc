@@ -16,7 +16,6 @@
 namespace xpu_timer::simgpu {
 namespace {
 
-constexpr const char* kTag = "xpu_timer_sim_launch";
 constexpr uint32_t kRegistryMagic = 0x58534e4fu;  // "XSNO"
 constexpr int kMaxNodes = 64;                     // as many as ranks (kMaxRanks)
 
@@ -209,18 +208,18 @@ bool LauncherNodes::leave() {
   // Our own entry says "running" until now, so no other launcher can have
   // judged the file stale and replaced it: fd is still the registry.
   if (!lock(fd, LOCK_EX)) {
-    fprintf(stderr, "%s: flock(%s): %s\n", kTag, file.c_str(), strerror(errno));
+    fprintf(stderr, "%s: flock(%s): %s\n", kLauncherTag, file.c_str(), strerror(errno));
     close(fd);
     return false;
   }
   Registry r;
   bool removed = false;
   if (!read_registry(fd, &r)) {
-    fprintf(stderr, "%s: read(%s): %s\n", kTag, file.c_str(), strerror(errno));
+    fprintf(stderr, "%s: read(%s): %s\n", kLauncherTag, file.c_str(), strerror(errno));
   } else {
     r.nodes[node_rank_].state = kDone;
     if (!write_registry(fd, r)) {
-      fprintf(stderr, "%s: write(%s): %s\n", kTag, file.c_str(), strerror(errno));
+      fprintf(stderr, "%s: write(%s): %s\n", kLauncherTag, file.c_str(), strerror(errno));
     }
     if (!any_other_alive(r, node_rank_)) {
       remove_job_segments(job_id_);

@@ -19,8 +19,6 @@ double monotonic_s() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
-constexpr const char* kTag = "xpu_timer_sim_launch";
-
 }  // namespace
 
 std::string signal_name(int sig) {
@@ -32,14 +30,14 @@ void remove_job_segments(const std::string& job_id) {
   const std::string prefix = "xpu_sim_" + job_id + "_";
   DIR* dir = opendir("/dev/shm");
   if (dir == nullptr) {
-    fprintf(stderr, "%s: opendir(/dev/shm): %s\n", kTag, strerror(errno));
+    fprintf(stderr, "%s: opendir(/dev/shm): %s\n", kLauncherTag, strerror(errno));
     return;
   }
   while (dirent* entry = readdir(dir)) {
     if (strncmp(entry->d_name, prefix.c_str(), prefix.size()) != 0) continue;
     const std::string path = std::string("/dev/shm/") + entry->d_name;
     if (unlink(path.c_str()) != 0 && errno != ENOENT) {
-      fprintf(stderr, "%s: unlink(%s): %s\n", kTag, path.c_str(), strerror(errno));
+      fprintf(stderr, "%s: unlink(%s): %s\n", kLauncherTag, path.c_str(), strerror(errno));
     }
   }
   closedir(dir);
@@ -53,7 +51,7 @@ bool RankGroup::block_signals() {
   sigemptyset(&taken_);
   for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) sigaddset(&taken_, sig);
   if (sigprocmask(SIG_BLOCK, &taken_, &original_mask_) != 0) {
-    fprintf(stderr, "%s: sigprocmask: %s\n", kTag, strerror(errno));
+    fprintf(stderr, "%s: sigprocmask: %s\n", kLauncherTag, strerror(errno));
     return false;
   }
   return true;
@@ -63,7 +61,7 @@ bool RankGroup::spawn(int rank) {
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
-    fprintf(stderr, "%s: fork for rank %d: %s\n", kTag, global_rank(rank), strerror(errno));
+    fprintf(stderr, "%s: fork for rank %d: %s\n", kLauncherTag, global_rank(rank), strerror(errno));
     return false;
   }
   if (pid == 0) {
@@ -81,7 +79,7 @@ bool RankGroup::spawn(int rank) {
     for (auto& arg : config_.command) argv.push_back(const_cast<char*>(arg.c_str()));
     argv.push_back(nullptr);
     execvp(argv[0], argv.data());
-    fprintf(stderr, "%s: rank %d: exec %s: %s\n", kTag, global_rank(rank), argv[0],
+    fprintf(stderr, "%s: rank %d: exec %s: %s\n", kLauncherTag, global_rank(rank), argv[0],
             strerror(errno));
     _exit(127);
   }
@@ -92,7 +90,7 @@ bool RankGroup::spawn(int rank) {
 void RankGroup::signal_all(int sig) {
   for (const auto& r : ranks_) {
     if (r.running && kill(r.pid, sig) != 0 && errno != ESRCH) {
-      fprintf(stderr, "%s: kill(%d, %s): %s\n", kTag, r.pid, signal_name(sig).c_str(),
+      fprintf(stderr, "%s: kill(%d, %s): %s\n", kLauncherTag, r.pid, signal_name(sig).c_str(),
               strerror(errno));
     }
   }
@@ -111,7 +109,7 @@ void RankGroup::reap() {
     if (pid == 0) return;
     if (pid < 0) {
       if (errno == EINTR) continue;
-      if (errno != ECHILD) fprintf(stderr, "%s: waitpid: %s\n", kTag, strerror(errno));
+      if (errno != ECHILD) fprintf(stderr, "%s: waitpid: %s\n", kLauncherTag, strerror(errno));
       return;
     }
     int rank = -1;
@@ -135,12 +133,13 @@ void RankGroup::reap() {
     if (!failed_ && !terminating_) {
       failed_ = true;
       exit_code_ = code;
-      fprintf(stderr, "%s: rank %d (pid %d) %s; terminating the other ranks\n", kTag,
+      fprintf(stderr, "%s: rank %d (pid %d) %s; terminating the other ranks\n", kLauncherTag,
               global_rank(rank), pid, how.c_str());
       signal_all(SIGTERM);
       start_termination(monotonic_s());
     } else {
-      fprintf(stderr, "%s: rank %d (pid %d) %s\n", kTag, global_rank(rank), pid, how.c_str());
+      fprintf(stderr, "%s: rank %d (pid %d) %s\n", kLauncherTag, global_rank(rank), pid,
+              how.c_str());
     }
   }
 }
@@ -162,7 +161,7 @@ int RankGroup::run() {
     if (!any) break;
     const double now = monotonic_s();
     if (terminating_ && !killed_ && now >= kill_deadline_s_) {
-      fprintf(stderr, "%s: ranks still alive %.1f s after SIGTERM; sending SIGKILL\n", kTag,
+      fprintf(stderr, "%s: ranks still alive %.1f s after SIGTERM; sending SIGKILL\n", kLauncherTag,
               config_.grace_s);
       signal_all(SIGKILL);
       killed_ = true;
@@ -172,12 +171,13 @@ int RankGroup::run() {
     const int sig = sigtimedwait(&taken_, &info, &timeout);
     if (sig < 0) {
       if (errno != EAGAIN && errno != EINTR) {
-        fprintf(stderr, "%s: sigtimedwait: %s\n", kTag, strerror(errno));
+        fprintf(stderr, "%s: sigtimedwait: %s\n", kLauncherTag, strerror(errno));
       }
       continue;
     }
     if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
-      fprintf(stderr, "%s: got %s, forwarding to the ranks\n", kTag, signal_name(sig).c_str());
+      fprintf(stderr, "%s: got %s, forwarding to the ranks\n", kLauncherTag,
+              signal_name(sig).c_str());
       if (received_signal_ == 0) received_signal_ = sig;
       signal_all(sig);
       start_termination(monotonic_s());

@@ -13,6 +13,9 @@
 
 namespace xpu_timer::simgpu {
 
+// What the launcher's messages begin with.
+inline constexpr const char* kLauncherTag = "xpu_timer_sim_launch";
+
 struct LaunchConfig {
   int nproc = 1;      // ranks of this launcher (LOCAL_WORLD_SIZE)
   int nnodes = 1;     // launchers of the job (WORLD_SIZE = nnodes * nproc)
