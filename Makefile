@@ -10,6 +10,12 @@ JOBS ?= $(shell nproc)
 # in every full run, at three (131 s) it did not.
 TEST_JOBS ?= $(shell echo $$(( $(JOBS) * 3 )))
 CMAKE_FLAGS ?=
+# A unity build (CMake compiles eight sources as one translation unit): a
+# fresh clone's build spends most of its time instantiating the same gtest,
+# nlohmann::json and Boost templates in every source file; on 2 cores it took
+# about 7 minutes instead of 14 (bench/results/2026-11-28-make-test-time.md).
+# UNITY=OFF for a development tree rebuilt file by file.
+UNITY ?= ON
 
 .PHONY: all deps configure build test demo clean dist sanitize fuzz
 
@@ -19,7 +25,7 @@ deps:
 	@scripts/install_deps.sh
 
 configure: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DCMAKE_UNITY_BUILD=$(UNITY) $(CMAKE_FLAGS)
 
 build: configure
 	cmake --build $(BUILD) -j$(JOBS)

@@ -29,7 +29,6 @@ RealFunction<decltype(&::ncclGroupStart)> real_group_start(RealLib::kNccl, "nccl
 RealFunction<decltype(&::ncclGroupEnd)> real_group_end(RealLib::kNccl, "ncclGroupEnd");
 
 // ncclInProgress: a non-blocking communicator accepted the operation.
-bool launched(ncclResult_t r) { return r == ncclSuccess || r == ncclInProgress; }
 
 // How the payload of one rank relates to `count` (nccl-tests' "size": the
 // larger of the send and receive buffers of this rank).
@@ -84,7 +83,7 @@ ncclResult_t timed_nccl_call(RealFunction<Fn>& real, const Collective& c, Args..
   TimedCall call;
   call.begin(st, d, c.stream);
   const ncclResult_t r = fn(args...);
-  call.end(launched(r));
+  call.end(nccl_launched(r));
   return r;
 }
 
@@ -178,6 +177,6 @@ XPU_TIMER_HOOK ncclResult_t ncclGroupEnd() {
   TimedCall call;
   call.begin(st, d, stream);
   const ncclResult_t r = fn();
-  call.end(launched(r));
+  call.end(nccl_launched(r));
   return r;
 }

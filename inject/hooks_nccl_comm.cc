@@ -31,8 +31,6 @@ RealFunction<decltype(&::ncclCommCuDevice)> real_cu_device(RealLib::kNccl, "nccl
 std::atomic<bool> g_unknown_logged{false};
 std::atomic<bool> g_full_logged{false};
 
-bool launched(ncclResult_t r) { return r == ncclSuccess || r == ncclInProgress; }
-
 int comm_device(ncclComm_t comm) {
   int device = -1;
   const auto fn = real_cu_device.get();
@@ -89,7 +87,7 @@ ncclResult_t create_comm(RealFunction<Fn>& real, Register&& on_created, Args... 
   active_runtime();
   plugin_name_window_open();
   const ncclResult_t r = fn(args...);
-  if (launched(r)) on_created();  // takes the plugin's name when it registers a communicator
+  if (nccl_launched(r)) on_created();  // takes the plugin's name when it registers a communicator
   char unused[kCommNameBytes];
   plugin_name_window_take(unused);  // closed in every case
   return r;
@@ -176,7 +174,7 @@ XPU_TIMER_HOOK ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, n
   plugin_name_window_open();
   const ncclResult_t r = fn(comm, color, key, newcomm, config);
   const CommName name(config);  // closes the window in every case
-  if (launched(r) && newcomm != nullptr && *newcomm != nullptr) {
+  if (nccl_launched(r) && newcomm != nullptr && *newcomm != nullptr) {
     int nranks, rank;
     comm_shape(*newcomm, &nranks, &rank);
     register_comm(*newcomm, comm_hash_for_split(parent_hash, color, nth), nranks, rank, 0, name);

@@ -35,7 +35,7 @@ using testing::find_metric;
 using testing::RegisteredRank;
 using xpu_timer::testing::Child;
 
-constexpr std::chrono::seconds kTimeout{30};
+constexpr std::chrono::seconds kDriverTimeout{30};
 
 // The driver's "CALLS a b c d e" line: XpuSimCountedCall counts.
 std::vector<uint64_t> counted_calls(const std::string& out) {
@@ -77,9 +77,9 @@ bool run_driver(FakeSupervisor& sup, const std::string& job_id, const std::strin
     *error = "cannot start the driver";
     return false;
   }
-  run->rank = sup.accept_rank(kTimeout.count(), error);
+  run->rank = sup.accept_rank(kDriverTimeout.count(), error);
   if (run->rank == nullptr) return false;
-  if (!run->job->wait_for_output("READY", kTimeout)) {
+  if (!run->job->wait_for_output("READY", kDriverTimeout)) {
     *error = "the driver did not finish its steps: " + run->job->output();
     return false;
   }
@@ -112,7 +112,7 @@ TEST(InjectSimSampling, SampledOutCallsMakeNoLibraryCallsOfOurs) {
   ASSERT_EQ(calls.size(), static_cast<size_t>(XPU_SIM_COUNTED_CALLS)) << job->output();
 
   std::unique_ptr<proto::StatusPage> p;
-  const auto deadline = std::chrono::steady_clock::now() + kTimeout;
+  const auto deadline = std::chrono::steady_clock::now() + kDriverTimeout;
   do {
     p = rank->snapshot();
     if (p != nullptr && p->completed_total == 900) break;
@@ -148,7 +148,7 @@ TEST(InjectSimSampling, SampledOutCallsMakeNoLibraryCallsOfOurs) {
   EXPECT_EQ(calls[XPU_SIM_STREAM_IS_CAPTURING], gemm->count + lt->count + copy->count);
   EXPECT_EQ(p->hook_errors, 0u);
   job->close_stdin();
-  EXPECT_EQ(job->wait_exit_code(kTimeout), 0) << job->output();
+  EXPECT_EQ(job->wait_exit_code(kDriverTimeout), 0) << job->output();
 }
 
 // The driver's "USERCALLS name count,..." lines, in order: per entry point,
@@ -325,7 +325,7 @@ TEST_P(InjectSimCallBudget, EachOperationMakesOnlyItsBudgetOfCalls) {
   // The collectives without events still advanced their communicator's
   // sequence numbers, and completed.
   std::unique_ptr<proto::StatusPage> p;
-  const auto deadline = std::chrono::steady_clock::now() + kTimeout;
+  const auto deadline = std::chrono::steady_clock::now() + kDriverTimeout;
   do {
     p = rank->snapshot();
     if (p != nullptr && p->ncomms == 1 && p->comms[0].completed_seq == 1 + 2 * kN) break;
@@ -336,7 +336,7 @@ TEST_P(InjectSimCallBudget, EachOperationMakesOnlyItsBudgetOfCalls) {
   EXPECT_EQ(p->comms[0].issued_seq, 1 + 2 * kN);
   EXPECT_EQ(p->comms[0].completed_seq, 1 + 2 * kN);
   job->close_stdin();
-  EXPECT_EQ(job->wait_exit_code(kTimeout), 0) << job->output();
+  EXPECT_EQ(job->wait_exit_code(kDriverTimeout), 0) << job->output();
 }
 
 INSTANTIATE_TEST_SUITE_P(Sampling, InjectSimCallBudget,

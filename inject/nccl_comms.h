@@ -12,4 +12,8 @@ namespace xpu_timer::inject {
 // CommRegistry::kNone when the registry is full or `comm` is null.
 uint32_t comm_index_for(ncclComm_t comm);
 
+// Whether an NCCL call's result means it went ahead (ncclInProgress: a
+// non-blocking communicator's call that completes later).
+inline bool nccl_launched(ncclResult_t r) { return r == ncclSuccess || r == ncclInProgress; }
+
 }  // namespace xpu_timer::inject

@@ -36,7 +36,7 @@ int marker_line(const std::string& name) {
   return -1;
 }
 
-std::string describe(const ThreadStack& t) {
+std::string describe_py(const ThreadStack& t) {
   std::string out = "thread " + std::to_string(t.tid) +
                     " gil=" + (t.holds_gil ? (*t.holds_gil ? "yes" : "no") : "null") + "\n";
   for (const auto& f : t.python)
@@ -46,10 +46,10 @@ std::string describe(const ThreadStack& t) {
   return out;
 }
 
-std::string describe(const ProcessStack& s) {
+std::string describe_py(const ProcessStack& s) {
   std::string out;
   for (const auto& e : s.errors) out += "error: " + e + "\n";
-  for (const auto& t : s.threads) out += describe(t);
+  for (const auto& t : s.threads) out += describe_py(t);
   return out;
 }
 
@@ -84,21 +84,21 @@ TEST_P(PythonStack, ThreadsFramesLinesGilAndMixedStack) {
   CollectResult r;
   for (int attempt = 0; attempt < 60; ++attempt) {
     r = collect_stacks(target.pid(), CollectOptions{});
-    ASSERT_TRUE(r.attached) << describe(r.stack);
+    ASSERT_TRUE(r.attached) << describe_py(r.stack);
     EXPECT_TRUE(xpu_timer::testing::no_thread_stopped(target.pid()));
     if (settled(r.stack)) break;
     std::this_thread::sleep_for(50ms);
   }
   const ProcessStack& s = r.stack;
-  ASSERT_TRUE(s.python_version.has_value()) << describe(s);
+  ASSERT_TRUE(s.python_version.has_value()) << describe_py(s);
   EXPECT_EQ(s.python_version->rfind(std::string(py.version) + ".", 0), 0u) << *s.python_version;
-  ASSERT_TRUE(settled(s)) << describe(s);
-  EXPECT_EQ(s.threads.size(), 3u) << describe(s);
+  ASSERT_TRUE(settled(s)) << describe_py(s);
+  EXPECT_EQ(s.threads.size(), 3u) << describe_py(s);
 
   // Main thread: exact frames, files and lines.
   const ThreadStack* main = thread_with_top(s, "inner_blocked");
   EXPECT_EQ(main->tid, target.pid());
-  ASSERT_EQ(main->python.size(), 4u) << describe(*main);
+  ASSERT_EQ(main->python.size(), 4u) << describe_py(*main);
   const std::vector<std::pair<std::string, std::string>> expected = {
       {"inner_blocked", "read"}, {"middle", "middle"}, {"outer", "outer"}, {"<module>", "module"}};
   for (size_t k = 0; k < expected.size(); ++k) {
@@ -146,12 +146,12 @@ TEST_P(PythonStack, ThreadsFramesLinesGilAndMixedStack) {
     }
     std::vector<std::string> py_funcs;
     for (const auto& f : t->python) py_funcs.push_back(f.func);
-    EXPECT_EQ(py_in_mixed, py_funcs) << describe(*t);
-    EXPECT_FALSE(eval_left) << describe(*t);
-    EXPECT_GT(native_count, 0u) << describe(*t);
+    EXPECT_EQ(py_in_mixed, py_funcs) << describe_py(*t);
+    EXPECT_FALSE(eval_left) << describe_py(*t);
+    EXPECT_GT(native_count, 0u) << describe_py(*t);
     // On a thread blocked in C the read/lock call sits above the Python frames.
     if (t != spinner) {
-      EXPECT_FALSE(t->mixed.front().python) << describe(*t);
+      EXPECT_FALSE(t->mixed.front().python) << describe_py(*t);
     }
   }
 }

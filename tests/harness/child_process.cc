@@ -271,6 +271,10 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+bool have_python() {
+  return Child({"python3", "-c", "import ctypes"}).wait_exit_code(std::chrono::seconds(30)) == 0;
+}
+
 bool file_exists(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0;

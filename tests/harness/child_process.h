@@ -107,6 +107,8 @@ bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds tim
 
 std::string read_file(const std::string& path);
 bool file_exists(const std::string& path);
+// Whether `python3` runs and has ctypes (the simulated trainer's Python side).
+bool have_python();
 // "<prefix>-<this pid>-<n>", unique to this test process and call.
 std::string unique_name(const std::string& prefix);
 

@@ -17,6 +17,7 @@ namespace {
 namespace t = xpu_timer::simgpu::testing;
 using xpu_timer::testing::Child;
 using xpu_timer::testing::file_exists;
+using xpu_timer::testing::have_python;
 using xpu_timer::testing::wait_until;
 using namespace std::chrono_literals;
 
@@ -40,8 +41,6 @@ std::unique_ptr<Child> launch_node(int node_rank, const std::string& job,
 }
 
 std::vector<std::string> sh(const std::string& script) { return {"/bin/sh", "-c", script}; }
-
-bool have_python() { return Child({"python3", "-c", "import ctypes"}).wait_exit_code(30s) == 0; }
 
 // The trainer behind a shell that first prints the rank's environment.
 std::vector<std::string> trainer(bool python, const std::vector<std::string>& flags) {

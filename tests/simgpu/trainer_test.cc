@@ -13,9 +13,8 @@
 namespace {
 
 using xpu_timer::testing::Child;
+using xpu_timer::testing::have_python;
 using namespace std::chrono_literals;
-
-bool have_python() { return Child({"python3", "-c", "import ctypes"}).wait_exit_code(30s) == 0; }
 
 std::vector<std::string> trainer_cmd(bool python) {
   if (python) return {"python3", SIM_TRAINER_PY};
