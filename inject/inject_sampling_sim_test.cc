@@ -61,8 +61,10 @@ struct DriverRun {
 // Starts the driver with `steps` (ending in "wait") in a world of one rank;
 // on failure, says why in *error.
 bool run_driver(FakeSupervisor& sup, const std::string& job_id, const std::string& sample_per_sec,
-                const std::vector<std::string>& steps, DriverRun* run, std::string* error) {
+                const std::vector<std::string>& steps, DriverRun* run, std::string* error,
+                const std::vector<std::string>& more_env = {}) {
   std::vector<std::string> env = sup.env();
+  env.insert(env.end(), more_env.begin(), more_env.end());
   env.push_back(std::string(proto::kEnvPreload) + "=" + INJECT_LIB);
   env.push_back(std::string("XPU_TIMER_SIM_LIB_DIR=") + SIM_LIB_DIR);
   env.push_back("XPU_TIMER_SIM_JOB_ID=" + job_id + "-" + std::to_string(getpid()));
@@ -151,15 +153,17 @@ TEST(InjectSimSampling, SampledOutCallsMakeNoLibraryCallsOfOurs) {
   EXPECT_EQ(job->wait_exit_code(kDriverTimeout), 0) << job->output();
 }
 
-// The driver's "USERCALLS name count,..." lines, in order: per entry point,
-// how often the injected library's code called it on the driver's thread.
-std::vector<std::map<std::string, uint64_t>> user_calls(const std::string& out) {
+// The driver's "USERCALLS name count,..." lines (or `tag`'s), in order: per
+// entry point, how often the injected library's code called it on the
+// driver's thread (OURCALLS: on the library's own threads).
+std::vector<std::map<std::string, uint64_t>> user_calls(const std::string& out,
+                                                        const std::string& tag = "USERCALLS") {
   std::vector<std::map<std::string, uint64_t>> snapshots;
   std::istringstream lines(out);
   for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("USERCALLS ", 0) != 0) continue;
+    if (line.rfind(tag + " ", 0) != 0) continue;
     std::map<std::string, uint64_t>& m = snapshots.emplace_back();
-    std::istringstream entries(line.substr(10));
+    std::istringstream entries(line.substr(tag.size() + 1));
     for (std::string entry; std::getline(entries, entry, ',');) {
       const size_t space = entry.find(' ');
       if (space == std::string::npos) continue;
@@ -343,6 +347,62 @@ INSTANTIATE_TEST_SUITE_P(Sampling, InjectSimCallBudget,
                          ::testing::Values(CallBudgetCase{"every_call_timed", "0", true},
                                            CallBudgetCase{"none_timed", "0.001", false}),
                          [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace xpu_timer::inject
+
+namespace xpu_timer::inject {
+namespace {
+
+// What the Poller asks of the driver: an operation it finds complete costs
+// one query (its end event; the start completed before it), not two. Each
+// query takes the driver's locks that the training threads' launches take
+// too, and on a host-bound job they showed in its step time. With one pass a
+// second, the collectives below are complete before most passes look: every
+// one needs its successful end query, and each pass that finds the head in
+// flight asks at most twice more (its end, then its start).
+TEST(InjectSimPollerQueries, AnOperationFoundCompleteCostsOneQuery) {
+  if (access(INJECT_LIB, R_OK) != 0 || access(SIM_LIB_DIR "/libsim_workload.so", R_OK) != 0) {
+    GTEST_SKIP() << "inject library or simulated GPU not built";
+  }
+  FakeSupervisor sup;
+  ASSERT_TRUE(sup.ok()) << "cannot listen on a unix socket in /tmp";
+  constexpr uint64_t kN = 200;
+  constexpr double kPassS = 1.0;  // XPU_TIMER_POLL_INTERVAL_MS below
+  const auto t0 = std::chrono::steady_clock::now();
+  DriverRun run;
+  std::string error;
+  ASSERT_TRUE(
+      run_driver(sup, "poller-queries", "0.001",
+                 {"init", "coll:allreduce:4096*" + std::to_string(kN), "sync", "wait", "ourcalls"},
+                 &run, &error, {"XPU_TIMER_POLL_INTERVAL_MS=1000"}))
+      << error;
+  std::unique_ptr<proto::StatusPage> p;
+  const auto deadline = std::chrono::steady_clock::now() + kDriverTimeout;
+  do {
+    p = run.rank->snapshot();
+    if (p != nullptr && p->ncomms == 1 && p->comms[0].completed_seq == kN) break;
+    usleep(2000);
+  } while (std::chrono::steady_clock::now() < deadline);
+  ASSERT_NE(p, nullptr);
+  ASSERT_EQ(p->ncomms, 1u);
+  ASSERT_EQ(p->comms[0].completed_seq, kN) << "the collectives did not complete";
+  const double elapsed_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  run.job->close_stdin();
+  ASSERT_TRUE(run.job->wait_for_output("OURCALLS", kDriverTimeout)) << run.job->output();
+  EXPECT_EQ(run.job->wait_exit_code(kDriverTimeout), 0) << run.job->output();
+  const auto ours = user_calls(run.job->output(), "OURCALLS");
+  ASSERT_EQ(ours.size(), 1u) << run.job->output();
+  const auto it = ours[0].find("cudaEventQuery");
+  const uint64_t queries = it != ours[0].end() ? it->second : 0;
+  // Passes until the last completion: one per kPassS, and the first.
+  const uint64_t passes = static_cast<uint64_t>(elapsed_s / kPassS) + 2;
+  EXPECT_GE(queries, kN);
+  EXPECT_LE(queries, kN + 2 * passes)
+      << "the Poller asked more than once about operations it found complete (" << passes
+      << " passes at most in " << elapsed_s << " s)";
+}
 
 }  // namespace
 }  // namespace xpu_timer::inject

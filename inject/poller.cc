@@ -331,13 +331,24 @@ bool Poller::process_head(Pending& p, uint64_t now_ns, bool* done) {
   // may be queried even while the host call is still running: a collective
   // that blocks in its host call but could start is on the hang clock too.
   // started_ns is that clock's origin (docs/architecture.md "Hang detection").
+  //
+  // The end event is asked first once it is recorded: an end complete means
+  // a start complete (both on one stream, start first), so most operations
+  // (the GPU keeps up) cost one query, not two. Each query takes the
+  // driver's locks the training threads' launches take too
+  // (bench/results/2026-11-29-hostbound-queries-h200x1.md).
+  if (state == PairState::kEnded) {
+    err = cuda.event_query(pair.end);
+    if (err == cudaSuccess) return complete_head(p, pair, now_ns, done);
+    if (err != cudaErrorNotReady && !capture_related(err)) {
+      cuda_failed("cudaEventQuery", err);
+      return false;
+    }
+  }
   if (p.started_ns == 0) {
     err = cuda.event_query(pair.start);
     if (err == cudaSuccess) {
-      // now_ns is this pass's clock, read before the queue was drained: an
-      // operation published during the pass is not seen starting before it
-      // was launched.
-      p.started_ns = std::max(now_ns, p.rec.launch_ns);
+      p.started_ns = started_at(p, now_ns);
       record(p, static_cast<uint8_t>(recorder::OpState::kRunning));
     } else if (err != cudaErrorNotReady) {
       if (capture_related(err)) return true;  // transient: another thread captures
@@ -345,15 +356,23 @@ bool Poller::process_head(Pending& p, uint64_t now_ns, bool* done) {
       return false;
     }
   }
-  if (state == PairState::kRecording) return true;         // end event not recorded yet
-  const bool end_only = p.rec.flags & OpRecord::kEndOnly;  // markers only: not timed
-  err = cuda.event_query(pair.end);
-  if (err == cudaErrorNotReady || (err != cudaSuccess && capture_related(err))) return true;
-  if (err != cudaSuccess) {
-    cuda_failed("cudaEventQuery", err);
-    return false;
-  }
+  return true;  // the end event is not recorded, or not complete yet
+}
+
+uint64_t Poller::started_at(const Pending& p, uint64_t now_ns) {
+  // now_ns is this pass's clock, read before the queue was drained: an
+  // operation published during the pass is not seen starting before it was
+  // launched.
+  return std::max(now_ns, p.rec.launch_ns);
+}
+
+bool Poller::complete_head(Pending& p, EventPair& pair, uint64_t now_ns, bool* done) {
+  const CudaRuntimeCalls& cuda = cuda_calls();
   const uint64_t seen_ns = monotonic_ns();  // after the query: the end was complete by now
+  // Its start completed no later than its end: on the hang clock from this
+  // pass, as if the start query had been made.
+  if (p.started_ns == 0) p.started_ns = started_at(p, now_ns);
+  const bool end_only = p.rec.flags & OpRecord::kEndOnly;  // markers only: not timed
   if (end_only) {  // a completion marker: counted, not timed
     // The start marker's GPU time is the rank's arrival at the collective
     // (the work before it on its stream had finished): the supervisor's
@@ -365,9 +384,8 @@ bool Poller::process_head(Pending& p, uint64_t now_ns, bool* done) {
     *done = true;
     return true;
   }
-  if (p.started_ns == 0) p.started_ns = std::max(now_ns, p.rec.launch_ns);
   float ms = 0;
-  err = cuda.event_elapsed_time(&ms, pair.start, pair.end);
+  const cudaError_t err = cuda.event_elapsed_time(&ms, pair.start, pair.end);
   if (err != cudaSuccess) {
     cuda_failed("cudaEventElapsedTime", err);
     return false;
@@ -426,26 +444,6 @@ void Poller::finish(const Pending& p, uint64_t duration_ns, Outcome outcome, uin
     }
   }
   if ((r.flags & OpRecord::kHasPair) && !p.keep_pair) return_pair(r);
-}
-
-void Poller::map_gpu_times(Pending& p, cudaEvent_t start, cudaEvent_t end, uint64_t duration_ns,
-                           uint64_t seen_ns) {
-  if (!state_->ring.ok()) return;  // only the flight recorder shows GPU times
-  if (bench_part_off(BenchPart::kGpuClock)) return;
-  GpuClock::Observation o;
-  o.start = start;
-  o.launch_ns = p.rec.launch_ns;
-  o.token = p.rec.pair_index;
-  o.end = end;
-  o.end_after_start_ns = duration_ns;
-  o.seen_ns = seen_ns;
-  const GpuClock::Mapped m = gpu_clock_.observe(p.rec.device, o);
-  p.gpu_start_ns = m.start_ns;
-  p.gpu_end_ns = m.start_ns != 0 ? m.end_ns : 0;
-  p.keep_pair = m.keep == p.rec.pair_index;
-  if (m.give_back != GpuClock::kNoToken) {
-    if (EventPool* pool = state_->pools.peek(p.rec.device)) pool->give_back(m.give_back);
-  }
 }
 
 void Poller::return_pair(const OpRecord& rec) {

@@ -39,6 +39,7 @@
 namespace xpu_timer::inject {
 
 struct RuntimeState;
+struct EventPair;
 
 class Poller {
  public:
@@ -84,6 +85,12 @@ class Poller {
   void complete_ready(uint64_t now_ns, bool honour_stop);
   // False when a CUDA error of ours ended timing.
   bool process_head(Pending& p, uint64_t now_ns, bool* done);
+  // The head whose end event a query found complete: timed or counted, and
+  // finished (*done). False when a CUDA error of ours ended timing.
+  bool complete_head(Pending& p, EventPair& pair, uint64_t now_ns, bool* done);
+  // The hang clock's origin of `p`, its start event seen complete in the
+  // pass that began at now_ns.
+  static uint64_t started_at(const Pending& p, uint64_t now_ns);
   // kNotRun: the call failed or was never launched; kCounted: completed,
   // sampled out of timing; kTimed: completed with `duration_ns`.
   enum class Outcome { kNotRun, kCounted, kTimed };

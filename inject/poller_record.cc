@@ -1,7 +1,10 @@
 // The Poller's flight-recorder writes (common/recorder_ring.h): an
-// operation's record as it is appended and rewritten in place. Poller thread.
+// operation's record as it is appended and rewritten in place, and the GPU
+// times it carries. Poller thread.
 #include "common/recorder_ring.h"
+#include "inject/bench_parts.h"
 #include "inject/call_sites.h"
+#include "inject/event_pool.h"
 #include "inject/poller.h"
 #include "inject/runtime.h"
 
@@ -56,6 +59,26 @@ void Poller::record(Pending& p, uint8_t state) {
     p.ring_pos = ring.append(d);
   } else {
     ring.update(p.ring_pos, d);
+  }
+}
+
+void Poller::map_gpu_times(Pending& p, cudaEvent_t start, cudaEvent_t end, uint64_t duration_ns,
+                           uint64_t seen_ns) {
+  if (!state_->ring.ok()) return;  // only the flight recorder shows GPU times
+  if (bench_part_off(BenchPart::kGpuClock)) return;
+  GpuClock::Observation o;
+  o.start = start;
+  o.launch_ns = p.rec.launch_ns;
+  o.token = p.rec.pair_index;
+  o.end = end;
+  o.end_after_start_ns = duration_ns;
+  o.seen_ns = seen_ns;
+  const GpuClock::Mapped m = gpu_clock_.observe(p.rec.device, o);
+  p.gpu_start_ns = m.start_ns;
+  p.gpu_end_ns = m.start_ns != 0 ? m.end_ns : 0;
+  p.keep_pair = m.keep == p.rec.pair_index;
+  if (m.give_back != GpuClock::kNoToken) {
+    if (EventPool* pool = state_->pools.peek(p.rec.device)) pool->give_back(m.give_back);
   }
 }
 

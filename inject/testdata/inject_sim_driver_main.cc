@@ -31,6 +31,8 @@
 //   usercalls                    print "USERCALLS name count,..." : the sim's entry
 //                                points called from the hook library's code on
 //                                threads not its own, and how often
+//   ourcalls                     print "OURCALLS name count,...": the same for
+//                                calls on the hook library's own threads
 //   finalize                     sim_finalize()
 //   exit:CODE                    exit status of the driver (default 0)
 // A step ending in *N runs N times (gemm:gemmex:64:64:64:1*500).
@@ -214,16 +216,20 @@ int main(int argc, char** argv) {
           dlsym(RTLD_DEFAULT, "xpu_timer_bench_set_part"));
       if (set_part == nullptr) die("xpu_timer_bench_set_part: the injected library is not loaded");
       rc = set_part(a.size() > 1 ? a[1].c_str() : "", static_cast<int>(arg(2)));
-    } else if (op == "usercalls") {
+    } else if (op == "usercalls" || op == "ourcalls") {
+      const bool user = op == "usercalls";
       void* cudart = dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD);
-      auto calls = cudart != nullptr ? reinterpret_cast<size_t (*)(char*, size_t)>(
-                                           dlsym(cudart, "xpu_sim_user_thread_calls"))
-                                     : nullptr;
+      auto calls =
+          cudart != nullptr
+              ? reinterpret_cast<size_t (*)(char*, size_t)>(dlsym(
+                    cudart, user ? "xpu_sim_user_thread_calls" : "xpu_sim_library_thread_calls"))
+              : nullptr;
       if (calls == nullptr) die("the simulated libcudart.so.13 is not loaded");
       std::string text(calls(nullptr, 0) + 1, '\0');
       calls(text.data(), text.size());
+      text.resize(std::strlen(text.c_str()));
       for (char& c : text) c = c == '\n' ? ',' : c;
-      std::printf("USERCALLS %s\n", text.c_str());
+      std::printf("%s %s\n", user ? "USERCALLS" : "OURCALLS", text.c_str());
       std::fflush(stdout);
     } else if (op == "finalize") {
       rc = api.finalize();

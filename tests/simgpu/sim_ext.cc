@@ -72,21 +72,40 @@ struct EntryCount {
   std::atomic<const char*> name{nullptr};
   std::atomic<uint64_t> count{0};
 };
-EntryCount g_entries[kEntrySlots];
+using EntryTable = EntryCount[kEntrySlots];
+EntryTable g_user_entries;     // the injected library's calls on the user's threads
+EntryTable g_library_entries;  // ... on its own threads (its Poller)
 
-void count_entry(const char* name) {
+void count_entry(EntryTable& table, const char* name) {
   size_t i = (reinterpret_cast<uintptr_t>(name) >> 3) % kEntrySlots;
   for (size_t probes = 0; probes < kEntrySlots; ++probes, i = (i + 1) % kEntrySlots) {
-    const char* seen = g_entries[i].name.load(std::memory_order_acquire);
+    const char* seen = table[i].name.load(std::memory_order_acquire);
     if (seen == nullptr &&
-        g_entries[i].name.compare_exchange_strong(seen, name, std::memory_order_acq_rel)) {
+        table[i].name.compare_exchange_strong(seen, name, std::memory_order_acq_rel)) {
       seen = name;
     }
     if (seen == name) {
-      g_entries[i].count.fetch_add(1, std::memory_order_relaxed);
+      table[i].count.fetch_add(1, std::memory_order_relaxed);
       return;
     }
   }
+}
+
+size_t format_entries(const EntryTable& table, char* buf, size_t size) {
+  std::vector<std::pair<std::string, uint64_t>> counts;
+  for (const EntryCount& e : table) {
+    const char* name = e.name.load(std::memory_order_acquire);
+    if (name != nullptr) counts.emplace_back(name, e.count.load(std::memory_order_relaxed));
+  }
+  std::sort(counts.begin(), counts.end());
+  std::string text;
+  for (const auto& [name, n] : counts) text += name + " " + std::to_string(n) + "\n";
+  if (buf != nullptr && size > 0) {
+    const size_t n = std::min(size - 1, text.size());
+    std::memcpy(buf, text.data(), n);
+    buf[n] = '\0';
+  }
+  return text.size();
 }
 }  // namespace
 
@@ -105,26 +124,17 @@ uint64_t xpu_sim_call_count(int which) {
 }
 
 void xpu_sim_note_call(const char* entry_point, const void* return_address) {
-  if (entry_point != nullptr && from_inject(return_address) && !on_library_thread()) {
-    count_entry(entry_point);
+  if (entry_point != nullptr && from_inject(return_address)) {
+    count_entry(on_library_thread() ? g_library_entries : g_user_entries, entry_point);
   }
 }
 
 size_t xpu_sim_user_thread_calls(char* buf, size_t size) {
-  std::vector<std::pair<std::string, uint64_t>> counts;
-  for (const EntryCount& e : g_entries) {
-    const char* name = e.name.load(std::memory_order_acquire);
-    if (name != nullptr) counts.emplace_back(name, e.count.load(std::memory_order_relaxed));
-  }
-  std::sort(counts.begin(), counts.end());
-  std::string text;
-  for (const auto& [name, n] : counts) text += name + " " + std::to_string(n) + "\n";
-  if (buf != nullptr && size > 0) {
-    const size_t n = std::min(size - 1, text.size());
-    std::memcpy(buf, text.data(), n);
-    buf[n] = '\0';
-  }
-  return text.size();
+  return format_entries(g_user_entries, buf, size);
+}
+
+size_t xpu_sim_library_thread_calls(char* buf, size_t size) {
+  return format_entries(g_library_entries, buf, size);
 }
 
 uint64_t xpu_sim_now_ns(void) { return sim::now_ns(); }

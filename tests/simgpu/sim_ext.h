@@ -63,6 +63,10 @@ void xpu_sim_note_call(const char* entry_point, const void* return_address);
 // "name count" lines, one per entry point called so (sorted by name), into
 // buf (NUL-terminated, cut to size); returns the length of the whole text.
 size_t xpu_sim_user_thread_calls(char* buf, size_t size);
+// The same for the calls the injected library makes on its own threads (its
+// Poller's event queries), so that a test can hold it to what it asks of the
+// driver per operation.
+size_t xpu_sim_library_thread_calls(char* buf, size_t size);
 
 #ifdef __cplusplus
 }
