@@ -22,6 +22,7 @@ constexpr PartName kBenchPartNames[] = {
     {"timed_ops", BenchPart::kTimedOps},
     {"op_records", BenchPart::kOpRecords},
     {"launch_count", BenchPart::kLaunchCount},
+    {"end_query_first", BenchPart::kEndQueryFirst},
 };
 
 }  // namespace

@@ -26,6 +26,7 @@ enum class BenchPart : uint32_t {
   kTimedOps = 1u << 7,          // timing GEMMs and copies (their events on the compute stream)
   kOpRecords = 1u << 8,         // a GEMM's or copy's sampling and record (the hook only describes)
   kLaunchCount = 1u << 9,       // counting kernel launches
+  kEndQueryFirst = 1u << 10,    // the Poller asks a recorded end event first (off: start first)
 };
 
 // The parts switched off (BenchPart bits); 0 in every process not benchmarked.

@@ -332,18 +332,14 @@ bool Poller::process_head(Pending& p, uint64_t now_ns, bool* done) {
   // that blocks in its host call but could start is on the hang clock too.
   // started_ns is that clock's origin (docs/architecture.md "Hang detection").
   //
-  // The end event is asked first once it is recorded: an end complete means
-  // a start complete (both on one stream, start first), so most operations
-  // (the GPU keeps up) cost one query, not two. Each query takes the
-  // driver's locks the training threads' launches take too
+  // A recorded end event is asked first: complete, the start is too (one
+  // stream, start first), so most operations cost one query, not two; each
+  // takes driver locks the training threads' launches take too
   // (bench/results/2026-11-29-hostbound-queries-h200x1.md).
-  if (state == PairState::kEnded) {
-    err = cuda.event_query(pair.end);
-    if (err == cudaSuccess) return complete_head(p, pair, now_ns, done);
-    if (err != cudaErrorNotReady && !capture_related(err)) {
-      cuda_failed("cudaEventQuery", err);
-      return false;
-    }
+  const bool end_first = !bench_part_off(BenchPart::kEndQueryFirst);  // off: a benchmark's
+  if (state == PairState::kEnded && end_first) {
+    if (!ask_end(p, pair, now_ns, done)) return false;
+    if (*done) return true;
   }
   if (p.started_ns == 0) {
     err = cuda.event_query(pair.start);
@@ -356,7 +352,16 @@ bool Poller::process_head(Pending& p, uint64_t now_ns, bool* done) {
       return false;
     }
   }
+  if (state == PairState::kEnded && !end_first) return ask_end(p, pair, now_ns, done);
   return true;  // the end event is not recorded, or not complete yet
+}
+
+bool Poller::ask_end(Pending& p, EventPair& pair, uint64_t now_ns, bool* done) {
+  const cudaError_t err = cuda_calls().event_query(pair.end);
+  if (err == cudaSuccess) return complete_head(p, pair, now_ns, done);
+  if (err == cudaErrorNotReady || capture_related(err)) return true;  // not yet; or transient
+  cuda_failed("cudaEventQuery", err);
+  return false;
 }
 
 uint64_t Poller::started_at(const Pending& p, uint64_t now_ns) {

@@ -85,6 +85,9 @@ class Poller {
   void complete_ready(uint64_t now_ns, bool honour_stop);
   // False when a CUDA error of ours ended timing.
   bool process_head(Pending& p, uint64_t now_ns, bool* done);
+  // Asks whether the head's recorded end event completed, and if so
+  // completes it (*done). False when a CUDA error of ours ended timing.
+  bool ask_end(Pending& p, EventPair& pair, uint64_t now_ns, bool* done);
   // The head whose end event a query found complete: timed or counted, and
   // finished (*done). False when a CUDA error of ours ended timing.
   bool complete_head(Pending& p, EventPair& pair, uint64_t now_ns, bool* done);
