@@ -355,12 +355,10 @@ namespace xpu_timer::inject {
 namespace {
 
 // What the Poller asks of the driver: an operation it finds complete costs
-// one query (its end event; the start completed before it), not two. Each
-// query takes the driver's locks that the training threads' launches take
-// too, and on a host-bound job they showed in its step time. With one pass a
-// second, the collectives below are complete before most passes look: every
-// one needs its successful end query, and each pass that finds the head in
-// flight asks at most twice more (its end, then its start).
+// one query (its end event; the start completed before it), not two. With one
+// pass a second, the collectives below are complete before most passes look:
+// every one needs its successful end query, and each pass that finds the
+// head in flight asks at most twice more (its end, then its start).
 TEST(InjectSimPollerQueries, AnOperationFoundCompleteCostsOneQuery) {
   if (access(INJECT_LIB, R_OK) != 0 || access(SIM_LIB_DIR "/libsim_workload.so", R_OK) != 0) {
     GTEST_SKIP() << "inject library or simulated GPU not built";

@@ -333,9 +333,9 @@ bool Poller::process_head(Pending& p, uint64_t now_ns, bool* done) {
   // started_ns is that clock's origin (docs/architecture.md "Hang detection").
   //
   // A recorded end event is asked first: complete, the start is too (one
-  // stream, start first), so most operations cost one query, not two; each
-  // takes driver locks the training threads' launches take too
-  // (bench/results/2026-11-29-hostbound-queries-h200x1.md).
+  // stream, start first), so most operations cost one query, not two (a
+  // saving of the Poller's; none a host-bound step showed:
+  // bench/results/2026-11-29-hostbound-queries-h200x1.md).
   const bool end_first = !bench_part_off(BenchPart::kEndQueryFirst);  // off: a benchmark's
   if (state == PairState::kEnded && end_first) {
     if (!ask_end(p, pair, now_ns, done)) return false;
