@@ -2,7 +2,6 @@
 
 #include <strings.h>
 
-#include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <string_view>
@@ -39,12 +38,8 @@ long env_long(const char* name, long fallback) {
 
 double env_double(const char* name, double fallback) {
   const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  char* end = nullptr;
-  errno = 0;
-  double x = std::strtod(v, &end);
-  if (errno != 0 || end == v || *end != '\0') return fallback;
-  return x;
+  if (v == nullptr) return fallback;
+  return parse_real(v).value_or(fallback);
 }
 
 bool env_bool(const char* name, bool fallback) {

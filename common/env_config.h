@@ -24,7 +24,8 @@ using EnvLookup = std::function<const char*(const char*)>;
 RankIdentity rank_identity_from(const EnvLookup& env);
 RankIdentity rank_identity_from_env();  // from this process's environment
 
-// Integer value of `name`, or `fallback` when unset or not a whole number.
+// Integer value of `name`, or `fallback` when unset or not a whole number;
+// the number of `name`, or `fallback` when unset or not one (parse_number.h).
 long env_long(const char* name, long fallback);
 double env_double(const char* name, double fallback);
 // "1", "true", "yes", "on" (any case) are true.

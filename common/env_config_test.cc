@@ -4,9 +4,12 @@
 #include "common/env_config.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <map>
 #include <string>
+#include <tuple>
+#include <vector>
 
 namespace xpu_timer {
 namespace {
@@ -98,6 +101,33 @@ TEST(RankIdentity, EmptyOrMalformedValuesFallBack) {
                    {"SLURM_TASKS_PER_NODE", "x"}}),
          2, 0, 4, 4, 0);
   expect(identity({{"RANK", "1x"}, {"WORLD_SIZE", "2"}}), 0, 0, 2, 2, 0);
+}
+
+// The numbers of the environment go through the product's one parser: the
+// whole value or the fallback, never a prefix, whatever the locale says.
+TEST(EnvNumbers, TheWholeValueOrTheFallback) {
+  const char* name = "XPU_TIMER_ENV_CONFIG_TEST_NUMBER";
+  unsetenv(name);
+  EXPECT_EQ(env_double(name, 7.5), 7.5);
+  EXPECT_EQ(env_long(name, -3), -3);
+  for (const auto& [text, real, whole] :
+       std::vector<std::tuple<const char*, double, long>>{{"2.5", 2.5, -3},
+                                                          {"-1e3", -1000, -3},
+                                                          {"42", 42, 42},
+                                                          {"", 7.5, -3},
+                                                          {" 2", 7.5, -3},
+                                                          {"2 ", 7.5, -3},
+                                                          {"1,5", 7.5, -3},
+                                                          {"0x10", 7.5, -3},
+                                                          {"inf", 7.5, -3},
+                                                          {"nan", 7.5, -3},
+                                                          {"+1", 7.5, -3},
+                                                          {"12abc", 7.5, -3}}) {
+    setenv(name, text, 1);
+    EXPECT_EQ(env_double(name, 7.5), real) << "'" << text << "'";
+    EXPECT_EQ(env_long(name, -3), whole) << "'" << text << "'";
+  }
+  unsetenv(name);
 }
 
 }  // namespace
