@@ -57,7 +57,7 @@ import tempfile
 import time
 import urllib.request
 
-SIM_MAX_RANKS = 64
+SIM_MAX_RANKS = 1024
 SCENARIOS = ["hang", "straggler", "mismatch", "late", "kill-node", "kill-leader", "etcd-stop"]
 TICKS = os.sysconf("SC_CLK_TCK")
 

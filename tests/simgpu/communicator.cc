@@ -37,13 +37,13 @@ void destroy_op(void* arg) { delete static_cast<OpArgs*>(arg); }
 uint64_t run_collective(void* arg, uint64_t start_ns) {
   auto* op = static_cast<OpArgs*>(arg);
   CommState& st = *op->state;
-  SegmentLayout* shm = st.shm();
-  RankSlot& me = shm->slots[st.rank];
+  SharedSegment& shm = st.shm();
+  RankSlot& me = shm.slot(st.rank);
   me.arrival_ns[op->seq % 2].store(start_ns, std::memory_order_relaxed);
   me.arrived_seq.store(op->seq, std::memory_order_release);
   uint64_t last_arrival = start_ns;
   for (int r = 0; r < st.nranks; ++r) {
-    RankSlot& slot = shm->slots[r];
+    RankSlot& slot = shm.slot(r);
     while (slot.arrived_seq.load(std::memory_order_acquire) < op->seq) {
       if (comm_gone(st)) return now_ns();  // ncclCommAbort ends pending work
       sleep_for_ns(kPollNs);
@@ -62,8 +62,8 @@ uint64_t run_send(void* arg, uint64_t start_ns) {
   auto* op = static_cast<OpArgs*>(arg);
   CommState& st = *op->state;
   const uint64_t number =
-      st.shm()->sent[st.rank][op->peer].fetch_add(1, std::memory_order_acq_rel) + 1;
-  SendTime& t = st.shm()->send_times[st.rank][op->peer][number % kSendTimes];
+      st.shm().sent(st.rank, op->peer).fetch_add(1, std::memory_order_acq_rel) + 1;
+  SendTime& t = st.shm().send_time(st.rank, op->peer, number);
   t.seq.store(0, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
   t.start_ns.store(start_ns, std::memory_order_relaxed);
@@ -89,14 +89,14 @@ bool send_start_ns(const SendTime& t, uint64_t number, uint64_t* out) {
 uint64_t run_recv(void* arg, uint64_t start_ns) {
   auto* op = static_cast<OpArgs*>(arg);
   CommState& st = *op->state;
-  auto& posted = st.shm()->sent[op->peer][st.rank];
+  auto& posted = st.shm().sent(op->peer, st.rank);
   while (posted.load(std::memory_order_acquire) < op->seq) {
     if (comm_gone(st)) return now_ns();
     sleep_for_ns(kPollNs);
   }
   // The send has its number; its time follows within nanoseconds, unless a
   // later send (more than kSendTimes ahead) has taken the slot.
-  const SendTime& slot = st.shm()->send_times[op->peer][st.rank][op->seq % kSendTimes];
+  const SendTime& slot = st.shm().send_time(op->peer, st.rank, op->seq);
   uint64_t send_ns = 0;
   while (!send_start_ns(slot, op->seq, &send_ns)) {
     if (slot.seq.load(std::memory_order_acquire) > op->seq || comm_gone(st)) {
@@ -169,19 +169,20 @@ ncclResult_t comm_init(ncclComm_t* out, int nranks, uint64_t comm_hash, int rank
     return ncclInvalidArgument;
   }
   std::string error;
-  std::unique_ptr<SharedSegment> segment(SharedSegment::open(segment_name(comm_hash), &error));
+  std::unique_ptr<SharedSegment> segment(
+      SharedSegment::open(segment_name(comm_hash), nranks, &error));
   if (!segment) {
     XPU_TIMER_LOG_ERROR("simgpu: %s", error.c_str());
     set_last_error(error);
     return ncclSystemError;
   }
-  SegmentLayout* shm = segment->layout();
+  SegmentHeader& head = segment->header();
   uint32_t expected = 0;
-  shm->magic.compare_exchange_strong(expected, kSegmentMagic);
+  head.magic.compare_exchange_strong(expected, kSegmentMagic);
   uint32_t expected_n = 0;
-  shm->nranks.compare_exchange_strong(expected_n, static_cast<uint32_t>(nranks));
-  const uint32_t seen_n = shm->nranks.load();
-  if (shm->magic.load() != kSegmentMagic || seen_n != static_cast<uint32_t>(nranks)) {
+  head.nranks.compare_exchange_strong(expected_n, static_cast<uint32_t>(nranks));
+  const uint32_t seen_n = head.nranks.load();
+  if (head.magic.load() != kSegmentMagic || seen_n != static_cast<uint32_t>(nranks)) {
     error = "segment /" + segment->name() + " holds a communicator of " + std::to_string(seen_n) +
             " ranks, not " + std::to_string(nranks) +
             " (stale segment? use a fresh XPU_TIMER_SIM_JOB_ID)";
@@ -191,7 +192,7 @@ ncclResult_t comm_init(ncclComm_t* out, int nranks, uint64_t comm_hash, int rank
   }
   int32_t no_pid = 0;
   const int32_t pid = static_cast<int32_t>(getpid());
-  RankSlot& slot = shm->slots[rank];
+  RankSlot& slot = segment->slot(rank);
   if (!slot.pid.compare_exchange_strong(no_pid, pid) && no_pid != pid) {
     error = "rank " + std::to_string(rank) + " of /" + segment->name() +
             " was already joined by pid " + std::to_string(no_pid);
@@ -224,7 +225,7 @@ ncclResult_t comm_wait_joined(ncclComm_t comm) {
   CommState& st = *comm->state;
   // Like ncclCommInitRank, this blocks until every rank has called it.
   for (int r = 0; r < st.nranks; ++r) {
-    while (st.shm()->slots[r].pid.load(std::memory_order_acquire) == 0) {
+    while (st.shm().slot(r).pid.load(std::memory_order_acquire) == 0) {
       sleep_for_ns(kPollNs * 2);
     }
   }
@@ -233,9 +234,9 @@ ncclResult_t comm_wait_joined(ncclComm_t comm) {
 
 ncclResult_t comm_split(ncclComm_t comm, int color, int key, ncclComm_t* out) {
   CommState& st = *comm->state;
-  SegmentLayout* shm = st.shm();
+  SharedSegment& shm = st.shm();
   const uint64_t seq = ++comm->split_seq;
-  SplitEntry& mine = shm->slots[st.rank].split[seq % 2];
+  SplitEntry& mine = shm.slot(st.rank).split[seq % 2];
   mine.color.store(color, std::memory_order_relaxed);
   mine.key.store(key, std::memory_order_relaxed);
   mine.seq.store(seq, std::memory_order_release);
@@ -245,7 +246,7 @@ ncclResult_t comm_split(ncclComm_t comm, int color, int key, ncclComm_t* out) {
   };
   std::vector<Member> members;
   for (int r = 0; r < st.nranks; ++r) {
-    SplitEntry& e = shm->slots[r].split[seq % 2];
+    SplitEntry& e = shm.slot(r).split[seq % 2];
     while (e.seq.load(std::memory_order_acquire) < seq) {
       if (comm_gone(st)) return ncclInvalidUsage;
       sleep_for_ns(kPollNs * 2);
@@ -274,11 +275,11 @@ void comm_release(ncclComm_t comm, bool abort) {
   if (comm == nullptr) return;
   std::shared_ptr<CommState> st = comm->state;
   if (abort) st->aborted.store(true, std::memory_order_release);
-  SegmentLayout* shm = st->shm();
+  SharedSegment& shm = st->shm();
   if (!st->left.exchange(true)) {
-    shm->slots[st->rank].left.store(1, std::memory_order_release);
+    shm.slot(st->rank).left.store(1, std::memory_order_release);
     // The last rank to leave removes the name; in-flight tasks keep their mapping.
-    if (shm->left_count.fetch_add(1) + 1 == static_cast<uint32_t>(st->nranks)) {
+    if (shm.header().left_count.fetch_add(1) + 1 == static_cast<uint32_t>(st->nranks)) {
       st->segment->unlink();
     }
   }

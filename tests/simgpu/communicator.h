@@ -24,7 +24,7 @@ struct CommState {
   std::atomic<bool> aborted{false};
   std::atomic<bool> left{false};
 
-  SegmentLayout* shm() { return segment->layout(); }
+  SharedSegment& shm() { return *segment; }
   ~CommState();
 };
 

@@ -17,7 +17,6 @@ namespace xpu_timer::simgpu {
 namespace {
 
 constexpr uint32_t kRegistryMagic = 0x58534e4fu;  // "XSNO"
-constexpr int kMaxNodes = 64;                     // as many as ranks (kMaxRanks)
 
 enum NodeState : uint32_t { kEmpty = 0, kRunning = 1, kDone = 2 };
 

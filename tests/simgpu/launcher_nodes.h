@@ -31,6 +31,11 @@
 
 namespace xpu_timer::simgpu {
 
+// The launchers of one job, and the ranks of the job (the simulated NCCL's
+// largest communicator, rendezvous.h kMaxRanks).
+constexpr int kMaxNodes = 1024;
+constexpr int kMaxJobRanks = 1024;
+
 class LauncherNodes {
  public:
   enum class JoinError {

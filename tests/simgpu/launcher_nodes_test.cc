@@ -199,19 +199,19 @@ TEST(SimLaunchNodes, OneNodeIsTheSingleLauncherOfToday) {
 TEST(SimLaunchNodes, UsageErrorsSayWhatWasWrong) {
   const std::pair<std::vector<std::string>, std::string> cases[] = {
       {{"--nproc", "2", "--nnodes", "0", "--job-id", "j"},
-       "--nnodes: '0' is not a number of nodes (1 to 64)"},
+       "--nnodes: '0' is not a number of nodes (1 to 1024)"},
       {{"--nproc", "2", "--nnodes", "x", "--job-id", "j"},
-       "--nnodes: 'x' is not a number of nodes (1 to 64)"},
+       "--nnodes: 'x' is not a number of nodes (1 to 1024)"},
       {{"--nproc", "2", "--nnodes", "2", "--node-rank", "-1", "--job-id", "j"},
-       "--node-rank: '-1' is not a node rank (0 to 63)"},
+       "--node-rank: '-1' is not a node rank (0 to 1023)"},
       {{"--nproc", "2", "--nnodes", "2", "--node-rank", "2", "--job-id", "j"},
        "--node-rank 2 is not below --nnodes 2 (node ranks are 0 to 1)"},
       {{"--nproc", "2", "--node_rank", "1", "--job-id", "j"},
        "--node-rank 1 is not below --nnodes 1 (node ranks are 0 to 0)"},
       {{"--nproc", "2", "--nnodes", "2", "--node-rank", "1"},
        "--nnodes 2 needs --job-id ID, the same for every node's launcher"},
-      {{"--nproc", "32", "--nnodes", "3", "--node-rank", "0", "--job-id", "j"},
-       "--nnodes 3 of --nproc 32 makes 96 ranks; the simulated NCCL holds at most 64"},
+      {{"--nproc", "64", "--nnodes", "17", "--node-rank", "0", "--job-id", "j"},
+       "--nnodes 17 of --nproc 64 makes 1088 ranks; the simulated NCCL holds at most 1024"},
   };
   for (const auto& [args, message] : cases) {
     std::vector<std::string> argv = {SIM_LAUNCH};

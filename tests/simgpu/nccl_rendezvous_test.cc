@@ -5,15 +5,20 @@
 #include <gtest/gtest.h>
 #include <nccl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <future>
+#include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
-#include "tests/simgpu/sim_workload.h"
 #include "tests/harness/child_process.h"
+#include "tests/simgpu/rendezvous.h"
 #include "tests/simgpu/sim_segments.h"
+#include "tests/simgpu/sim_workload.h"
 
 namespace {
 
@@ -35,6 +40,42 @@ TEST(NcclRendezvous, TwoProcessAllReduceCompletes) {
   EXPECT_NE(r0.output().find("done"), std::string::npos);
   // Both ranks destroyed the communicator: the last one removed the segment.
   EXPECT_EQ(t::count_segments(job), 0);
+  t::remove_segments(job);
+}
+
+// The segment is sized to its communicator, not to a fixed 64 ranks: its
+// tables follow each other without overlap up to its end, a rank may touch
+// the last entry of each, and a smaller communicator's open does not shrink
+// a segment found larger (its header then tells it apart).
+TEST(NcclRendezvous, TheSegmentIsSizedToItsCommunicator) {
+  namespace s = xpu_timer::simgpu;
+  const std::string job = t::unique_job_id();
+  for (const int n : {1, 64, 1024}) {
+    const std::string name = "xpu_sim_" + job + "_" + std::to_string(n);
+    std::string error;
+    std::unique_ptr<s::SharedSegment> seg(s::SharedSegment::open(name, n, &error));
+    ASSERT_NE(seg, nullptr) << error;
+    struct stat st {};
+    ASSERT_EQ(stat(("/dev/shm/" + name).c_str(), &st), 0);
+    EXPECT_EQ(static_cast<size_t>(st.st_size), s::segment_bytes(n));
+    const auto at = [](const auto& x) { return reinterpret_cast<const char*>(&x); };
+    const char* base = at(seg->header());
+    EXPECT_LE(base + sizeof(s::SegmentHeader), at(seg->slot(0)));
+    EXPECT_LE(at(seg->slot(n - 1)) + sizeof(s::RankSlot), at(seg->sent(0, 0)));
+    EXPECT_LE(at(seg->sent(n - 1, n - 1)) + sizeof(uint64_t), at(seg->send_time(0, 0, 0)));
+    EXPECT_EQ(at(seg->send_time(n - 1, n - 1, s::kSendTimes - 1)) + sizeof(s::SendTime),
+              base + s::segment_bytes(n));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(&seg->slot(n - 1)) % alignof(s::RankSlot), 0u);
+    seg->slot(n - 1).pid.store(7);
+    seg->sent(n - 1, 0).store(3);
+    seg->send_time(n - 1, n - 1, 5).start_ns.store(11);
+    std::unique_ptr<s::SharedSegment> small(s::SharedSegment::open(name, 1, &error));
+    ASSERT_NE(small, nullptr) << error;
+    ASSERT_EQ(stat(("/dev/shm/" + name).c_str(), &st), 0);
+    EXPECT_EQ(static_cast<size_t>(st.st_size), s::segment_bytes(n));
+    EXPECT_EQ(seg->send_time(n - 1, n - 1, 5).start_ns.load(), 11u);
+    seg->unlink();
+  }
   t::remove_segments(job);
 }
 

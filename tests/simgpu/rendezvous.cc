@@ -14,16 +14,35 @@
 
 namespace xpu_timer::simgpu {
 
-SharedSegment* SharedSegment::open(const std::string& name, std::string* error) {
+size_t segment_bytes(int nranks) {
+  const auto n = static_cast<size_t>(nranks);
+  return sizeof(SegmentHeader) + n * sizeof(RankSlot) + n * n * sizeof(std::atomic<uint64_t>) +
+         n * n * kSendTimes * sizeof(SendTime);
+}
+
+SharedSegment::SharedSegment(std::string name, void* base, int nranks)
+    : name_(std::move(name)), base_(base), nranks_(nranks), bytes_(segment_bytes(nranks)) {
+  auto* at = static_cast<char*>(base) + sizeof(SegmentHeader);
+  slots_ = reinterpret_cast<RankSlot*>(at);
+  at += static_cast<size_t>(nranks) * sizeof(RankSlot);
+  sent_ = reinterpret_cast<std::atomic<uint64_t>*>(at);
+  at += static_cast<size_t>(nranks) * static_cast<size_t>(nranks) * sizeof(std::atomic<uint64_t>);
+  send_times_ = reinterpret_cast<SendTime*>(at);
+}
+
+SharedSegment* SharedSegment::open(const std::string& name, int nranks, std::string* error) {
   const std::string path = "/" + name;
   const int fd = shm_open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) {
     *error = "shm_open(" + path + "): " + strerror(errno);
     return nullptr;
   }
-  const size_t size = sizeof(SegmentLayout);
-  // Every rank truncates to the same size: idempotent, and it zero-fills a new segment.
-  if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
+  const size_t size = segment_bytes(nranks);
+  // Every rank of the communicator grows it to the same size: idempotent,
+  // and it zero-fills a new segment (sparse: pages come when touched).
+  struct stat st {};
+  if (fstat(fd, &st) != 0 ||
+      (static_cast<size_t>(st.st_size) < size && ftruncate(fd, static_cast<off_t>(size)) != 0)) {
     *error = "ftruncate(" + path + "): " + strerror(errno);
     close(fd);
     return nullptr;
@@ -37,11 +56,11 @@ SharedSegment* SharedSegment::open(const std::string& name, std::string* error) 
     *error = "mmap(" + path + "): " + strerror(mmap_errno);
     return nullptr;
   }
-  return new SharedSegment(name, static_cast<SegmentLayout*>(addr));
+  return new SharedSegment(name, addr, nranks);
 }
 
 SharedSegment::~SharedSegment() {
-  if (munmap(layout_, sizeof(SegmentLayout)) != 0) {
+  if (munmap(base_, bytes_) != 0) {
     XPU_TIMER_LOG_WARN("simgpu: munmap(/%s): %s", name_.c_str(), strerror(errno));
   }
 }

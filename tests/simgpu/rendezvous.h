@@ -23,7 +23,10 @@
 
 namespace xpu_timer::simgpu {
 
-constexpr int kMaxRanks = 64;
+// Ranks of one communicator. The segment is sized to its communicator: its
+// per-pair tables grow with the square of the ranks (1024 ranks: 264 MB of
+// address space, of which only the pages a rank touches are ever allocated).
+constexpr int kMaxRanks = 1024;
 
 struct SplitEntry {
   std::atomic<uint64_t> seq;
@@ -50,14 +53,17 @@ struct SendTime {
 // further ahead overwrites the oldest (the receive then falls back to now).
 constexpr int kSendTimes = 16;
 
-struct SegmentLayout {
+// The segment: this header, then RankSlot[nranks], then the sends posted
+// (std::atomic<uint64_t>[src][dst]), then their start times
+// (SendTime[src][dst][number % kSendTimes]), nranks being the communicator's.
+struct alignas(64) SegmentHeader {
   std::atomic<uint32_t> magic;
   std::atomic<uint32_t> nranks;
   std::atomic<uint32_t> left_count;
-  RankSlot slots[kMaxRanks];
-  std::atomic<uint64_t> sent[kMaxRanks][kMaxRanks];       // sends posted, [src][dst]
-  SendTime send_times[kMaxRanks][kMaxRanks][kSendTimes];  // [src][dst][number % kSendTimes]
 };
+
+// Bytes of the segment of a communicator of `nranks` ranks.
+size_t segment_bytes(int nranks);
 
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shm atomics must be lock-free");
 static_assert(std::atomic<int32_t>::is_always_lock_free, "shm atomics must be lock-free");
@@ -67,23 +73,42 @@ constexpr uint32_t kSegmentMagic = 0x58534e43u;  // "XSNC"
 // A mapped segment (RAII: unmapped in the destructor; never unlinked there).
 class SharedSegment {
  public:
-  // Creates or opens /dev/shm/<name> and maps it. On failure returns nullptr
-  // and writes a message with errno to *error.
-  static SharedSegment* open(const std::string& name, std::string* error);
+  // Creates or opens /dev/shm/<name> for a communicator of `nranks` ranks
+  // and maps it. On failure returns nullptr and writes a message with errno
+  // to *error. A segment found larger (a stale one of more ranks) is left
+  // so: its header says so, and the caller refuses it.
+  static SharedSegment* open(const std::string& name, int nranks, std::string* error);
   ~SharedSegment();
   SharedSegment(const SharedSegment&) = delete;
   SharedSegment& operator=(const SharedSegment&) = delete;
 
-  SegmentLayout* layout() { return layout_; }
+  SegmentHeader& header() { return *static_cast<SegmentHeader*>(base_); }
+  RankSlot& slot(int rank) { return slots_[rank]; }
+  // Sends posted by `src` to `dst`.
+  std::atomic<uint64_t>& sent(int src, int dst) {
+    return sent_[static_cast<size_t>(src) * static_cast<size_t>(nranks_) +
+                 static_cast<size_t>(dst)];
+  }
+  // The start time of send `number` from `src` to `dst`.
+  SendTime& send_time(int src, int dst, uint64_t number) {
+    return send_times_[(static_cast<size_t>(src) * static_cast<size_t>(nranks_) +
+                        static_cast<size_t>(dst)) *
+                           kSendTimes +
+                       number % kSendTimes];
+  }
   const std::string& name() const { return name_; }
   // Removes the name; the mapping stays valid for whoever has it mapped.
   void unlink();
 
  private:
-  SharedSegment(std::string name, SegmentLayout* layout)
-      : name_(std::move(name)), layout_(layout) {}
+  SharedSegment(std::string name, void* base, int nranks);
   std::string name_;
-  SegmentLayout* layout_;
+  void* base_;
+  int nranks_;
+  size_t bytes_;
+  RankSlot* slots_;
+  std::atomic<uint64_t>* sent_;
+  SendTime* send_times_;
 };
 
 // Shared-memory name for a communicator: "xpu_sim_<job>_<hash>", the job id

@@ -15,15 +15,20 @@
 #include "common/cli_help.h"
 #include "tests/simgpu/launcher_nodes.h"
 #include "tests/simgpu/rank_group.h"
+#include "tests/simgpu/rendezvous.h"
 
 namespace {
+
+static_assert(xpu_timer::simgpu::kMaxJobRanks <= xpu_timer::simgpu::kMaxRanks,
+              "a job the launchers start must fit one simulated communicator");
 
 constexpr const char* kTag = "xpu_timer_sim_launch";
 
 constexpr xpu_timer::FlagHelp kFlags[] = {
     {"--nproc", "N", "ranks to run, 1 to 64 (also --nproc-per-node, --nproc_per_node)", "required",
      nullptr},
-    {"--nnodes", "K", "nodes of the job, one launcher each, 1 to 64; WORLD_SIZE is K * N", "1",
+    {"--nnodes", "K",
+     "nodes of the job, one launcher each, 1 to 1024; WORLD_SIZE is K * N, at most 1024", "1",
      nullptr},
     {"--node-rank", "R", "this launcher's node, 0 to K-1: GROUP_RANK (also --node_rank)", "0",
      nullptr},
@@ -119,9 +124,11 @@ int main(int argc, char** argv) {
     } else if (arg == "--nproc" || arg == "--nproc-per-node" || arg == "--nproc_per_node") {
       config.nproc = whole_number(arg, value(arg.c_str()), 1, 64, "a number of ranks");
     } else if (arg == "--nnodes") {
-      config.nnodes = whole_number(arg, value(arg.c_str()), 1, 64, "a number of nodes");
+      config.nnodes = whole_number(arg, value(arg.c_str()), 1, xpu_timer::simgpu::kMaxNodes,
+                                   "a number of nodes");
     } else if (arg == "--node-rank" || arg == "--node_rank") {
-      config.node_rank = whole_number(arg, value(arg.c_str()), 0, 63, "a node rank");
+      config.node_rank =
+          whole_number(arg, value(arg.c_str()), 0, xpu_timer::simgpu::kMaxNodes - 1, "a node rank");
     } else if (arg == "--job-id") {
       config.job_id = value("--job-id");
       if (!valid_job_id(config.job_id)) {
@@ -145,10 +152,11 @@ int main(int argc, char** argv) {
     usage_error("--node-rank " + std::to_string(config.node_rank) + " is not below " + shape +
                 " (node ranks are 0 to " + std::to_string(config.nnodes - 1) + ")");
   }
-  if (config.nnodes * config.nproc > 64) {
+  if (config.nnodes * config.nproc > xpu_timer::simgpu::kMaxJobRanks) {
     usage_error(shape + " of --nproc " + std::to_string(config.nproc) + " makes " +
                 std::to_string(config.nnodes * config.nproc) +
-                " ranks; the simulated NCCL holds at most 64");
+                " ranks; the simulated NCCL holds at most " +
+                std::to_string(xpu_timer::simgpu::kMaxJobRanks));
   }
   if (config.nnodes > 1 && config.job_id.empty()) {
     const char* inherited = getenv("XPU_TIMER_SIM_JOB_ID");
