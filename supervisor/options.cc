@@ -114,6 +114,16 @@ const Setting kSettings[] = {
     {nullptr, nullptr, "XPU_TIMER_PLUGIN_TIMEOUT",
      "seconds an exit-hook plugin (XPU_TIMER_EXIT_HOOK_PLUGIN) may run before it is killed",
      "a positive number of seconds", Number{&Options::plugin_timeout_s, 1e-3, kMaxSeconds}},
+    {nullptr, nullptr, "XPU_TIMER_EXIT_HOOK_PLUGIN",
+     "comma-separated Python plugin files run on a crash", nullptr,
+     Text{[](Options& o) { return &o.exit_hook_plugins; }, false, "none"}},
+    {nullptr, nullptr, "XPU_TIMER_PLUGIN_PYTHON", "interpreter of the exit-hook plugins", nullptr,
+     Text{[](Options& o) { return &o.plugin_python; }, false, ""}},
+    {nullptr, nullptr, "XPU_TIMER_PLUGIN_HOST", "path of the plugins' host script", nullptr,
+     Text{[](Options& o) { return &o.plugin_host; }, false,
+          "<bin>/../share/xpu_timer/plugin_host.py"}},
+    {nullptr, nullptr, "XPU_TIMER_INJECT_LIB", "the library preloaded into the ranks", nullptr,
+     Text{[](Options& o) { return &o.inject_lib; }, false, "<bin>/../lib/libxpu_timer_inject.so"}},
     {"--etcd-user", "NAME", "XPU_TIMER_ETCD_USER",
      "etcd user (auth enabled); its password from the file below or XPU_TIMER_ETCD_PASSWORD",
      nullptr, Text{[](Options& o) { return &o.coordinator_security.user; }, false, "none"}},
@@ -136,10 +146,6 @@ const Setting kSettings[] = {
 // Variables read by other parts of the supervisor, listed after the options.
 constexpr const char* kOtherEnv[][2] = {
     {"XPU_TIMER_DEBUG_MODE", "1: debug log lines"},
-    {"XPU_TIMER_INJECT_LIB", "path of libxpu_timer_inject.so (default <bin>/../lib/)"},
-    {"XPU_TIMER_EXIT_HOOK_PLUGIN", "comma-separated Python plugin files run on a crash"},
-    {"XPU_TIMER_PLUGIN_PYTHON", "interpreter of the plugins (default python3)"},
-    {"XPU_TIMER_PLUGIN_HOST", "path of plugin_host.py (default <bin>/../share/xpu_timer/)"},
     {"XPU_TIMER_JOB_NAME",
      "job_name label of every metric (default: the job id, else "
      "<launcher>-<host>-<start time>)"},

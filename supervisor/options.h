@@ -64,6 +64,13 @@ struct Options {
   // How long an exit-hook plugin may run (docs/usage.md "Stacks and
   // crashes"), the plugin runner's own default.
   double plugin_timeout_s = PluginSettings{}.timeout_s;
+  // The exit-hook plugins (comma-separated paths; "" none), their
+  // interpreter and their host script ("": <bin>/../share/xpu_timer/).
+  std::string exit_hook_plugins;
+  std::string plugin_python = PluginSettings{}.python;
+  std::string plugin_host;
+  // The library preloaded into the ranks ("": <bin>/../lib/).
+  std::string inject_lib;
   // etcd's user/password auth and TLS files (coordination_store.h). The
   // password from XPU_TIMER_ETCD_PASSWORD or a file, never the command line.
   StoreSecurity coordinator_security;

@@ -137,6 +137,38 @@ TEST(Options, MetricsWindowExpiryAndPluginTimeoutFromTheEnvironment) {
   }
 }
 
+// The plugins' and the injected library's variables are settings like the
+// others: read once here, their defaults written once (PluginSettings'
+// interpreter), an empty value the default.
+TEST(Options, PluginsAndTheInjectedLibraryFromTheEnvironment) {
+  const Options defaults = parse({"--", "x"}).options;
+  EXPECT_EQ(defaults.exit_hook_plugins, "");
+  EXPECT_EQ(defaults.plugin_python, PluginSettings{}.python);
+  EXPECT_EQ(defaults.plugin_host, "");
+  EXPECT_EQ(defaults.inject_lib, "");
+  const ParseResult r = parse({"--", "x"}, {{"XPU_TIMER_EXIT_HOOK_PLUGIN", "/a.py,/b.py"},
+                                            {"XPU_TIMER_PLUGIN_PYTHON", "/opt/py/bin/python3.12"},
+                                            {"XPU_TIMER_PLUGIN_HOST", "/srv/plugin_host.py"},
+                                            {"XPU_TIMER_INJECT_LIB", "/srv/lib/inject.so"}});
+  ASSERT_EQ(r.status, ParseResult::Status::kOk) << r.error;
+  EXPECT_EQ(r.options.exit_hook_plugins, "/a.py,/b.py");
+  EXPECT_EQ(r.options.plugin_python, "/opt/py/bin/python3.12");
+  EXPECT_EQ(r.options.plugin_host, "/srv/plugin_host.py");
+  EXPECT_EQ(r.options.inject_lib, "/srv/lib/inject.so");
+  const ParseResult empty = parse({"--", "x"}, {{"XPU_TIMER_PLUGIN_PYTHON", ""}});
+  ASSERT_EQ(empty.status, ParseResult::Status::kOk) << empty.error;
+  EXPECT_EQ(empty.options.plugin_python, PluginSettings{}.python);
+  const PluginSettings p = plugin_settings_from(r.options.exit_hook_plugins,
+                                                r.options.plugin_python, r.options.plugin_host);
+  EXPECT_EQ(p.plugins, (std::vector<std::string>{"/a.py", "/b.py"}));
+  EXPECT_EQ(p.python, "/opt/py/bin/python3.12");
+  EXPECT_EQ(p.host_script, "/srv/plugin_host.py");
+  const PluginSettings none = plugin_settings_from("", "", "");
+  EXPECT_TRUE(none.plugins.empty());
+  EXPECT_EQ(none.python, PluginSettings{}.python);
+  EXPECT_NE(none.host_script.find("/share/xpu_timer/plugin_host.py"), std::string::npos);
+}
+
 TEST(Options, Help) { EXPECT_EQ(parse({"--help"}).status, ParseResult::Status::kHelp); }
 
 TEST(Options, HelpListsEveryFlagWithItsDefaultAndEnvironmentVariable) {
@@ -159,7 +191,9 @@ TEST(Options, HelpListsEveryFlagWithItsDefaultAndEnvironmentVariable) {
       "  --kill-grace S          seconds from SIGTERM to SIGKILL when the job is ended\n"
       "                          default 10; no environment variable\n",
       "  -h, --help              this help\n",
-      "  XPU_TIMER_EXIT_HOOK_PLUGIN: comma-separated Python plugin files run on a crash\n",
+      "  XPU_TIMER_EXIT_HOOK_PLUGIN: comma-separated Python plugin files run on a crash; default "
+      "none\n",
+      "  XPU_TIMER_PLUGIN_PYTHON: interpreter of the exit-hook plugins; default python3\n",
       "  XPU_TIMER_METRICS_WINDOW_S: seconds the rate gauges of /metrics (FLOP/s, bandwidths, "
       "calls/s) look back; default 30\n",
   };

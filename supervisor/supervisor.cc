@@ -77,7 +77,8 @@ JobExit Supervisor::run() {
   // Writes to a closed HTTP client must fail with EPIPE, not kill us.
   const struct sigaction inherited_pipe = ignore_signal(SIGPIPE);
 
-  PluginSettings plugin_settings = plugin_settings_from_env();
+  PluginSettings plugin_settings = plugin_settings_from(
+      options_.exit_hook_plugins, options_.plugin_python, options_.plugin_host);
   plugin_settings.timeout_s = options_.plugin_timeout_s;
   log_plugin_settings(plugin_settings);
   start_coordinator();
@@ -174,7 +175,8 @@ void Supervisor::start_coordinator() {
 }
 
 void Supervisor::start_watching(RunDir* run_dir, WatchSettings* watch) {
-  const std::string inject_lib = default_inject_lib_path();
+  const std::string inject_lib =
+      options_.inject_lib.empty() ? default_inject_lib_path() : options_.inject_lib;
   if (::access(inject_lib.c_str(), R_OK) != 0) {
     SUP_LOG_WARN(
         "injected library %s not found (%s): running the job UNWATCHED (no metrics, no "

@@ -55,14 +55,12 @@ std::string base_name(const std::string& path) {
 
 }  // namespace
 
-PluginSettings plugin_settings_from_env() {
+PluginSettings plugin_settings_from(const std::string& plugins, const std::string& python,
+                                    const std::string& host) {
   PluginSettings s;
-  if (const char* v = std::getenv("XPU_TIMER_EXIT_HOOK_PLUGIN")) s.plugins = split_commas(v);
-  if (const char* v = std::getenv("XPU_TIMER_PLUGIN_PYTHON"); v != nullptr && *v != '\0') {
-    s.python = v;
-  }
-  const char* host = std::getenv("XPU_TIMER_PLUGIN_HOST");
-  s.host_script = host != nullptr && *host != '\0' ? host : default_host_script();
+  s.plugins = split_commas(plugins);
+  if (!python.empty()) s.python = python;
+  s.host_script = host.empty() ? default_host_script() : host;
   return s;
 }
 

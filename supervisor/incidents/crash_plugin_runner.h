@@ -27,9 +27,12 @@ struct PluginSettings {
   std::string host_script;           // <exe dir>/../share/xpu_timer/plugin_host.py
   double timeout_s = 30;             // XPU_TIMER_PLUGIN_TIMEOUT's default (supervisor/options.h)
 };
-// The plugins, their interpreter and host from the environment; the timeout
-// is the caller's (the supervisor's settings).
-PluginSettings plugin_settings_from_env();
+// The plugins (comma-separated paths), their interpreter and their host
+// script ("": <exe dir>/../share/xpu_timer/plugin_host.py), as the
+// supervisor's settings give them (supervisor/options.h); the timeout too is
+// the caller's to set.
+PluginSettings plugin_settings_from(const std::string& plugins, const std::string& python,
+                                    const std::string& host);
 // One line naming the plugins, and a warning when their host script is not readable.
 void log_plugin_settings(const PluginSettings& s);
 

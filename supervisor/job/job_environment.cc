@@ -89,7 +89,6 @@ std::vector<std::string> current_environment() {
 }
 
 std::string default_inject_lib_path() {
-  if (const char* v = std::getenv("XPU_TIMER_INJECT_LIB"); v != nullptr && *v != '\0') return v;
   char exe[PATH_MAX];
   const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
   if (n <= 0) return "libxpu_timer_inject.so";

@@ -22,8 +22,9 @@ std::vector<std::string> build_job_environment(const std::vector<std::string>& b
 
 std::vector<std::string> current_environment();
 
-// <dir of /proc/self/exe>/../lib/libxpu_timer_inject.so, or the value of
-// XPU_TIMER_INJECT_LIB when set. Returns the path even if it does not exist.
+// <dir of /proc/self/exe>/../lib/libxpu_timer_inject.so, where the release
+// puts it (XPU_TIMER_INJECT_LIB, supervisor/options.h, names another).
+// Returns the path even if it does not exist.
 std::string default_inject_lib_path();
 
 }  // namespace xpu_timer::supervisor
