@@ -339,6 +339,7 @@ class MemoryStore final : public CoordinationStore {
     etcd_->keep_alive(lease_);
     return true;
   }
+  int lease_ttl_s() const override { return 10; }  // the supervisor's (supervisor.cc)
   const std::string& error() const override { return error_; }
 
  private:

@@ -22,6 +22,8 @@ bool CoordinationStore::create(const std::string& key, const std::string& value,
 
 int64_t CoordinationStore::lease() const { return 0; }
 
+int CoordinationStore::lease_ttl_s() const { return 0; }
+
 namespace {
 
 bool hostname_char(char c) {

@@ -59,6 +59,9 @@ class CoordinationStore {
   virtual bool remove(const std::string& key) = 0;
   // Refreshes the lease; to be called well within its TTL (a third of it).
   virtual bool keep_alive() = 0;
+  // The TTL of the lease in seconds; 0 for a store without leases (its user
+  // then calls keep_alive() whenever it likes).
+  virtual int lease_ttl_s() const;
   // Why the last failed call failed, naming the store ("etcd 10.0.0.5:2379: ...").
   virtual const std::string& error() const = 0;
 };

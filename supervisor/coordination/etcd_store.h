@@ -37,6 +37,7 @@ class EtcdStore final : public CoordinationStore {
   int64_t lease() const override { return lease_; }
   bool remove(const std::string& key) override;
   bool keep_alive() override;
+  int lease_ttl_s() const override { return lease_ttl_s_; }
   const std::string& error() const override { return error_; }
 
   // The lease the keys are bound to; 0 before the first grant and after the

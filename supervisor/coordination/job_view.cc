@@ -220,9 +220,17 @@ bool JobView::round() {
     return false;
   }
   if (stopping()) return true;  // the supervisor exits: no more waits on the store
-  if (!store_->keep_alive()) {
-    dumps_.requeue(requests);
-    return false;
+  // The lease a third of its TTL apart (etcd's own clients do so): a
+  // request less a second for each node; a lease lost meanwhile (etcd
+  // restarted empty) is found by the next put or refresh.
+  const uint64_t now_ns = monotonic_ns();
+  const uint64_t keep_every_ns = static_cast<uint64_t>(store_->lease_ttl_s()) * 1'000'000'000 / 3;
+  if (kept_alive_ns_ == 0 || now_ns - kept_alive_ns_ >= keep_every_ns) {
+    if (!store_->keep_alive()) {
+      dumps_.requeue(requests);
+      return false;
+    }
+    kept_alive_ns_ = now_ns;
   }
   // Without a node yet, nothing names the requests: they are dropped.
   if (mine && !dumps_.put(requests, mine->node, now_s)) return false;

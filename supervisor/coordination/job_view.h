@@ -214,6 +214,9 @@ class JobView {
   DumpRequests dumps_;
   FingerprintExchange fingerprints_;
   SlowSummaryExchange slow_;
+  // When the lease was last refreshed (monotonic ns; 0: never): a third of
+  // its TTL apart, not every round (CoordinationStore::keep_alive()).
+  uint64_t kept_alive_ns_ = 0;
 
   // What the asio thread and the view's thread share.
   mutable std::mutex mu_;
