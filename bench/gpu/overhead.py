@@ -95,7 +95,9 @@ class Arm:
     <part>        one part of the library switched off (inject/bench_parts.h):
                   poller, queries, collective_events, gpu_clock, call_sites,
                   profiler_plugin (our callbacks), profiler_in_nccl (NCCL's
-                  profiler path: its activation mask 0)
+                  profiler path: its activation mask 0), timed_ops, op_records,
+                  launch_count, end_query_first (B: the Poller's earlier query
+                  order, start before end)
     """
 
     def __init__(self, name, paused_ctl, args, local_rank):
