@@ -31,10 +31,9 @@
 
 namespace xpu_timer::simgpu {
 
-// The launchers of one job, and the ranks of the job (the simulated NCCL's
-// largest communicator, rendezvous.h kMaxRanks).
+// The launchers of one job (its ranks: at most rendezvous.h kMaxRanks, the
+// simulated NCCL's largest communicator).
 constexpr int kMaxNodes = 1024;
-constexpr int kMaxJobRanks = 1024;
 
 class LauncherNodes {
  public:

@@ -19,9 +19,6 @@
 
 namespace {
 
-static_assert(xpu_timer::simgpu::kMaxJobRanks <= xpu_timer::simgpu::kMaxRanks,
-              "a job the launchers start must fit one simulated communicator");
-
 constexpr const char* kTag = "xpu_timer_sim_launch";
 
 constexpr xpu_timer::FlagHelp kFlags[] = {
@@ -152,11 +149,11 @@ int main(int argc, char** argv) {
     usage_error("--node-rank " + std::to_string(config.node_rank) + " is not below " + shape +
                 " (node ranks are 0 to " + std::to_string(config.nnodes - 1) + ")");
   }
-  if (config.nnodes * config.nproc > xpu_timer::simgpu::kMaxJobRanks) {
+  if (config.nnodes * config.nproc > xpu_timer::simgpu::kMaxRanks) {
     usage_error(shape + " of --nproc " + std::to_string(config.nproc) + " makes " +
                 std::to_string(config.nnodes * config.nproc) +
                 " ranks; the simulated NCCL holds at most " +
-                std::to_string(xpu_timer::simgpu::kMaxJobRanks));
+                std::to_string(xpu_timer::simgpu::kMaxRanks));
   }
   if (config.nnodes > 1 && config.job_id.empty()) {
     const char* inherited = getenv("XPU_TIMER_SIM_JOB_ID");
