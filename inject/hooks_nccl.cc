@@ -28,8 +28,6 @@ RealFunction<decltype(&::ncclRecv)> real_recv(RealLib::kNccl, "ncclRecv");
 RealFunction<decltype(&::ncclGroupStart)> real_group_start(RealLib::kNccl, "ncclGroupStart");
 RealFunction<decltype(&::ncclGroupEnd)> real_group_end(RealLib::kNccl, "ncclGroupEnd");
 
-// ncclInProgress: a non-blocking communicator accepted the operation.
-
 // How the payload of one rank relates to `count` (nccl-tests' "size": the
 // larger of the send and receive buffers of this rank).
 enum class Payload { kCount, kCountTimesNranks };
