@@ -114,14 +114,13 @@ void CollectiveChecker::add(int rank, const recorder::RecordData& d) {
   if (it == entries_.end()) {
     if (entries_.size() >= kMaxEntries) {  // forget the oldest first
       while (!order_.empty() && entries_.size() >= kMaxEntries) {
-        entries_.erase(order_.front().second);
+        entries_.erase(order_.front());
         order_.pop_front();
       }
     }
     it = entries_.emplace(key, Entry{}).first;
     it->second.nranks = d.nranks;
-    it->second.first_seen_ns = now_hint_ns_;
-    order_.emplace_back(now_hint_ns_, key);
+    order_.push_back(key);
   }
   Entry& e = it->second;
   // A record is appended once and later updated in place: the same rank's
@@ -134,10 +133,12 @@ void CollectiveChecker::add(int rank, const recorder::RecordData& d) {
 }
 
 std::vector<Mismatch> CollectiveChecker::check(uint64_t now_ns, double now_unix_s) {
-  now_hint_ns_ = now_ns;
   std::vector<Mismatch> found;
   for (auto it = entries_.begin(); it != entries_.end();) {
     Entry& e = it->second;
+    // Its age counts from the first check that saw it: records are added
+    // without a clock, and may be added before the first check of all.
+    if (e.first_seen_ns == 0) e.first_seen_ns = std::max<uint64_t>(now_ns, 1);
     const uint64_t comm = it->first.first;
     if (unaligned_.count(comm) != 0) {
       it = entries_.erase(it);
@@ -189,7 +190,7 @@ std::vector<Mismatch> CollectiveChecker::check(uint64_t now_ns, double now_unix_
     }
   }
   // The order list only bounds memory: drop keys already forgotten.
-  while (!order_.empty() && entries_.count(order_.front().second) == 0) order_.pop_front();
+  while (!order_.empty() && entries_.count(order_.front()) == 0) order_.pop_front();
   return found;
 }
 

@@ -135,7 +135,7 @@ class CollectiveChecker {
  private:
   struct Entry {
     uint32_t nranks = 0;
-    uint64_t first_seen_ns = 0;
+    uint64_t first_seen_ns = 0;  // the first check() that saw it (0: none yet)
     uint64_t last_launch_ns = 0;
     std::map<int, Fingerprint> by_rank;
     std::map<int, int> site_by_rank;  // the ranks whose record named its call site
@@ -145,13 +145,12 @@ class CollectiveChecker {
   };
   using Key = std::pair<uint64_t, uint64_t>;  // (comm_hash, seq)
   std::map<Key, Entry> entries_;
-  std::deque<std::pair<uint64_t, Key>> order_;  // (first_seen_ns, key), oldest first
+  std::deque<Key> order_;  // oldest first
   std::set<uint64_t> unaligned_;
   std::map<uint64_t, std::string> names_;  // comm_hash -> name, at most kMaxNames
   std::set<uint64_t> cross_node_;          // communicators with members on other nodes
   uint64_t cross_node_settle_ns_ = kSettleNs;
   uint64_t compared_ = 0;
-  uint64_t now_hint_ns_ = 0;
 };
 
 // The mismatch of collective `seq` on `comm_hash` among the fingerprints of

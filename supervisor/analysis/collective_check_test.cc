@@ -90,6 +90,27 @@ TEST(CollectiveCheck, ReportedOnceAndAsSoonAsTwoRanksDisagree) {
   EXPECT_TRUE(c.check(3 * kSec, 3.0).empty());
 }
 
+// The rings are read (and records added) before the first check(), on a
+// clock past the retention (CLOCK_MONOTONIC: the machine's uptime): the
+// collective waits its settle time from then, not from 0 (it was forgotten
+// as too old at once, and the late members made a new entry that agreed).
+TEST(CollectiveCheck, RecordsAddedBeforeTheFirstCheckWaitForTheirLateMembers) {
+  constexpr uint64_t kUptime = 1000 * kSec;
+  static_assert(kUptime > CollectiveChecker::kRetentionNs);
+  CollectiveChecker c;
+  for (int r : {1, 2, 4, 5, 6, 7}) c.add(r, coll(OpName::kAllReduce, 1, r == 6 ? 2048 : 1024, 8));
+  EXPECT_TRUE(c.check(kUptime, 1000.0).empty());  // ranks 0 and 3 not read yet
+  EXPECT_EQ(c.pending(), 1u);
+  for (int r : {0, 3}) c.add(r, coll(OpName::kAllReduce, 1, 1024, 8));
+  const std::vector<Mismatch> m = c.check(kUptime + kSec / 100, 1000.01);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].seq, 1u);
+  EXPECT_EQ(m[0].kind, "count");
+  EXPECT_EQ(m[0].odd_ranks, std::vector<int>{6});
+  EXPECT_EQ(m[0].ranks.size(), 8u);
+  EXPECT_EQ(c.pending(), 0u);
+}
+
 // Rings are read at different moments: a member whose record is not read
 // yet must not make the others the odd ones. Ranks 2 and 3 are odd, rank 1
 // is late: seen alone, ranks 0, 2, 3 would blame rank 0.
