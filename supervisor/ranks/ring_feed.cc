@@ -41,7 +41,7 @@ void RingFeed::read(const std::vector<RankRecord>& records, uint64_t now_ns) {
     cur.head = snap_.head;
     cur.capacity = snap_.capacity;
     note_lost(r.reg.rank, &cur);
-    advance(now_ns, &cur);
+    advance(r.reg.rank, now_ns, &cur);
     const RingRead read{r.reg.rank, r.reg.pid, now_ns, &snap_, &fresh_, &final_};
     for (RingConsumer* c : consumers_) c->on_ring_read(read);
   }
@@ -60,18 +60,31 @@ void RingFeed::note_lost(int rank, Cursor* cur) const {
       rank, static_cast<unsigned long long>(start - cur->next), snap_.capacity);
 }
 
-void RingFeed::advance(uint64_t now_ns, Cursor* cur) {
+void RingFeed::advance(int rank, uint64_t now_ns, Cursor* cur) {
   fresh_.clear();
   final_.clear();
   const uint64_t head = snap_.head;
   uint64_t from = head;  // the next read's start
   // A position the reader skipped: a write was in progress (or a later lap
-  // overwrote it while it was read). Read again, a few times: a record is
-  // rewritten only when its state changes.
+  // overwrote it while it was read). Read again until it is whole, or torn
+  // for kGiveUpNs (its writer died or stays stopped mid-write).
   auto torn_at = [&](uint64_t pos) {
     Torn& t = cur->torn[pos];
     t.fresh_due = t.fresh_due || pos >= cur->next;
-    if (++t.times <= kTornRetries) from = std::min(from, pos);
+    if (t.since_ns == 0) t.since_ns = std::max<uint64_t>(now_ns, 1);
+    if (now_ns - std::min(now_ns, t.since_ns) < kGiveUpNs) {
+      from = std::min(from, pos);
+      return;
+    }
+    if (t.fresh_due) ++cur->lost;  // never handed over
+    t.fresh_due = false;
+    if (cur->torn_said) return;
+    cur->torn_said = true;
+    SUP_LOG_WARN(
+        "rank %d: flight-recorder record %llu stayed half-written for %llu s (its writer stopped "
+        "mid-write?): passed over",
+        rank, static_cast<unsigned long long>(pos),
+        static_cast<unsigned long long>(kGiveUpNs / 1000000000ull));
   };
   // The positions read are [max(from, window start), head), oldest first.
   uint64_t expect = std::max(cur->from, window_start(snap_));

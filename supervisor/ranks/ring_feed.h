@@ -14,9 +14,14 @@
 //    final and rereads from there; a record unfinished longer than kGiveUpNs
 //    (a hang) is passed over, so that one stuck operation does not make
 //    every read copy the whole ring.
-// A position torn by a write in progress is read again on the next reads (at
-// most kTornRetries times). A position overwritten by a later lap before it
-// was read is lost for every consumer: counted, and said once per rank.
+// A position torn by a write in progress is read again on the next reads,
+// for up to kGiveUpNs: a write takes microseconds, but its thread may be
+// preempted midway for tens of milliseconds on a loaded machine (read every
+// 5 ms, a fixed number of retries lost the record of a mismatched collective
+// that way); only a writer that died or stays stopped mid-write holds it
+// longer. A position overwritten by a later lap before it was read, or torn
+// for longer than that, is lost for every consumer: counted, and said once
+// per rank.
 //
 // Threads: one (the supervisor's asio thread): read() and the consumers it
 // calls, and the accessors.
@@ -56,7 +61,6 @@ class RingConsumer {
 class RingFeed {
  public:
   static constexpr uint64_t kGiveUpNs = 10ull * 1000 * 1000 * 1000;
-  static constexpr int kTornRetries = 3;
 
   // Consumers are called in this order; each must outlive the feed's reads.
   void add_consumer(RingConsumer* c) { consumers_.push_back(c); }
@@ -80,7 +84,7 @@ class RingFeed {
 
  private:
   struct Torn {
-    int times = 0;           // reads that found it torn
+    uint64_t since_ns = 0;   // the first read that found it torn
     bool fresh_due = false;  // never read whole: not yet handed over as fresh
   };
   struct Cursor {
@@ -93,11 +97,12 @@ class RingFeed {
     uint64_t head = 0;              // the ring's head then
     double per_s = 0;               // records appended a second, as of the last two reads
     uint32_t capacity = 0;
-    uint64_t lost = 0;       // records overwritten before they were read
+    uint64_t lost = 0;       // records overwritten before they were read, or never whole
     bool lost_said = false;  // said once in the log
+    bool torn_said = false;
   };
   // Sorts the records of snap_ into fresh_ and final_ and moves the cursor.
-  void advance(uint64_t now_ns, Cursor* cur);
+  void advance(int rank, uint64_t now_ns, Cursor* cur);
   // Counts (and says once) what the ring overwrote before it was read.
   void note_lost(int rank, Cursor* cur) const;
 
