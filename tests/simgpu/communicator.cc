@@ -1,9 +1,12 @@
 #include "tests/simgpu/communicator.h"
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <climits>
 #include <cstdio>
 #include <mutex>
 #include <new>
@@ -31,25 +34,75 @@ struct OpArgs {
 
 void destroy_op(void* arg) { delete static_cast<OpArgs*>(arg); }
 
+// Futex calls on a word of the shared segment (not FUTEX_PRIVATE: the ranks
+// are processes). std::atomic<uint32_t> is a plain 32-bit word.
+static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
+void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, uint64_t timeout_ns) {
+  timespec ts{static_cast<time_t>(timeout_ns / 1000000000ull),
+              static_cast<long>(timeout_ns % 1000000000ull)};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr, 0);
+}
+void futex_wake_all(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+// The first rank of the communicator that has not arrived at `seq`, or
+// nranks when every one has.
+int first_missing(SharedSegment& shm, int nranks, uint64_t seq) {
+  for (int r = 0; r < nranks; ++r) {
+    if (shm.slot(r).arrived_seq.load(std::memory_order_seq_cst) < seq) return r;
+  }
+  return nranks;
+}
+
+// Another rank changed what `ready` reads: wakes the ranks waiting.
+void wake_waiters(SegmentHeader& hdr) {
+  hdr.changes.fetch_add(1, std::memory_order_seq_cst);
+  if (hdr.waiters.load(std::memory_order_seq_cst) != 0) futex_wake_all(&hdr.changes);
+}
+
+// Sleeps on the segment's futex word until `ready()` (true) or the
+// communicator is aborted (false). No wake is lost: a waiter counts itself
+// and reads the word before it calls `ready`, a writer publishes its change
+// before it bumps the word and reads the count (all sequentially
+// consistent), so either the waiter sees the change, or its wait finds the
+// word changed, or the writer sees it waiting. Each sleep is bounded all
+// the same (kWaitBoundNs), and looks at an abort.
+template <typename Ready>
+bool wait_until(CommState& st, Ready ready) {
+  constexpr uint64_t kWaitBoundNs = 50 * kPollNs;
+  SegmentHeader& hdr = st.shm().header();
+  for (;;) {
+    if (comm_gone(st)) return false;  // ncclCommAbort ends pending work
+    hdr.waiters.fetch_add(1, std::memory_order_seq_cst);
+    const uint32_t seen = hdr.changes.load(std::memory_order_seq_cst);
+    const bool done = ready();
+    if (!done) futex_wait(&hdr.changes, seen, kWaitBoundNs);
+    hdr.waiters.fetch_sub(1, std::memory_order_seq_cst);
+    if (done) return true;
+  }
+}
+
 // Stream task: arrive at `seq`, wait for every rank, then run for the
 // duration from the last rank's arrival: the same on every rank, except the
-// slow-link rank's, whose duration was scaled at enqueue (transfer_ns).
+// slow-link rank's, whose duration was scaled at enqueue (transfer_ns). The
+// rank whose arrival completes the set wakes the others.
 uint64_t run_collective(void* arg, uint64_t start_ns) {
   auto* op = static_cast<OpArgs*>(arg);
   CommState& st = *op->state;
   SharedSegment& shm = st.shm();
   RankSlot& me = shm.slot(st.rank);
   me.arrival_ns[op->seq % 2].store(start_ns, std::memory_order_relaxed);
-  me.arrived_seq.store(op->seq, std::memory_order_release);
+  me.arrived_seq.store(op->seq, std::memory_order_seq_cst);
+  if (first_missing(shm, st.nranks, op->seq) == st.nranks) {
+    wake_waiters(shm.header());
+  } else if (!wait_until(st, [&] { return first_missing(shm, st.nranks, op->seq) == st.nranks; })) {
+    return now_ns();
+  }
   uint64_t last_arrival = start_ns;
   for (int r = 0; r < st.nranks; ++r) {
-    RankSlot& slot = shm.slot(r);
-    while (slot.arrived_seq.load(std::memory_order_acquire) < op->seq) {
-      if (comm_gone(st)) return now_ns();  // ncclCommAbort ends pending work
-      sleep_for_ns(kPollNs);
-    }
     last_arrival =
-        std::max(last_arrival, slot.arrival_ns[op->seq % 2].load(std::memory_order_relaxed));
+        std::max(last_arrival, shm.slot(r).arrival_ns[op->seq % 2].load(std::memory_order_relaxed));
   }
   const uint64_t end = last_arrival + op->duration_ns;
   sleep_until_ns(end);
@@ -62,12 +115,13 @@ uint64_t run_send(void* arg, uint64_t start_ns) {
   auto* op = static_cast<OpArgs*>(arg);
   CommState& st = *op->state;
   const uint64_t number =
-      st.shm().sent(st.rank, op->peer).fetch_add(1, std::memory_order_acq_rel) + 1;
+      st.shm().sent(st.rank, op->peer).fetch_add(1, std::memory_order_seq_cst) + 1;
   SendTime& t = st.shm().send_time(st.rank, op->peer, number);
   t.seq.store(0, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
   t.start_ns.store(start_ns, std::memory_order_relaxed);
   t.seq.store(number, std::memory_order_release);
+  wake_waiters(st.shm().header());
   const uint64_t end = start_ns + op->duration_ns;
   sleep_until_ns(end);
   return end;
@@ -90,9 +144,8 @@ uint64_t run_recv(void* arg, uint64_t start_ns) {
   auto* op = static_cast<OpArgs*>(arg);
   CommState& st = *op->state;
   auto& posted = st.shm().sent(op->peer, st.rank);
-  while (posted.load(std::memory_order_acquire) < op->seq) {
-    if (comm_gone(st)) return now_ns();
-    sleep_for_ns(kPollNs);
+  if (!wait_until(st, [&] { return posted.load(std::memory_order_seq_cst) >= op->seq; })) {
+    return now_ns();
   }
   // The send has its number; its time follows within nanoseconds, unless a
   // later send (more than kSendTimes ahead) has taken the slot.

@@ -60,6 +60,12 @@ struct alignas(64) SegmentHeader {
   std::atomic<uint32_t> magic;
   std::atomic<uint32_t> nranks;
   std::atomic<uint32_t> left_count;
+  // A futex word, bumped by the rank that completes a collective's arrivals
+  // and by every send, which then wake the ranks sleeping on it (`waiters`
+  // of them), instead of those polling every kPollNs (a context switch each,
+  // the CPU of a hung job's ranks).
+  std::atomic<uint32_t> changes;
+  std::atomic<uint32_t> waiters;
 };
 
 // Bytes of the segment of a communicator of `nranks` ranks.
