@@ -41,7 +41,9 @@ Usage: bench/multinode_scale.py --build build --nodes 4 --per-node 2 \\
            --scenarios hang,kill-leader --json out.json
 Prints a Markdown summary; --json writes every node's numbers. Each job is
 written to the JSON as soon as it is done, so a run cut short keeps what it
-measured.
+measured; each stage a job reaches is said on stderr at once, and a job cut
+short by SIGTERM or SIGINT (`timeout`) is written with the stage it was in
+(a 128-node job once left an empty log when its call's time ran out).
 """
 import argparse
 import json
@@ -74,6 +76,19 @@ def http_json(port, path, timeout=10.0):
             return json.loads(r.read().decode())
     except Exception:
         return None
+
+
+# The job at hand: what it has measured so far and the stage it reached, so
+# that a run cut short (a SIGTERM from `timeout`) still says where it was.
+CURRENT = {}
+
+
+def stage(result, what, since):
+    """Says (stderr, at once) and records that the job reached `what`."""
+    result["stage"] = what
+    result["stage_after_s"] = round(time.time() - since, 1)
+    print("[%s x %s %s] %.1f s: %s" % (result["nodes"], result["per_node"], result["scenario"],
+                                      time.time() - since, what), file=sys.stderr, flush=True)
 
 
 def wait_until(pred, timeout_s, what, period_s=0.5):
@@ -324,24 +339,31 @@ def run_job(args, etcd_binary, n, scenario, work_root):
         extra = ["--mismatch-rank", str(culprit_rank), "--mismatch-file", os.path.join(work, "mismatch")]
     result = {"nodes": n, "per_node": args.per_node, "ranks": n * args.per_node, "scenario": scenario,
               "timeout_s": args.timeout}
+    CURRENT.clear()
+    CURRENT["result"] = result
     nodes = []
     try:
         started = time.time()
+        stage(result, "etcd up; starting %d supervisors" % n, started)
         for i in range(n):
             if scenario == "late" and i == last:
                 continue
             nodes.append(Node(args, etcd, job_id, n, i, work, extra))
+        stage(result, "%d supervisors started" % len(nodes), started)
         if scenario == "late":
             time.sleep(args.late_s)
             nodes.append(Node(args, etcd, job_id, n, last, work, extra))
         for node in nodes:
             node.wait_port()
+        stage(result, "every supervisor listens; waiting for every node to know every other", started)
         wait_until(lambda: connected(nodes, n - 1), 120 + 2 * n, "every node to know every other", 2.0)
         result["all_connected_after_s"] = time.time() - started
+        stage(result, "connected; measuring the quiet traffic", started)
         if scenario == "late":
             result["late_node_known_after_its_start_s"] = time.time() - nodes[-1].started
             result["declared_meanwhile"] = declared(nodes, started)
         result["quiet"] = measure(etcd, nodes, args.window)
+        stage(result, "quiet measured; playing the scenario", started)
         trigger = time.time()
         live = nodes
         if scenario in ("kill-node", "kill-leader"):
@@ -413,8 +435,10 @@ def run_job(args, etcd_binary, n, scenario, work_root):
             result["culprit_rank"] = culprit.i * args.per_node
             open(culprit.hang_file, "w").close()
             result["verdicts"] = verdicts(live, culprit.i * args.per_node, trigger)
+        stage(result, "scenario played; measuring the traffic after", started)
         result["after"] = measure(etcd, live, args.window)
         result["load1"] = os.getloadavg()[0]
+        stage(result, "done", started)
         return result
     finally:
         for node in nodes:
@@ -490,7 +514,17 @@ def main():
                 try:
                     r = run_job(args, etcd_binary, n, s, work_root)
                 except Exception as e:  # one scenario's failure is a result too
-                    r = {"nodes": n, "per_node": args.per_node, "scenario": s, "error": str(e)}
+                    r = dict(CURRENT.get("result") or {"nodes": n, "per_node": args.per_node, "scenario": s})
+                    r["error"] = str(e)
+                except KeyboardInterrupt as e:  # cut short: keep what the job reached
+                    r = dict(CURRENT.get("result") or {"nodes": n, "per_node": args.per_node, "scenario": s})
+                    r["error"] = "interrupted (%s) at: %s" % (e, r.get("stage", "the start"))
+                    results.append(r)
+                    print(json.dumps(r), file=sys.stderr, flush=True)
+                    if args.json:
+                        with open(args.json, "w") as f:
+                            json.dump(results, f, indent=1)
+                    raise
                 results.append(r)
                 print(json.dumps(r), file=sys.stderr, flush=True)
                 if args.json:
