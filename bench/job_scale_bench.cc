@@ -28,6 +28,7 @@
 #include "supervisor/coordination/etcd_messages.h"
 #include "supervisor/coordination/job_view.h"
 #include "supervisor/coordination/node_progress.h"
+#include "supervisor/coordination/prefetched_ranges.h"
 #include "supervisor/ranks/rank_sampler.h"
 
 namespace xpu_timer::supervisor {
@@ -230,6 +231,21 @@ class MemoryEtcd {
     std::string error;
     return etcd::read_range(200, answer, out, revision, &error, in_range) == etcd::Outcome::kOk;
   }
+  // A transaction of ranges (CoordinationStore::prefetch): one request.
+  bool ranges(int64_t client, const std::vector<PrefixQuery>& queries,
+              std::vector<PrefixAnswer>* out) {
+    std::lock_guard<std::mutex> lock(mu_);
+    nlohmann::json responses = nlohmann::json::array();
+    for (const PrefixQuery& q : queries) {
+      responses.push_back(
+          {{"response_range", nlohmann::json::parse(range_answer(q.prefix, q.min_mod_revision))}});
+    }
+    const std::string answer =
+        nlohmann::json{{"header", header()}, {"succeeded", true}, {"responses", responses}}.dump();
+    count(client, "prefetch", "/v3/kv/txn", etcd::ranges_request(queries), answer);
+    std::string error;
+    return etcd::read_ranges(200, answer, queries.size(), out, &error) == etcd::Outcome::kOk;
+  }
   std::map<std::string, Traffic> traffic() {
     std::lock_guard<std::mutex> lock(mu_);
     return traffic_;
@@ -319,19 +335,33 @@ class MemoryStore final : public CoordinationStore {
  public:
   MemoryStore(MemoryEtcd* etcd, int64_t lease) : etcd_(etcd), lease_(lease) {}
   bool put(const std::string& key, const std::string& value) override {
+    prefetched_.written(key);
     etcd_->put(key, value, lease_);
     return true;
   }
   bool get_prefix(const std::string& prefix, std::vector<KeyValue>* out, int64_t* revision,
                   int64_t min_mod_revision, int64_t* count) override {
+    if (prefetched_.take(prefix, min_mod_revision, monotonic_ns(), out, revision, count)) {
+      return true;
+    }
     return etcd_->range(lease_, prefix, min_mod_revision, out, revision, count);
   }
+  // As EtcdStore does it: one transaction, its answers kept for the reads.
+  bool prefetch(const std::vector<PrefixQuery>& queries) override {
+    prefetched_.clear();
+    std::vector<PrefixAnswer> answers;
+    if (queries.empty() || !etcd_->ranges(lease_, queries, &answers)) return true;
+    prefetched_.keep(queries, std::move(answers), monotonic_ns());
+    return true;
+  }
   bool create(const std::string& key, const std::string& value, bool* created) override {
+    prefetched_.written(key);
     *created = etcd_->create(key, value, lease_);
     return true;
   }
   int64_t lease() const override { return lease_; }
   bool remove(const std::string& key) override {
+    prefetched_.written(key);
     etcd_->remove(lease_, key);
     return true;
   }
@@ -346,6 +376,7 @@ class MemoryStore final : public CoordinationStore {
   MemoryEtcd* etcd_;
   int64_t lease_;
   std::string error_;
+  PrefetchedRanges prefetched_;
 };
 
 // Node `node`'s slow-rank summary as a real one looks: its 8 ranks' median

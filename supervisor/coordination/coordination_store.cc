@@ -20,6 +20,11 @@ bool CoordinationStore::create(const std::string& key, const std::string& value,
   return *created;
 }
 
+bool CoordinationStore::prefetch(const std::vector<PrefixQuery>& queries) {
+  (void)queries;
+  return true;
+}
+
 int64_t CoordinationStore::lease() const { return 0; }
 
 int CoordinationStore::lease_ttl_s() const { return 0; }

@@ -27,6 +27,12 @@ struct KeyValue {
   int64_t lease = 0;         // the lease the key is bound to (0: none): who wrote it
 };
 
+// One get_prefix read, named ahead for prefetch().
+struct PrefixQuery {
+  std::string prefix;
+  int64_t min_mod_revision = 0;
+};
+
 class CoordinationStore {
  public:
   virtual ~CoordinationStore();
@@ -47,6 +53,14 @@ class CoordinationStore {
   // that holds more keys than that knows some were deleted.
   virtual bool get_prefix(const std::string& prefix, std::vector<KeyValue>* out, int64_t* revision,
                           int64_t min_mod_revision = 0, int64_t* count = nullptr) = 0;
+  // Reads `queries` at once (etcd: one transaction of ranges, one request
+  // instead of one each) and keeps the answers for the get_prefix calls with
+  // the same arguments that follow, within the same round
+  // (prefetched_ranges.h: each answered once, and not after this client
+  // wrote under that prefix). False when the read failed: nothing is kept,
+  // the reads ask the store themselves. The default (a store without
+  // transactions) keeps nothing.
+  virtual bool prefetch(const std::vector<PrefixQuery>& queries);
   // Sets `key` to `value` under this client's lease only if no one holds the
   // key (one writer per key); `created` says whether it was. Remembered like
   // put(): a new lease claims it again the same way. The default (a store

@@ -52,6 +52,8 @@ class DumpRequests {
   // go to `asked`. `alarmed`: the nodes whose alarm stands. False when the
   // store call failed.
   bool read(const std::set<int>& alarmed, std::vector<std::pair<std::string, int>>* asked);
+  // What read() asks the store first (CoordinationStore::prefetch).
+  PrefixQuery next_query() const { return keys_.next_query(); }
 
  private:
   std::vector<std::pair<std::string, int>> admit(const std::vector<KeyValue>& kvs,

@@ -161,6 +161,15 @@ std::string range_prefix_request(const std::string& prefix, int64_t min_mod_revi
   return request.dump();
 }
 
+std::string ranges_request(const std::vector<PrefixQuery>& queries) {
+  json ops = json::array();
+  for (const PrefixQuery& q : queries) {
+    ops.push_back(
+        json{{"request_range", json::parse(range_prefix_request(q.prefix, q.min_mod_revision))}});
+  }
+  return json{{"success", std::move(ops)}}.dump();
+}
+
 std::string delete_request(const std::string& key) {
   return json{{"key", base64_encode(key)}}.dump();
 }
@@ -239,12 +248,13 @@ Outcome read_put(int status, const std::string& body, std::string* error) {
   return open_answer(status, body, &doc, error);
 }
 
-Outcome read_range(int status, const std::string& body, std::vector<KeyValue>* out,
-                   int64_t* revision, std::string* error, int64_t* count) {
+namespace {
+
+// A range answer's object (the body of /v3/kv/range, or a transaction's
+// response_range).
+Outcome read_range_doc(const json& doc, std::vector<KeyValue>* out, int64_t* revision,
+                       std::string* error, int64_t* count) {
   out->clear();
-  json doc;
-  const Outcome o = open_answer(status, body, &doc, error);
-  if (o != Outcome::kOk) return o;
   const json* header = member(doc, "header");
   if (header == nullptr || !header->is_object()) {
     *error = "range answer without a \"header\" object";
@@ -283,6 +293,45 @@ Outcome read_range(int status, const std::string& body, std::vector<KeyValue>* o
       continue;
     }
     *error = "kvs[" + std::to_string(i) + "]: " + why;
+    out->clear();
+    return Outcome::kFailed;
+  }
+  return Outcome::kOk;
+}
+
+}  // namespace
+
+Outcome read_range(int status, const std::string& body, std::vector<KeyValue>* out,
+                   int64_t* revision, std::string* error, int64_t* count) {
+  out->clear();
+  json doc;
+  const Outcome o = open_answer(status, body, &doc, error);
+  if (o != Outcome::kOk) return o;
+  return read_range_doc(doc, out, revision, error, count);
+}
+
+Outcome read_ranges(int status, const std::string& body, size_t n, std::vector<PrefixAnswer>* out,
+                    std::string* error) {
+  out->clear();
+  json doc;
+  const Outcome o = open_answer(status, body, &doc, error);
+  if (o != Outcome::kOk) return o;
+  const json* responses = member(doc, "responses");
+  if (responses == nullptr || !responses->is_array() || responses->size() != n) {
+    *error = "transaction answer without " + std::to_string(n) + " responses";
+    return Outcome::kFailed;
+  }
+  out->resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const json& r = (*responses)[i];
+    const json* range = r.is_object() ? member(r, "response_range") : nullptr;
+    std::string why = "not a response_range object";
+    if (range != nullptr && range->is_object() &&
+        read_range_doc(*range, &(*out)[i].kvs, &(*out)[i].revision, &why, &(*out)[i].count) ==
+            Outcome::kOk) {
+      continue;
+    }
+    *error = "responses[" + std::to_string(i) + "]: " + why;
     out->clear();
     return Outcome::kFailed;
   }

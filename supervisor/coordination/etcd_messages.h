@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "supervisor/coordination/coordination_store.h"
+#include "supervisor/coordination/prefetched_ranges.h"
 
 namespace xpu_timer::supervisor::etcd {
 
@@ -26,6 +27,9 @@ std::string put_request(const std::string& key, const std::string& value, int64_
 // is at or after that revision (RangeRequest.min_mod_revision); its "count"
 // still counts every key of the range.
 std::string range_prefix_request(const std::string& prefix, int64_t min_mod_revision = 0);
+// A transaction of range_prefix_request's, one per query, without a
+// condition (POST /v3/kv/txn): one request, one revision for all.
+std::string ranges_request(const std::vector<PrefixQuery>& queries);
 std::string delete_request(const std::string& key);
 // A transaction that puts `key` under `lease` only if the key does not exist
 // (its create_revision is 0): one writer per key (POST /v3/kv/txn).
@@ -51,6 +55,10 @@ Outcome read_put(int status, const std::string& body, std::string* error);
 // `count` (may be null): the answer's "count", every key of the range.
 Outcome read_range(int status, const std::string& body, std::vector<KeyValue>* out,
                    int64_t* revision, std::string* error, int64_t* count = nullptr);
+// The answer to ranges_request of `n` queries: each range as read_range
+// reads one.
+Outcome read_ranges(int status, const std::string& body, size_t n, std::vector<PrefixAnswer>* out,
+                    std::string* error);
 Outcome read_delete(int status, const std::string& body, std::string* error);
 // The answer to create_request: `created` false when the key existed.
 Outcome read_create(int status, const std::string& body, bool* created, std::string* error);

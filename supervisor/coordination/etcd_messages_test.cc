@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
@@ -202,6 +203,57 @@ TEST(EtcdMessages, RangeAnswer) {
       << error;
 }
 
+// A transaction of ranges (CoordinationStore::prefetch): the request etcd
+// takes and the answer etcd 3.4.23 sent for two ranges, the second empty.
+TEST(EtcdMessages, RangesTransaction) {
+  const nlohmann::json request =
+      nlohmann::json::parse(ranges_request({{"/j/a/", 0}, {"/j/b/", 5}}));
+  ASSERT_EQ(request.at("success").size(), 2u);
+  EXPECT_FALSE(request.contains("compare"));
+  EXPECT_EQ(request.at("success")[0].at("request_range"),
+            nlohmann::json::parse(range_prefix_request("/j/a/", 0)));
+  EXPECT_EQ(request.at("success")[1].at("request_range"),
+            nlohmann::json::parse(range_prefix_request("/j/b/", 5)));
+
+  const std::string real =
+      R"({"header":{"cluster_id":"14841639068965178418","member_id":"10276657743932975437",)"
+      R"("revision":"2","raft_term":"2"},"succeeded":true,"responses":[{"response_range":)"
+      R"({"header":{"revision":"2"},"kvs":[{"key":"L2ovYS8x","create_revision":"2",)"
+      R"("mod_revision":"2","version":"1","value":"eA=="}],"count":"1"}},)"
+      R"({"response_range":{"header":{"revision":"2"}}}]})";
+  std::vector<PrefixAnswer> answers;
+  std::string error;
+  ASSERT_EQ(read_ranges(200, real, 2, &answers, &error), Outcome::kOk) << error;
+  ASSERT_EQ(answers.size(), 2u);
+  ASSERT_EQ(answers[0].kvs.size(), 1u);
+  EXPECT_EQ(answers[0].kvs[0].key, "/j/a/1");
+  EXPECT_EQ(answers[0].kvs[0].value, "x");
+  EXPECT_EQ(answers[0].revision, 2);
+  EXPECT_EQ(answers[0].count, 1);
+  EXPECT_TRUE(answers[1].kvs.empty());
+  EXPECT_EQ(answers[1].revision, 2);
+  EXPECT_EQ(answers[1].count, 0);
+
+  const std::pair<std::string, std::string> bad[] = {
+      {R"({"header":{"revision":"2"}})", "transaction answer without 2 responses"},
+      {R"({"responses":[{"response_range":{"header":{"revision":"2"}}}]})",
+       "transaction answer without 2 responses"},
+      {R"({"responses":[{"response_put":{}},{"response_range":{"header":{"revision":"2"}}}]})",
+       "responses[0]: not a response_range object"},
+      {R"({"responses":[7,{"response_range":{"header":{"revision":"2"}}}]})",
+       "responses[0]: not a response_range object"},
+      {R"({"responses":[{"response_range":{"header":{"revision":"2"}}},{"response_range":{}}]})",
+       "responses[1]: range answer without a \"header\" object"},
+  };
+  for (const auto& [body, message] : bad) {
+    EXPECT_EQ(read_ranges(200, body, 2, &answers, &error), Outcome::kFailed) << body;
+    EXPECT_EQ(error, message) << body;
+    EXPECT_TRUE(answers.empty());
+  }
+  EXPECT_EQ(read_ranges(200, real.substr(0, real.size() - 3), 2, &answers, &error),
+            Outcome::kFailed);
+}
+
 // Random damage to real answers: every decoder returns an outcome with a
 // message for each failure, never throws or crashes (ASan in `make sanitize`).
 TEST(EtcdMessages, MutatedAnswersNeverCrash) {
@@ -210,10 +262,13 @@ TEST(EtcdMessages, MutatedAnswersNeverCrash) {
       with_header(R"("ID":"4111120201913504006","TTL":"2")"),
       "{\"result\":{\"ID\":\"7\",\"TTL\":\"30\"}}\n",
       R"({"error":"etcdserver: requested lease not found","message":"x","code":5})",
+      R"({"header":{"revision":"2"},"succeeded":true,"responses":[{"response_range":)"
+      R"({"header":{"revision":"2"},"kvs":[{"key":"L2ovYS8x","mod_revision":"2","value":"eA=="}],)"
+      R"("count":"1"}},{"response_range":{"header":{"revision":"2"}}}]})",
   };
   std::mt19937 rng(7);
   for (int round = 0; round < 20000; ++round) {
-    std::string body = seeds[round % 4];
+    std::string body = seeds[round % 5];
     for (int e = 1 + static_cast<int>(rng() % 3); e > 0 && !body.empty(); --e) {
       const size_t at = rng() % body.size();
       if (rng() % 2 == 0) {
@@ -226,13 +281,14 @@ TEST(EtcdMessages, MutatedAnswersNeverCrash) {
     std::vector<KeyValue> kvs;
     int64_t a = 0;
     int64_t b = 0;
-    std::string e[5];
+    std::vector<PrefixAnswer> answers;
+    std::string e[6];
     const Outcome outcomes[] = {
         read_range(status, body, &kvs, &a, &e[0]), read_grant(status, body, &a, &b, &e[1]),
         read_keepalive(status, body, &a, &e[2]),   read_put(status, body, &e[3]),
-        read_delete(status, body, &e[4]),
+        read_delete(status, body, &e[4]),          read_ranges(status, body, 2, &answers, &e[5]),
     };
-    for (int i = 0; i < 5; ++i) {
+    for (int i = 0; i < 6; ++i) {
       EXPECT_EQ(outcomes[i] == Outcome::kOk, e[i].empty()) << i << ": " << body << ": " << e[i];
     }
   }

@@ -1,5 +1,6 @@
 #include "supervisor/coordination/etcd_store.h"
 
+#include "common/clock.h"
 #include "supervisor/coordination/etcd_messages.h"
 
 namespace xpu_timer::supervisor {
@@ -84,6 +85,7 @@ EtcdStore::Result EtcdStore::write_result(const char* path, etcd::Outcome outcom
 
 EtcdStore::Result EtcdStore::create_one(const std::string& key, const std::string& value,
                                         Deadline deadline, bool* created) {
+  prefetched_.written(key);
   HttpResponse r;
   if (!request(kTxn, etcd::create_request(key, value, lease_), deadline, &r)) {
     return Result::kFailed;
@@ -94,6 +96,7 @@ EtcdStore::Result EtcdStore::create_one(const std::string& key, const std::strin
 
 EtcdStore::Result EtcdStore::put_one(const std::string& key, const std::string& value,
                                      Deadline deadline) {
+  prefetched_.written(key);
   HttpResponse r;
   if (!request(kPut, etcd::put_request(key, value, lease_), deadline, &r)) return Result::kFailed;
   std::string why;
@@ -176,6 +179,7 @@ bool EtcdStore::keep_alive() {
 bool EtcdStore::get_prefix(const std::string& prefix, std::vector<KeyValue>* out, int64_t* revision,
                            int64_t min_mod_revision, int64_t* count) {
   out->clear();
+  if (prefetched_.take(prefix, min_mod_revision, monotonic_ns(), out, revision, count)) return true;
   HttpResponse r;
   if (!request(kRange, etcd::range_prefix_request(prefix, min_mod_revision), deadline(), &r)) {
     return false;
@@ -184,6 +188,20 @@ bool EtcdStore::get_prefix(const std::string& prefix, std::vector<KeyValue>* out
   if (etcd::read_range(r.status, r.body, out, revision, &why, count) != etcd::Outcome::kOk) {
     return fail(kRange, why);
   }
+  return true;
+}
+
+bool EtcdStore::prefetch(const std::vector<PrefixQuery>& queries) {
+  prefetched_.clear();
+  if (queries.empty()) return true;
+  HttpResponse r;
+  if (!request(kTxn, etcd::ranges_request(queries), deadline(), &r)) return false;
+  std::string why;
+  std::vector<PrefixAnswer> answers;
+  if (etcd::read_ranges(r.status, r.body, queries.size(), &answers, &why) != etcd::Outcome::kOk) {
+    return fail(kTxn, why);
+  }
+  prefetched_.keep(queries, std::move(answers), monotonic_ns());
   return true;
 }
 
@@ -213,6 +231,7 @@ bool EtcdStore::create(const std::string& key, const std::string& value, bool* c
 
 bool EtcdStore::remove(const std::string& key) {
   if (key.empty()) return fail(kDelete, "empty key");
+  prefetched_.written(key);
   published_.erase(key);
   created_.erase(key);
   HttpResponse r;

@@ -21,6 +21,7 @@
 #include "supervisor/coordination/coordination_store.h"
 #include "supervisor/coordination/etcd_messages.h"
 #include "supervisor/coordination/http_client.h"
+#include "supervisor/coordination/prefetched_ranges.h"
 
 namespace xpu_timer::supervisor {
 
@@ -33,6 +34,7 @@ class EtcdStore final : public CoordinationStore {
   bool put(const std::string& key, const std::string& value) override;
   bool get_prefix(const std::string& prefix, std::vector<KeyValue>* out, int64_t* revision,
                   int64_t min_mod_revision = 0, int64_t* count = nullptr) override;
+  bool prefetch(const std::vector<PrefixQuery>& queries) override;
   bool create(const std::string& key, const std::string& value, bool* created) override;
   int64_t lease() const override { return lease_; }
   bool remove(const std::string& key) override;
@@ -46,6 +48,8 @@ class EtcdStore final : public CoordinationStore {
   int lease_grants() const { return lease_grants_; }
   // How many tokens this client was given (0 without a user).
   int authentications() const { return authentications_; }
+  // get_prefix calls answered from a prefetch() instead of a request.
+  uint64_t prefetched_reads() const { return prefetched_.taken(); }
 
  private:
   using Deadline = HttpClient::Deadline;
@@ -66,6 +70,7 @@ class EtcdStore final : public CoordinationStore {
   Deadline deadline() const { return std::chrono::steady_clock::now() + call_timeout_; }
 
   HttpClient http_;
+  PrefetchedRanges prefetched_;
   std::string name_;  // "etcd HOST:PORT", the start of every error line
   int lease_ttl_s_;
   std::chrono::milliseconds call_timeout_;

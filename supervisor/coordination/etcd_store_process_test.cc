@@ -187,6 +187,46 @@ TEST_F(EtcdStoreProcessTest, AReadFromARevisionGetsOnlyTheKeysChangedSince) {
   EXPECT_EQ(listing(*reader, "job/", read_at + 2), "job/d=4");
 }
 
+// Several prefixes read in one request (a transaction of ranges): each
+// answer is what get_prefix would have read then, taken once, and not after
+// this client wrote under its prefix.
+TEST_F(EtcdStoreProcessTest, APrefetchAnswersTheReadsThatFollowOnceAndNotAfterAWrite) {
+  std::unique_ptr<EtcdStore> writer = client(client_port_);
+  std::unique_ptr<EtcdStore> reader = client(client_port_);
+  ASSERT_TRUE(writer->put("job/alarms/1", "a")) << writer->error();
+  ASSERT_TRUE(writer->put("job/dumps/1", "d")) << writer->error();
+  std::vector<KeyValue> kvs;
+  int64_t at = 0;
+  ASSERT_TRUE(reader->get_prefix("job/", &kvs, &at)) << reader->error();
+  ASSERT_TRUE(writer->put("job/alarms/2", "b")) << writer->error();
+
+  ASSERT_TRUE(reader->prefetch({{"job/alarms/", at + 1}, {"job/dumps/", 0}, {"job/none/", 0}}))
+      << reader->error();
+  // A change after the prefetch: the prefetched answer is of before it.
+  ASSERT_TRUE(writer->put("job/alarms/3", "c")) << writer->error();
+  int64_t revision = 0, count = 0;
+  ASSERT_TRUE(reader->get_prefix("job/alarms/", &kvs, &revision, at + 1, &count));
+  ASSERT_EQ(kvs.size(), 1u);
+  EXPECT_EQ(kvs[0].key, "job/alarms/2");
+  EXPECT_EQ(count, 2);
+  EXPECT_EQ(revision, at + 1);
+  EXPECT_EQ(reader->prefetched_reads(), 1u);
+  // Once: the same read again asks etcd, and sees the change.
+  ASSERT_TRUE(reader->get_prefix("job/alarms/", &kvs, &revision, at + 1, &count));
+  EXPECT_EQ(kvs.size(), 2u);
+  EXPECT_EQ(count, 3);
+  EXPECT_EQ(reader->prefetched_reads(), 1u);
+  // This client writes under a prefetched prefix: its read shows its write.
+  ASSERT_TRUE(reader->put("job/dumps/2", "mine")) << reader->error();
+  EXPECT_EQ(listing(*reader, "job/dumps/", 0), "job/dumps/1=d job/dumps/2=mine");
+  EXPECT_EQ(reader->prefetched_reads(), 1u);
+  // An empty range is an answer too.
+  ASSERT_TRUE(reader->get_prefix("job/none/", &kvs, nullptr, 0, &count));
+  EXPECT_TRUE(kvs.empty());
+  EXPECT_EQ(count, 0);
+  EXPECT_EQ(reader->prefetched_reads(), 2u);
+}
+
 TEST_F(EtcdStoreProcessTest, ALapsedLeaseLosesItsKeysAndTheNextCallRestoresThem) {
   // `kept` is granted first and refreshed; `lapsing` is granted after it with
   // the same TTL and never refreshed. So when `lapsing`'s key is gone,

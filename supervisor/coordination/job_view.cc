@@ -197,8 +197,18 @@ bool JobView::round() {
   // Alarms first: a node that learns of one in this round publishes its
   // document in this round too. Then who writes for each node, before
   // anything of theirs is read.
-  if (mine &&
-      (!alarms_.put(mine->node, mine_alarm) || !trust_.read_owners(mine->node, mine->host))) {
+  if (mine && !alarms_.put(mine->node, mine_alarm)) {
+    dumps_.requeue(requests);
+    return false;
+  }
+  // The folders every node reads every round, and the leader's key, in one
+  // request (etcd: a transaction of four ranges) instead of four; each read
+  // below takes its answer, or asks again where this node wrote since. A
+  // failed prefetch leaves the reads to ask for themselves.
+  std::vector<PrefixQuery> ahead{alarms_.next_query(), leader_.next_query(), dumps_.next_query()};
+  if (mine) ahead.push_back(trust_.next_owners_query());
+  store_->prefetch(ahead);
+  if (mine && !trust_.read_owners(mine->node, mine->host)) {
     dumps_.requeue(requests);
     return false;
   }

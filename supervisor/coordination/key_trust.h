@@ -36,6 +36,8 @@ class KeyTrust {
   // this client's: if not, what this node publishes does not count (it is
   // claimed again next round; free once its holder's lease ends).
   bool read_owners(int node, const std::string& host);
+  // What read_owners() asks the store first (CoordinationStore::prefetch).
+  PrefixQuery next_owners_query() const { return owner_keys_.next_query(); }
   bool owns_node() const { return claimed_; }
 
   // Whether `kv` (a key of `node`) was written by the node's owner. A node

@@ -32,6 +32,8 @@ class LeaderElection {
   // node (`me`, -1: none yet) writes for its node; false when a store call
   // failed (then no one leads as far as this node knows).
   bool round(int me);
+  // What round() asks the store first (CoordinationStore::prefetch).
+  PrefixQuery next_query() const { return {key_, 0}; }
   // Whether this node leads, as of the last round.
   bool leading() const { return leading_; }
   // The leader's node and the lease its keys count under; -1 and 0 when no

@@ -38,6 +38,8 @@ class NodeAlarms {
   // `mismatches`, in key order (none while the job's size is unknown).
   // False when the store call failed.
   bool read(std::vector<KeyValue>* mismatches);
+  // What read() asks the store first (CoordinationStore::prefetch).
+  PrefixQuery next_query() const { return keys_.next_query(); }
   // The nodes whose alarm stands, as of the last read.
   const std::set<int>& alarmed() const { return alarmed_; }
 

@@ -35,6 +35,8 @@ class PrefixCopy {
   // The keys as of the last read, by key.
   const std::map<std::string, KeyValue>& keys() const { return keys_; }
   const std::string& prefix() const { return prefix_; }
+  // The get_prefix call the next read() makes first (for a prefetch).
+  PrefixQuery next_query() const { return {prefix_, revision_ == 0 ? 0 : revision_ + 1}; }
   // Reads that took every key (the first, after a deletion, after the store
   // lost its data).
   uint64_t whole_reads() const { return whole_reads_; }
