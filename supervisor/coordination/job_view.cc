@@ -204,11 +204,11 @@ bool JobView::round() {
   // The folders every node reads every round, and the leader's key, in one
   // request (etcd: a transaction of four ranges) instead of four; each read
   // below takes its answer, or asks again where this node wrote since. A
-  // failed prefetch leaves the reads to ask for themselves.
+  // failed prefetch ends the round as a failed read would (etcd down: one
+  // call timeout, not one per read).
   std::vector<PrefixQuery> ahead{alarms_.next_query(), leader_.next_query(), dumps_.next_query()};
   if (mine) ahead.push_back(trust_.next_owners_query());
-  store_->prefetch(ahead);
-  if (mine && !trust_.read_owners(mine->node, mine->host)) {
+  if (!store_->prefetch(ahead) || (mine && !trust_.read_owners(mine->node, mine->host))) {
     dumps_.requeue(requests);
     return false;
   }
