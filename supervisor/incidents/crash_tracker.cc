@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <boost/asio/post.hpp>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -37,6 +38,17 @@ const RankRecord* find_by_pid(const std::vector<RankRecord>& records, pid_t pid)
 
 // Deaths by these shortly after a crash are the launcher's tear-down.
 constexpr double kTearDownWindowS = 30.0;
+
+// A report's own time when it is plausible (a rank shares this machine's
+// clock and reports as it dies); a report without one (0) or far from now
+// (a broken or forged one) takes the time it arrived. The tear-down window
+// after a crash is measured from it: a root cause at 0 would make every
+// later death a crash of its own.
+double report_time(double claimed_unix_s) {
+  const double now = unix_now_s();
+  return claimed_unix_s > 0 && std::fabs(claimed_unix_s - now) <= kTearDownWindowS ? claimed_unix_s
+                                                                                   : now;
+}
 // A stop's terminations trickle in over the launcher's kill grace: their
 // line waits until none came for this long (or the job ended).
 constexpr double kTerminatedQuietS = 5.0;
@@ -176,7 +188,7 @@ void CrashTracker::on_signal_report(SignalReport report, const std::vector<RankR
   r.kind = CrashKind::kSignal;
   r.rank = report.rank;
   r.pid = report.pid;
-  r.time_unix_s = report.time_unix_s;
+  r.time_unix_s = report_time(report.time_unix_s);
   fill_page_state(find_by_pid(records, report.pid), &r);
   bool launcher_sender = false;
   if (report.si_code <= 0 && report.sender_pid > 0) {
@@ -219,7 +231,7 @@ void CrashTracker::on_python_exception(PythonExceptionReport report,
   r.kind = CrashKind::kPythonException;
   r.rank = report.rank;
   r.pid = report.pid;
-  r.time_unix_s = report.time_unix_s;
+  r.time_unix_s = report_time(report.time_unix_s);
   fill_page_state(find_by_pid(records, report.pid), &r);
   r.exception = std::move(report);
   r.terminated_cause = termination_cause(r, false);

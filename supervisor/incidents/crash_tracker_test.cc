@@ -10,6 +10,8 @@
 #include <atomic>
 #include <chrono>
 
+#include "common/clock.h"
+
 namespace xpu_timer::supervisor {
 namespace {
 
@@ -203,6 +205,37 @@ TEST(CrashTracker, StopSignalsWithoutTheKernelsSiginfoAreTerminationsAfterTheCra
   EXPECT_EQ(all.at(0)["cause"], "ended by SIGTERM after rank 1's crash (SIGSEGV)");
   EXPECT_EQ(all.at(2)["cause"], "ended by SIGTERM (sender unknown)");
   EXPECT_EQ(t.outcomes_by_pid().at(5002), "terminated");
+}
+
+// A report's time is the tear-down window's start when it is the root cause:
+// one without a time (0) or far from now (broken, forged) takes the time it
+// arrived; a plausible one is kept as the rank gave it.
+TEST(CrashTracker, AReportWithoutAPlausibleTimeTakesItsArrival) {
+  CrashTracker t("", nullptr);
+  const double before = unix_now_s();
+  SignalReport zero = waiting_segv(6000);
+  zero.awaits_release = false;
+  zero.time_unix_s = 0;
+  t.on_signal_report(zero, {});
+  SignalReport future = waiting_segv(6001);
+  future.rank = 1;
+  future.awaits_release = false;
+  future.time_unix_s = before + 3600;
+  t.on_signal_report(future, {});
+  SignalReport given = waiting_segv(6002);
+  given.rank = 2;
+  given.awaits_release = false;
+  given.time_unix_s = before - 1.5;
+  t.on_signal_report(given, {});
+  const double after = unix_now_s();
+  const auto all = t.crash_json_by_rank();
+  ASSERT_EQ(all.size(), 3u);
+  for (int rank : {0, 1}) {
+    const double at = all.at(rank).at("time").get<double>();
+    EXPECT_GE(at, before) << all.at(rank).dump(2);
+    EXPECT_LE(at, after) << all.at(rank).dump(2);
+  }
+  EXPECT_EQ(all.at(2).at("time").get<double>(), before - 1.5);
 }
 
 }  // namespace
