@@ -40,6 +40,29 @@ struct Ring {
   }
 };
 
+// The writer's side of a ring's records, through a mapping of our own: a
+// version word set odd is a write in progress (a torn position).
+struct WriterSide {
+  explicit WriterSide(const Ring& ring, uint32_t capacity)
+      : bytes(recorder::ring_file_bytes(capacity)) {
+    const int fd = ::open(ring.writer.path(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) return;
+    void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ::close(fd);
+    if (m != MAP_FAILED) map = m;
+  }
+  ~WriterSide() {
+    if (map != nullptr) ::munmap(map, bytes);
+  }
+  std::atomic<uint64_t>& version(uint64_t pos, uint32_t capacity) {
+    auto* records =
+        reinterpret_cast<recorder::Record*>(static_cast<char*>(map) + sizeof(recorder::RingHeader));
+    return records[pos % capacity].version;
+  }
+  size_t bytes;
+  void* map = nullptr;
+};
+
 RecordData op(uint64_t seq, OpState state, uint64_t launch_ns = 1) {
   RecordData d;
   d.name = static_cast<uint16_t>(proto::OpName::kAllReduce);
@@ -141,6 +164,37 @@ TEST(RingFeed, PassesOverAnOperationUnfinishedForLong) {
   EXPECT_EQ(f.a.take_fresh(), (std::vector<uint64_t>{1, 2, 3, 4}));
 }
 
+// The supervisor's clock is CLOCK_MONOTONIC, the machine's uptime: far above
+// every give-up time. An operation launched a moment ago is waited for,
+// and a position torn a moment ago retried, as on a clock near 0 (a stamp
+// left at 0 would make both look older than kGiveUpNs at once).
+TEST(RingFeed, OnAnUptimeClockWhatIsRecentIsWaitedFor) {
+  constexpr uint64_t kUptime = 100000ull * 1000 * 1000 * 1000;  // 100,000 s
+  static_assert(kUptime > 10 * RingFeed::kGiveUpNs);
+  constexpr uint64_t kMs = 1000 * 1000;
+  Ring ring(16);
+  ASSERT_NE(ring.record.ring, nullptr);
+  Feed f;
+  const uint64_t running = ring.writer.append(op(1, OpState::kRunning, kUptime - kMs));
+  ring.writer.append(op(2, OpState::kCompleted, kUptime - kMs));
+  EXPECT_EQ(f.read(ring, kUptime), std::vector<uint64_t>{2});
+  EXPECT_EQ(f.read(ring, kUptime + 5 * kMs), std::vector<uint64_t>{});
+  EXPECT_EQ(f.feed.reread(), 1u);  // still behind the one in flight
+  ring.writer.update(running, op(1, OpState::kCompleted, kUptime - kMs));
+  EXPECT_EQ(f.read(ring, kUptime + 10 * kMs), std::vector<uint64_t>{1});
+  // A torn position on that clock: retried until whole.
+  WriterSide side(ring, 16);
+  ASSERT_NE(side.map, nullptr);
+  std::atomic<uint64_t>& v = side.version(ring.writer.append(op(3, OpState::kCompleted)), 16);
+  const uint64_t stable = v.load();
+  v.store(stable + 1);
+  EXPECT_EQ(f.read(ring, kUptime + 15 * kMs), std::vector<uint64_t>{});
+  EXPECT_EQ(f.read(ring, kUptime + 20 * kMs), std::vector<uint64_t>{});
+  v.store(stable + 2);
+  EXPECT_EQ(f.read(ring, kUptime + 25 * kMs), std::vector<uint64_t>{3});
+  EXPECT_EQ(f.feed.records_lost(), 0u);
+}
+
 TEST(RingFeed, ALapOfTheRingLosesWhatWasOverwrittenOnly) {
   Ring ring(16);
   ASSERT_NE(ring.record.ring, nullptr);
@@ -201,16 +255,9 @@ TEST(RingFeed, ATornPositionIsReadAgainAndHandedOverOnceWhole) {
   ASSERT_NE(ring.record.ring, nullptr);
   Feed f;
   for (uint64_t s = 1; s <= 3; ++s) ring.writer.append(op(s, OpState::kCompleted));
-  // The writer's side of position 1, through a mapping of our own.
-  const int fd = ::open(ring.writer.path(), O_RDWR | O_CLOEXEC);
-  ASSERT_GE(fd, 0);
-  const size_t bytes = recorder::ring_file_bytes(16);
-  void* map = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  ::close(fd);
-  ASSERT_NE(map, MAP_FAILED);
-  auto* records =
-      reinterpret_cast<recorder::Record*>(static_cast<char*>(map) + sizeof(recorder::RingHeader));
-  std::atomic<uint64_t>& version = records[1].version;
+  WriterSide side(ring, 16);
+  ASSERT_NE(side.map, nullptr);
+  std::atomic<uint64_t>& version = side.version(1, 16);
   const uint64_t stable = version.load();
   version.store(stable + 1);  // a write in progress
   EXPECT_EQ(f.read(ring), (std::vector<uint64_t>{1, 3}));
@@ -224,7 +271,7 @@ TEST(RingFeed, ATornPositionIsReadAgainAndHandedOverOnceWhole) {
   // read every 5 ms): read again each time, handed over once whole.
   constexpr uint64_t kMs = 1'000'000;
   uint64_t now = 2;
-  std::atomic<uint64_t>& v4 = records[ring.writer.append(op(4, OpState::kCompleted))].version;
+  std::atomic<uint64_t>& v4 = side.version(ring.writer.append(op(4, OpState::kCompleted)), 16);
   const uint64_t stable4 = v4.load();
   v4.store(stable4 + 1);
   for (int i = 0; i < 100; ++i) EXPECT_EQ(f.read(ring, now += 5 * kMs), std::vector<uint64_t>{});
@@ -235,7 +282,7 @@ TEST(RingFeed, ATornPositionIsReadAgainAndHandedOverOnceWhole) {
   EXPECT_EQ(f.feed.records_lost(), 0u);
   // Torn for kGiveUpNs (its writer died mid-write): passed over for good,
   // counted as lost once, and the records after it still handed over.
-  std::atomic<uint64_t>& v5 = records[ring.writer.append(op(5, OpState::kCompleted))].version;
+  std::atomic<uint64_t>& v5 = side.version(ring.writer.append(op(5, OpState::kCompleted)), 16);
   v5.store(v5.load() + 1);
   ring.writer.append(op(6, OpState::kCompleted));
   EXPECT_EQ(f.read(ring, now += 5 * kMs), std::vector<uint64_t>{6});
@@ -249,7 +296,6 @@ TEST(RingFeed, ATornPositionIsReadAgainAndHandedOverOnceWhole) {
   ring.writer.append(op(7, OpState::kCompleted));
   EXPECT_EQ(f.read(ring, now += 5 * kMs), std::vector<uint64_t>{7});
   EXPECT_EQ(f.a.take_fresh(), std::vector<uint64_t>{7});
-  ::munmap(map, bytes);
 }
 
 TEST(RingFeed, ReadsAgainBeforeTheFastestRingHasAQuarterRewritten) {
