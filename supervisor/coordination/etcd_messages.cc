@@ -152,20 +152,29 @@ std::string put_request(const std::string& key, const std::string& value, int64_
       .dump();
 }
 
-std::string range_prefix_request(const std::string& prefix, int64_t min_mod_revision) {
+namespace {
+
+// The RangeRequest of every key under `prefix` (from `min_mod_revision` when
+// > 0), as /v3/kv/range takes it and a transaction's request_range holds it.
+json range_prefix_json(const std::string& prefix, int64_t min_mod_revision) {
   // etcd reads key "\0" with range_end "\0" as every key.
   const std::string key = prefix.empty() ? std::string(1, '\0') : prefix;
   json request = {{"key", base64_encode(key)},
                   {"range_end", base64_encode(prefix_range_end(prefix))}};
   if (min_mod_revision > 0) request["min_mod_revision"] = int64_string(min_mod_revision);
-  return request.dump();
+  return request;
+}
+
+}  // namespace
+
+std::string range_prefix_request(const std::string& prefix, int64_t min_mod_revision) {
+  return range_prefix_json(prefix, min_mod_revision).dump();
 }
 
 std::string ranges_request(const std::vector<PrefixQuery>& queries) {
   json ops = json::array();
   for (const PrefixQuery& q : queries) {
-    ops.push_back(
-        json{{"request_range", json::parse(range_prefix_request(q.prefix, q.min_mod_revision))}});
+    ops.push_back(json{{"request_range", range_prefix_json(q.prefix, q.min_mod_revision)}});
   }
   return json{{"success", std::move(ops)}}.dump();
 }
