@@ -227,7 +227,17 @@ class Node:
 
     def wait_port(self):
         pf = os.path.join(self.dir, "supervisor.port")
-        wait_until(lambda: os.path.exists(pf) and open(pf).read().strip(), 120, "node %d's port" % self.i)
+
+        def port_or_exit():
+            # A supervisor that could not start (a library missing on this
+            # machine, say) is said at once with its own words, not after
+            # the 120 s wait.
+            if self.proc.poll() is not None:
+                tail = self.log().strip().splitlines()[-3:]
+                raise RuntimeError("node %d's supervisor exited with status %s before it served: %s"
+                                   % (self.i, self.proc.returncode, " | ".join(tail) or "no output"))
+            return os.path.exists(pf) and open(pf).read().strip()
+        wait_until(port_or_exit, 120, "node %d's port" % self.i)
         self.port = int(open(pf).read())
 
     def hang(self):
