@@ -23,7 +23,7 @@ namespace {
 std::mutex g_error_mu;
 std::string* g_last_error = new std::string();  // leaked: read during exit
 
-bool comm_gone(const CommState& st) { return st.aborted.load(std::memory_order_acquire); }
+bool comm_gone(const CommState& st) { return st.aborted.load(std::memory_order_seq_cst); }
 
 struct OpArgs {
   std::shared_ptr<CommState> state;
@@ -63,22 +63,25 @@ void wake_waiters(SegmentHeader& hdr) {
 
 // Sleeps on the segment's futex word until `ready()` (true) or the
 // communicator is aborted (false). No wake is lost: a waiter counts itself
-// and reads the word before it calls `ready`, a writer publishes its change
-// before it bumps the word and reads the count (all sequentially
-// consistent), so either the waiter sees the change, or its wait finds the
-// word changed, or the writer sees it waiting. Each sleep is bounded all
-// the same (kWaitBoundNs), and looks at an abort.
+// and reads the word before it looks at `ready` and at an abort, a writer
+// (an arrival, a send, an abort) publishes its change before it bumps the
+// word and reads the count (all sequentially consistent), so either the
+// waiter sees the change, or its wait finds the word changed, or the writer
+// sees it waiting. Each sleep is bounded all the same (kWaitBoundNs), a net
+// only: at 1,024 ranks waiting on a hung collective a 5 ms bound was 200,000
+// wake-ups a second, which starved the supervisors the job exists to test.
 template <typename Ready>
 bool wait_until(CommState& st, Ready ready) {
-  constexpr uint64_t kWaitBoundNs = 50 * kPollNs;
+  constexpr uint64_t kWaitBoundNs = 1000 * kPollNs;  // 100 ms
   SegmentHeader& hdr = st.shm().header();
   for (;;) {
-    if (comm_gone(st)) return false;  // ncclCommAbort ends pending work
     hdr.waiters.fetch_add(1, std::memory_order_seq_cst);
     const uint32_t seen = hdr.changes.load(std::memory_order_seq_cst);
-    const bool done = ready();
-    if (!done) futex_wait(&hdr.changes, seen, kWaitBoundNs);
+    const bool gone = comm_gone(st);  // ncclCommAbort ends pending work
+    const bool done = !gone && ready();
+    if (!gone && !done) futex_wait(&hdr.changes, seen, kWaitBoundNs);
     hdr.waiters.fetch_sub(1, std::memory_order_seq_cst);
+    if (gone) return false;
     if (done) return true;
   }
 }
@@ -327,8 +330,11 @@ ncclResult_t comm_split(ncclComm_t comm, int color, int key, ncclComm_t* out) {
 void comm_release(ncclComm_t comm, bool abort) {
   if (comm == nullptr) return;
   std::shared_ptr<CommState> st = comm->state;
-  if (abort) st->aborted.store(true, std::memory_order_release);
   SharedSegment& shm = st->shm();
+  if (abort) {
+    st->aborted.store(true, std::memory_order_seq_cst);
+    wake_waiters(shm.header());  // this rank's stream waits end now, not at the bound
+  }
   if (!st->left.exchange(true)) {
     shm.slot(st->rank).left.store(1, std::memory_order_release);
     // The last rank to leave removes the name; in-flight tasks keep their mapping.
