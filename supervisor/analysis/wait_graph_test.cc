@@ -219,6 +219,33 @@ TEST(WaitGraph, ASilentNodeIsTheRootWhenNoRankHeardFromExplainsTheWait) {
   EXPECT_EQ(other.roots[0].ranks, std::vector<int>{2});
 }
 
+// A silent node whose ranks had issued the collective when last heard of
+// (the 128-node job: most nodes fell silent while one rank hung): they were
+// in it, so only its member known to be behind is waited for; with none
+// behind, the collective itself is the root and the silent node is named as
+// not heard from, never its ranks as roots.
+TEST(WaitGraph, SilentMembersThatHadIssuedTheCollectiveAreNotRoots) {
+  Snapshot snap = silent_node_1(/*rank1_behind=*/false);
+  snap.ranks[2].comms[0].issued_seq = 6;  // in #6 when last heard of
+  snap.ranks[3].comms[0].issued_seq = 5;  // behind: #6 not issued
+  const HangReport behind = classify_snapshot(snap, 5.0);
+  ASSERT_TRUE(behind.hung);
+  ASSERT_EQ(behind.roots.size(), 1u);
+  EXPECT_EQ(behind.roots[0].ranks, std::vector<int>{3});
+  EXPECT_EQ(behind.ranks[0].waits_for.size(), 1u);
+  EXPECT_FALSE(is_root_rank(behind, 2));
+
+  snap.ranks[3].comms[0].issued_seq = 6;
+  const HangReport none_behind = classify_snapshot(snap, 5.0);
+  ASSERT_TRUE(none_behind.hung);
+  ASSERT_EQ(none_behind.roots.size(), 1u);
+  EXPECT_EQ(none_behind.roots[0].kind, RootKind::kCollective);
+  EXPECT_EQ(none_behind.roots[0].ranks, (std::vector<int>{0, 1}));
+  EXPECT_TRUE(none_behind.ranks[0].waits_for.empty());
+  EXPECT_NE(none_behind.summary.find("node 1 not heard from"), std::string::npos)
+      << none_behind.summary;
+}
+
 // The first rounds of an alarm: node 1 was heard from 2 s ago and its news
 // is on its way. The hang that would rest on its ranks waits for it: news
 // that node 1's rank 2 never joined makes rank 2 the one root; a node that
