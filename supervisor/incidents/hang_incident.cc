@@ -1,9 +1,11 @@
 #include "supervisor/incidents/hang_incident.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "common/clock.h"
 #include "common/hang_document.h"
+#include "supervisor/analysis/wait_graph.h"
 #include "supervisor/incidents/dump_files.h"
 #include "supervisor/log_tee.h"
 
@@ -14,23 +16,40 @@ namespace {
 // folder and tells the verdict's own stack dump from others.
 const char* verdict_reason(const HangReport& report) { return report.stalled ? "stall" : "hang"; }
 
-// "rank/pid/launch_ns" of each stuck rank's pending operation: the same
-// operation keeps its key while it stays stuck. (A hang with no stuck
-// operation is keyed by its sentence; a stall by its start, so that it is
-// dumped once however its ranks' states change.)
-std::vector<std::string> stuck_operation_keys(const HangReport& report) {
+}  // namespace
+
+// What identifies each stuck rank's pending operation, the same while it
+// stays stuck: a collective by rank/pid/communicator/sequence number, any
+// other operation by rank/pid/launch time. (A hang with no stuck operation is
+// keyed by its sentence; a stall by its start, so that it is dumped once
+// however its ranks' states change.) No time for a collective: another
+// node's times are rebased onto this host's clock at each merge and move
+// with its stamp's age, which made every changed verdict of a 128-node job
+// look like a new stuck operation, and dumped again.
+std::vector<std::string> hang_dump_keys(const HangReport& report) {
   if (report.stalled) {
     return {"stall@" + std::to_string(report.stalled_since_unix_s.value_or(0))};
   }
   std::vector<std::string> keys;
   for (const RankVerdict& v : report.ranks) {
     if (v.state != RankState::kStuck || !v.has_op) continue;
-    keys.push_back(std::to_string(v.rank) + "/" + std::to_string(v.pid) + "/" +
-                   std::to_string(v.op.launch_ns));
+    std::string key = std::to_string(v.rank) + "/" + std::to_string(v.pid) + "/";
+    if (is_collective_op(v.op)) {
+      char comm[40];
+      std::snprintf(comm, sizeof(comm), "%016llx#%llu",
+                    static_cast<unsigned long long>(v.op.comm_hash),
+                    static_cast<unsigned long long>(v.op.seq));
+      key += comm;
+    } else {
+      key += std::to_string(v.op.launch_ns);
+    }
+    keys.push_back(std::move(key));
   }
   if (keys.empty()) keys.push_back(hang_sentence(report, /*with_durations=*/false));
   return keys;
 }
+
+namespace {
 
 bool has_new_key(const std::vector<std::string>& keys, const std::vector<std::string>& taken) {
   for (const std::string& k : keys) {
@@ -91,7 +110,11 @@ std::string HangIncident::document(HangDocumentParts parts) const {
 }
 
 bool HangIncident::announced(HangEvent event, const HangReport& report) {
-  return event != HangEvent::kNone && event != HangEvent::kCleared && !report.stalled;
+  // A changed verdict is not: every node already dumped at the news of the
+  // first. At 128 nodes whose silent set kept changing, each change asked
+  // every node again (a key each time, never removed), and those keys were
+  // most of etcd's traffic.
+  return event == HangEvent::kDetected && !report.stalled;
 }
 
 HangFollowUp HangIncident::on_event(HangEvent event, const HangReport& report,
@@ -131,7 +154,7 @@ void HangIncident::start_stacks(const HangDocumentParts& parts) {
   // A changed hang deserves new stacks only when some rank is stuck in an
   // operation not seen stuck before: ranks merely exiting (as after the
   // kill) or being found missing do not change where the others wait.
-  const std::vector<std::string> keys = stuck_operation_keys(*hang_);
+  const std::vector<std::string> keys = hang_dump_keys(*hang_);
   if (!has_new_key(keys, stacks_taken_)) return;
   const StackDumper::Started started =
       dumps_->stacks_for(verdict_reason(*hang_), stacks_done_, document(parts));
@@ -185,7 +208,7 @@ HangFollowUp HangIncident::after_stacks(const StackDumpReport& report,
 void HangIncident::dump_timelines(const HangDocumentParts& parts) {
   // Once per stuck operation: a hang that only changes by ranks exiting or
   // being found missing keeps the first dump (the rings moved on since).
-  const std::vector<std::string> keys = stuck_operation_keys(*hang_);
+  const std::vector<std::string> keys = hang_dump_keys(*hang_);
   if (!has_new_key(keys, timelines_taken_)) return;
   remember_keys(keys, &timelines_taken_);
   const TimelineDumpResult r = dumps_->timelines(verdict_reason(*hang_), document(parts));

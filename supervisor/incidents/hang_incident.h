@@ -33,6 +33,10 @@ struct HangFollowUp {
   std::string terminate_why;
 };
 
+// What identifies each stuck operation of a verdict for its dumps: a verdict
+// whose keys were all dumped before is not dumped again (hang_incident.cc).
+std::vector<std::string> hang_dump_keys(const HangReport& report);
+
 class HangIncident {
  public:
   // Any thread: a stack dump this incident started ended; the caller hands
@@ -44,8 +48,8 @@ class HangIncident {
                StacksDone stacks_done);
 
   // Whether `event` is a new hang to tell the other nodes of, before this
-  // node dumps it (they may not see it yet). A stall is not: they judge it
-  // over the same merged snapshot themselves.
+  // node dumps it (they may not see it yet): kDetected only. A stall is not:
+  // they judge it over the same merged snapshot themselves.
   static bool announced(HangEvent event, const HangReport& report);
   // `parts`: what the hang document holds beside the verdict (mismatches,
   // the coordinator, ...); `stacks` and `timeline` are filled here.
