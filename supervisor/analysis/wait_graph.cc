@@ -62,8 +62,9 @@ void build_wait_graph(const Snapshot& snap, HangReport* report) {
     int known = 0;
     for (size_t j = 0; j < n; ++j) known += comm_slot_of(snap.ranks[j], comm) != nullptr ? 1 : 0;
     const bool unknown_members = own != nullptr && own->nranks > known;
-    // Members not heard from (their node silent) whose node's last news
-    // left them behind this collective (not yet issued): waited for only
+    // Members not heard from (their node silent) whose node's last news,
+    // newer than this wait, left them behind this collective (not yet
+    // issued): waited for only
     // when no member heard from explains the wait. A silent member that had
     // issued it was in it when last heard of and is no suspect: naming
     // every silent member made every rank of a silent node a root, and the
@@ -76,8 +77,14 @@ void build_wait_graph(const Snapshot& snap, HangReport* report) {
       const RankSample& s = snap.ranks[j];
       bool waits = false;
       if (w.state == RankState::kSilent) {
+        // Behind by news that came after this rank launched the collective:
+        // older news cannot tell (a node whose supervisor died while its
+        // ranks ran on, or an observer cut off from the store, would have
+        // every silent rank named).
         const proto::CommSlot* slot = comm_slot_of(s, comm);
-        if (slot != nullptr && slot->issued_seq < seq) silent.push_back(w.rank);
+        if (slot != nullptr && slot->issued_seq < seq && w.silent_s < v.pending_s) {
+          silent.push_back(w.rank);
+        }
         continue;
       }
       if (!s.registered) {

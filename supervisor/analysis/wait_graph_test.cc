@@ -151,8 +151,9 @@ TEST(WaitGraph, OneCommunicatorKeepsTheSentenceAndNamesTheRoot) {
 }
 
 // A world of 4 on two nodes, one communicator of all 4 (kWorld): node 1
-// (ranks 2, 3) not heard from for 40 s, its ranks as its last news left
-// them (a stale heartbeat, an old collective number).
+// (ranks 2, 3) not heard from for 10 s, its ranks as its last news left them
+// (a stale heartbeat, an old collective number): news newer than the 15 s
+// the others have waited in collective #6.
 constexpr uint64_t kWorld = 0x1234abcd5678ef90ull;
 
 Snapshot silent_node_1(bool rank1_behind) {
@@ -165,9 +166,9 @@ Snapshot silent_node_1(bool rank1_behind) {
     s.comms = {c};
     if (r < 2) stuck_in(&s, kWorld, 6);
     if (r >= 2) {
-      s.silent_s = 40;
+      s.silent_s = 10;
       s.page_ok = false;
-      s.heartbeat_ns = kNow - 40 * kSec;                     // old news: would read unresponsive
+      s.heartbeat_ns = kNow - 10 * kSec;                     // old news: would read unresponsive
       s.comms[0].issued_seq = s.comms[0].completed_seq = 3;  // would read behind
     }
     ranks.push_back(s);
@@ -185,13 +186,13 @@ TEST(WaitGraph, ASilentNodesRanksAreNotJudgedWhenAnotherRankExplainsTheWait) {
   ASSERT_TRUE(r.hung);
   EXPECT_EQ(r.ranks[2].state, RankState::kSilent);
   EXPECT_EQ(r.ranks[3].state, RankState::kSilent);
-  EXPECT_DOUBLE_EQ(r.ranks[2].silent_s, 40);
+  EXPECT_DOUBLE_EQ(r.ranks[2].silent_s, 10);
   ASSERT_EQ(r.roots.size(), 1u);
   EXPECT_EQ(r.roots[0].ranks, std::vector<int>{1});
   EXPECT_FALSE(is_root_rank(r, 2));
   EXPECT_EQ(r.summary,
             "rank 0 stuck in AllReduce #6 on comm 1234abcd5678ef90 (world) for 15.0 s; rank 1 "
-            "missing (last completed #5 on that comm); node 1 not heard from for 40.0 s (ranks "
+            "missing (last completed #5 on that comm); node 1 not heard from for 10.0 s (ranks "
             "2-3)");
   // The durations aside, the verdict does not change while the node stays
   // silent.
@@ -209,7 +210,7 @@ TEST(WaitGraph, ASilentNodeIsTheRootWhenNoRankHeardFromExplainsTheWait) {
   EXPECT_EQ(r.roots[0].waiters, (std::vector<std::vector<int>>{{0, 1}}));
   EXPECT_EQ(r.summary,
             "ranks 0,1 stuck in AllReduce #6 on comm 1234abcd5678ef90 (world) for 15.0 s; node 1 "
-            "not heard from for 40.0 s (ranks 2-3)");
+            "not heard from for 10.0 s (ranks 2-3)");
   // A member of another communicator only is no root: a rank of node 1 that
   // was in no collective with them is not waited for.
   Snapshot snap = silent_node_1(false);
@@ -222,8 +223,8 @@ TEST(WaitGraph, ASilentNodeIsTheRootWhenNoRankHeardFromExplainsTheWait) {
 // A silent node whose ranks had issued the collective when last heard of
 // (the 128-node job: most nodes fell silent while one rank hung): they were
 // in it, so only its member known to be behind is waited for; with none
-// behind, the collective itself is the root and the silent node is named as
-// not heard from, never its ranks as roots.
+// behind, or news older than the wait, the collective itself is the root and
+// the silent node is named as not heard from, never its ranks as roots.
 TEST(WaitGraph, SilentMembersThatHadIssuedTheCollectiveAreNotRoots) {
   Snapshot snap = silent_node_1(/*rank1_behind=*/false);
   snap.ranks[2].comms[0].issued_seq = 6;  // in #6 when last heard of
@@ -234,6 +235,20 @@ TEST(WaitGraph, SilentMembersThatHadIssuedTheCollectiveAreNotRoots) {
   EXPECT_EQ(behind.roots[0].ranks, std::vector<int>{3});
   EXPECT_EQ(behind.ranks[0].waits_for.size(), 1u);
   EXPECT_FALSE(is_root_rank(behind, 2));
+
+  // News older than the wait cannot tell: rank 3 may have issued #6 since
+  // (a node whose supervisor died while its ranks ran on, an observer cut
+  // off from the store): no rank is named for it.
+  Snapshot stale = snap;
+  for (RankSample& s : stale.ranks) {
+    if (s.silent_s > 0) s.silent_s = 40;
+  }
+  const HangReport old_news = classify_snapshot(stale, 5.0);
+  ASSERT_EQ(old_news.roots.size(), 1u);
+  EXPECT_EQ(old_news.roots[0].kind, RootKind::kCollective);
+  EXPECT_FALSE(is_root_rank(old_news, 3));
+  EXPECT_NE(old_news.summary.find("node 1 not heard from for 40.0 s"), std::string::npos)
+      << old_news.summary;
 
   snap.ranks[3].comms[0].issued_seq = 6;
   const HangReport none_behind = classify_snapshot(snap, 5.0);
@@ -295,7 +310,7 @@ TEST(WaitGraph, ADeepVerdictNamesASilentNodeOnceAmongItsRoots) {
   const HangReport r = classify_snapshot(snap, 5.0);
   ASSERT_TRUE(r.hung);
   EXPECT_EQ(r.summary,
-            "node 1 not heard from for 40.0 s (ranks 2-3); waiting on it: rank 1 in AllReduce #6 "
+            "node 1 not heard from for 10.0 s (ranks 2-3); waiting on it: rank 1 in AllReduce #6 "
             "on world; behind them: rank 0 in AllReduce #2 on tp");
 }
 

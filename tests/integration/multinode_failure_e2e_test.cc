@@ -199,10 +199,11 @@ TEST_F(MultiNodeFailureE2E, AKilledLeaderIsReplacedWithinALeaseAndTheVerdictsGoO
 }
 
 // etcd stops while the job runs, and a rank hangs meanwhile: the node that
-// sees a rank stuck judges what it sees (the other node not heard from, its
-// rank the only one the stuck rank can wait for), the node that sees no rank
-// stuck names nothing; once etcd is back both name the hung rank, by global
-// rank and node.
+// sees a rank stuck judges what it sees (its rank stuck in the collective,
+// the other node not heard from since before that wait began: what that
+// node's rank did since, it cannot know, so it names no rank of it), the
+// node that sees no rank stuck names nothing; once etcd is back both name
+// the hung rank, by global rank and node.
 TEST_F(MultiNodeFailureE2E, WithoutEtcdEachNodeJudgesWhatItSeesAndAgreesOnceItIsBack) {
   start_nodes("mnf-etcd", 2);
   wait_connected();
@@ -217,14 +218,15 @@ TEST_F(MultiNodeFailureE2E, WithoutEtcdEachNodeJudgesWhatItSeesAndAgreesOnceItIs
     EXPECT_EQ(h["hung"], false) << h["summary"];
   }
   touch(hang_file(1));  // node 1's rank stops before its next collective
-  // Node 0 sees its rank stuck; node 1's it cannot see: that node is what it
-  // waits on.
+  // Node 0 sees its rank stuck; node 1's it has not heard of since before
+  // the wait: the collective is the root, node 1 not heard from.
   const nlohmann::json alone =
       wait_hang(0, [](const nlohmann::json& j) { return j["hung"] == true; });
   ASSERT_TRUE(alone.is_object()) << nodes_[0]->log();
   EXPECT_EQ(alone["coordinator"]["connected"], false);
   ASSERT_EQ(alone["roots"].size(), 1u) << alone.dump(2);
-  EXPECT_EQ(alone["roots"][0]["ranks"], nlohmann::json::array({1}));
+  EXPECT_EQ(alone["roots"][0]["kind"], "collective") << alone["roots"].dump();
+  EXPECT_EQ(alone["roots"][0]["ranks"], nlohmann::json::array({0}));
   EXPECT_EQ(alone["ranks"][1]["state"], "silent") << alone["ranks"].dump();
   const std::string summary = alone["summary"];
   EXPECT_NE(summary.find("; node 1 not heard from for "), std::string::npos) << summary;
