@@ -313,7 +313,8 @@ def verdicts(nodes, culprit_rank, trigger):
         h = n.hang() or {}
         roots = [r["ranks"] for r in h.get("roots", [])]
         culprit = [r for r in h.get("ranks", []) if r.get("rank") == culprit_rank]
-        first = n.log_events("hang", trigger)[0]
+        events = n.log_events("hang", trigger)  # its log read once
+        first = events[0]
         m = re.search(r" for ([0-9.]+) s", first[1])
         out[n.i] = {"verdict_after_trigger_s": first[0] - trigger,
                     "waited_at_verdict_s": float(m.group(1)) if m else None,
@@ -321,7 +322,7 @@ def verdicts(nodes, culprit_rank, trigger):
                     "culprit_state": culprit[0].get("state") if culprit else None,
                     "culprit_node": culprit[0].get("node") if culprit else None,
                     "silent_nodes": (h.get("coordinator") or {}).get("silent_nodes"),
-                    "verdict_lines": len(n.log_events("hang", trigger))}
+                    "verdict_lines": len(events)}
     return out
 
 
