@@ -64,12 +64,11 @@ void build_wait_graph(const Snapshot& snap, HangReport* report) {
     const bool unknown_members = own != nullptr && own->nranks > known;
     // Members not heard from (their node silent) whose node's last news,
     // newer than this wait, left them behind this collective (not yet
-    // issued): waited for only
-    // when no member heard from explains the wait. A silent member that had
-    // issued it was in it when last heard of and is no suspect: naming
-    // every silent member made every rank of a silent node a root, and the
-    // report grew with stuck ranks x silent ranks (262,144 edges at 1,024
-    // ranks with half the nodes silent).
+    // issued): waited for only when no member heard from explains the wait.
+    // A silent member that had issued it was in it when last heard of and is
+    // no suspect: naming every silent member made every rank of a silent
+    // node a root, and the report grew with stuck ranks x silent ranks
+    // (262,144 edges at 1,024 ranks with half the nodes silent).
     std::vector<int> silent;
     for (size_t j = 0; j < n; ++j) {
       if (j == i) continue;
