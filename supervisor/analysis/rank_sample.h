@@ -58,6 +58,11 @@ struct RankSample {
   // says is that node's last news, and the rank is not judged on it
   // (RankState::kSilent). 0: heard from.
   double silent_s = 0;
+  // How old what this silent sample says is: the age of its node's last
+  // snapshot, at least silent_s. Longer than silent_s when the node was
+  // heard of since by its lease alone (quiet nodes put their progress only
+  // when its shape changes). 0: heard from, or this node's own rank.
+  double news_age_s = 0;
   // Silent, but its node was heard from within that bound: its news is on
   // its way (the first rounds of an alarm, which quiet nodes learn of and
   // answer a round or two later). A new hang that rests on this rank is not

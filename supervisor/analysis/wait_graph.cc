@@ -50,6 +50,18 @@ void build_wait_graph(const Snapshot& snap, HangReport* report) {
   const size_t n = std::min(ranks.size(), snap.ranks.size());
   std::map<int, size_t> pos;
   for (size_t i = 0; i < n; ++i) pos[ranks[i].rank] = i;
+  // How long each stuck collective has been waited in: its first waiter's
+  // wait. A silent member is judged against it, the same for every waiter,
+  // so that its waiters never split into ranks that wait for a silent
+  // member and ranks whose wait began after its news (their own launch
+  // times differ by how late each got there).
+  std::map<std::pair<uint64_t, uint64_t>, double> first_wait_s;
+  for (size_t i = 0; i < n; ++i) {
+    const RankVerdict& v = ranks[i];
+    if (v.state != RankState::kStuck || !v.has_op || !is_collective_op(v.op)) continue;
+    double& w = first_wait_s[{v.op.comm_hash, v.op.seq}];
+    w = std::max(w, v.pending_s);
+  }
   // Edges of every stuck rank in a collective.
   for (size_t i = 0; i < n; ++i) {
     RankVerdict& v = ranks[i];
@@ -63,25 +75,29 @@ void build_wait_graph(const Snapshot& snap, HangReport* report) {
     for (size_t j = 0; j < n; ++j) known += comm_slot_of(snap.ranks[j], comm) != nullptr ? 1 : 0;
     const bool unknown_members = own != nullptr && own->nranks > known;
     // Members not heard from (their node silent) whose node's last news,
-    // newer than this wait, left them behind this collective (not yet
+    // newer than the collective's first wait, left them behind it (not yet
     // issued): waited for only when no member heard from explains the wait.
     // A silent member that had issued it was in it when last heard of and is
     // no suspect: naming every silent member made every rank of a silent
     // node a root, and the report grew with stuck ranks x silent ranks
     // (262,144 edges at 1,024 ranks with half the nodes silent).
     std::vector<int> silent;
+    const double waited_s = first_wait_s[{comm, seq}];
     for (size_t j = 0; j < n; ++j) {
       if (j == i) continue;
       const RankVerdict& w = ranks[j];
       const RankSample& s = snap.ranks[j];
       bool waits = false;
       if (w.state == RankState::kSilent) {
-        // Behind by news that came after this rank launched the collective:
-        // older news cannot tell (a node whose supervisor died while its
-        // ranks ran on, or an observer cut off from the store, would have
-        // every silent rank named).
+        // Behind by news taken after the collective's first rank launched
+        // it: older news cannot tell (a node whose supervisor died while
+        // its ranks ran on, or an observer cut off from the store, would
+        // have every silent rank named). The news's own age, not when its
+        // node was last heard of: a lease seen since says nothing of where
+        // its ranks are.
         const proto::CommSlot* slot = comm_slot_of(s, comm);
-        if (slot != nullptr && slot->issued_seq < seq && w.silent_s < v.pending_s) {
+        const double news_age_s = std::max(s.news_age_s, w.silent_s);
+        if (slot != nullptr && slot->issued_seq < seq && news_age_s < waited_s) {
           silent.push_back(w.rank);
         }
         continue;

@@ -261,6 +261,52 @@ TEST(WaitGraph, SilentMembersThatHadIssuedTheCollectiveAreNotRoots) {
       << none_behind.summary;
 }
 
+// The 1,024-rank job on a loaded machine: a collective's waiters got there
+// at different times, and a silent member's news came between the first
+// and the last. Every waiter is judged against the collective's first wait,
+// so all of them wait for it: one root, never the late waiters as a
+// collective of their own beside it.
+TEST(WaitGraph, EveryWaiterOfACollectiveJudgesASilentMemberAlike) {
+  Snapshot snap = silent_node_1(/*rank1_behind=*/false);
+  snap.ranks[2].comms[0].issued_seq = 6;               // in #6 when last heard of
+  snap.ranks[3].comms[0].issued_seq = 5;               // behind: #6 not issued
+  proto::OpRef& late = snap.ranks[1].oldest_inflight;  // waits 4 s, rank 0 15 s
+  late.started_ns = kNow - 4 * kSec;
+  late.launch_ns = late.started_ns - kSec / 10;
+  const HangReport r = classify_snapshot(snap, 3.0);
+  ASSERT_TRUE(r.hung);
+  EXPECT_LT(r.ranks[1].pending_s, r.ranks[3].silent_s);
+  ASSERT_EQ(r.roots.size(), 1u) << r.summary;
+  EXPECT_EQ(r.roots[0].ranks, std::vector<int>{3});
+  EXPECT_EQ(r.roots[0].waiters, (std::vector<std::vector<int>>{{0, 1}}));
+}
+
+// A silent node heard of 3 s ago by its lease, whose last news of its ranks
+// is 40 s old (older than the wait): that news cannot tell, whatever the
+// lease says.
+TEST(WaitGraph, ALeaseSeenSinceDoesNotMakeOldNewsNew) {
+  Snapshot snap = silent_node_1(/*rank1_behind=*/false);
+  for (RankSample& s : snap.ranks) {
+    if (s.silent_s > 0) {
+      s.silent_s = 3;
+      s.news_age_s = 40;
+    }
+  }
+  const HangReport r = classify_snapshot(snap, 5.0);
+  ASSERT_TRUE(r.hung);
+  ASSERT_EQ(r.roots.size(), 1u) << r.summary;
+  EXPECT_EQ(r.roots[0].kind, RootKind::kCollective);
+  EXPECT_FALSE(is_root_rank(r, 2));
+  EXPECT_FALSE(is_root_rank(r, 3));
+  // Its news 10 s old, newer than the 15 s wait: its ranks behind are roots.
+  for (RankSample& s : snap.ranks) {
+    if (s.silent_s > 0) s.news_age_s = 10;
+  }
+  const HangReport newer = classify_snapshot(snap, 5.0);
+  ASSERT_EQ(newer.roots.size(), 2u) << newer.summary;
+  EXPECT_TRUE(is_root_rank(newer, 2));
+}
+
 // The first rounds of an alarm: node 1 was heard from 2 s ago and its news
 // is on its way. The hang that would rest on its ranks waits for it: news
 // that node 1's rank 2 never joined makes rank 2 the one root; a node that

@@ -31,6 +31,7 @@ Snapshot merge_progress(const Snapshot& local, int node, int world_size,
       const auto age_ns = static_cast<uint64_t>(std::min(age_s, 1e9) * 1e9);
       for (RankSample& r : blind.snapshot.ranks) {
         r.silent_s = silent_s;
+        r.news_age_s = std::max(silent_s, age_s);
         r.news_pending = connected && silent_s < fresh_s;
         r.page_ok = false;
         r.inflight_count = 0;

@@ -215,12 +215,16 @@ TEST(MergeProgress, LateNewsIsMergedWithoutNewsOnlyWhileAnAlarmStands) {
   // Its heartbeat as last heard: 30 s before local's now.
   EXPECT_EQ(local.snapshot.now_ns - m.ranks[2].heartbeat_ns, 30'000'000'000u);
   EXPECT_DOUBLE_EQ(m.ranks[2].silent_s, 30);
+  EXPECT_DOUBLE_EQ(m.ranks[2].news_age_s, 30);
   EXPECT_FALSE(m.ranks[2].news_pending);  // silent past the bound
   // Heard from 2 s ago (its owner key, before the alarm): its news is on its
   // way, unless the store is gone.
   const std::map<int, double> heard{{1, now - 2}};
   m = merge_progress(local.snapshot, 0, 4, late, true, 10, heard);
   EXPECT_DOUBLE_EQ(m.ranks[2].silent_s, 2);
+  // What its ranks did is still as of its snapshot, 30 s ago: the lease
+  // says the node is there, not where its ranks are.
+  EXPECT_DOUBLE_EQ(m.ranks[2].news_age_s, 30);
   EXPECT_TRUE(m.ranks[2].news_pending);
   m = merge_progress(local.snapshot, 0, 4, late, true, 10, heard, /*connected=*/false);
   EXPECT_FALSE(m.ranks[2].news_pending);
