@@ -278,9 +278,27 @@ class Node:
             os.killpg(self.proc.pid, signal.SIGKILL)
 
 
+# The exchange's own counters on GET /hang's "coordinator": what each node
+# read from the store, to tell which reads make etcd's traffic.
+COORD_COUNTERS = ("rounds", "failed_rounds", "documents_read", "full_reads", "stamp_reads",
+                  "digest_reads")
+
+
+def coordinator_counters(nodes):
+    out = {}
+    for n in nodes:
+        c = (n.hang() or {}).get("coordinator") or {}
+        out[n.i] = {k: c.get(k, 0) for k in COORD_COUNTERS}
+    return out
+
+
 def measure(etcd, nodes, window_s):
-    """etcd's rates and each live supervisor's CPU share and RSS over `window_s`."""
+    """etcd's rates, each live supervisor's CPU share and RSS over `window_s`, and
+    the sum over the nodes of their exchange's reads a second (read from every
+    node before and after the window, so over a little more than it)."""
     live = [n for n in nodes if n.proc.poll() is None]
+    c0 = coordinator_counters(live)
+    t_c0 = time.monotonic()
     a = etcd.counters()
     cpu0 = {n.i: proc_cpu_s(n.proc.pid) for n in live}
     t0 = time.monotonic()
@@ -289,8 +307,12 @@ def measure(etcd, nodes, window_s):
     dt = time.monotonic() - t0
     cpu = {n.i: (proc_cpu_s(n.proc.pid) - cpu0[n.i]) / dt for n in live}
     rss = {n.i: proc_rss_mb(n.proc.pid) for n in live}
+    c1 = coordinator_counters(live)
+    dc = time.monotonic() - t_c0
     out = {k: (b[k] - a[k]) / dt for k in a} if a and b else {}
     out.update({"supervisor_cpu": cpu, "supervisor_rss_mb": rss, "seconds": dt})
+    out["exchange_per_s"] = {k: sum(c1[i][k] - c0[i][k] for i in c1 if i in c0) / dc
+                             for k in COORD_COUNTERS}
     return out
 
 
