@@ -13,7 +13,7 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "$@"
 }
 
-pkgs=(cmake make g++ pkg-config python3 libunwind-dev libdw-dev libelf-dev libboost-dev
+pkgs=(cmake make ninja-build g++ pkg-config python3 libunwind-dev libdw-dev libelf-dev libboost-dev
       nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev prometheus
       etcd-server   # the multi-node coordination store's tests run a real etcd
       libssl-dev openssl  # TLS to etcd; the tests make their certificates with openssl

@@ -32,7 +32,10 @@ done
 # build (as make sanitize's): the libraries the fuzzers link compile a few
 # sources to a translation unit, most of their time being the same headers.
 # shellcheck disable=SC2086
-CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DXPU_TIMER_BUILD_TESTS=OFF -DCMAKE_UNITY_BUILD=ON \
+# Ninja where the folder is new (as the Makefile's builds).
+generator=()
+[ -f "$build/CMakeCache.txt" ] || ! command -v ninja >/dev/null || generator=(-G Ninja)
+CC=clang CXX=clang++ cmake -S "$root" -B "$build" "${generator[@]}" -DXPU_TIMER_BUILD_TESTS=OFF -DCMAKE_UNITY_BUILD=ON \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" \
   "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g" ${CMAKE_FLAGS:-} >/dev/null
 # Every *_fuzz target the build defines (Makefile and Ninja generators).
