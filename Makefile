@@ -23,10 +23,12 @@ UNITY ?= ON
 # (bench/results/2026-11-28-make-test-time.md). DEBUG_INFO=-g for a debugger.
 DEBUG_INFO ?= -g1
 
-# Ninja, not Make: CMake's Makefiles build a target's objects only once the
-# targets it links are built, and two cores sat half idle in the gaps; the
-# ASan+UBSan build of `make sanitize` took 511 s with them and 385 s with Ninja
-# (bench/results/2026-11-28-make-test-time.md). A folder configured earlier
+# Ninja, not Make: given a list of targets (`make sanitize`, `make fuzz`,
+# `make demo`), CMake's Makefiles build them one after the other, so two cores
+# sat half idle; the ASan+UBSan build of `make sanitize` took 589 s with them
+# and 385 s with Ninja on the same 2-core machine (the whole build of `make
+# test` keeps both cores busy either way: about 7 min).
+# bench/results/2026-11-28-make-test-time.md. A folder configured earlier
 # keeps its generator (CMake refuses to change it).
 GENERATOR = $(if $(wildcard $(1)/CMakeCache.txt),,-G Ninja)
 
