@@ -166,6 +166,42 @@ void BM_JobVerdictFromStamps(benchmark::State& state) {
 }
 BENCHMARK(BM_JobVerdictFromStamps)->Arg(2)->Arg(16)->Arg(128)->Unit(benchmark::kMillisecond);
 
+// The same round in a standing hang: every rank has waited past the timeout
+// in its collective, so the verdict builds the wait graph, its roots and
+// its sentence over every rank (what each poll of a supervisor in a hang's
+// alarm pays).
+void BM_JobHangVerdictFromStamps(benchmark::State& state) {
+  const int nodes = static_cast<int>(state.range(0));
+  std::vector<NodeProgress> docs;
+  std::vector<std::string> stamps;
+  std::string error;
+  for (int n = 1; n < nodes; ++n) {
+    const NodeProgress p = make_node(n, nodes);
+    docs.emplace_back();
+    parse_node_progress(node_progress_text(p), &docs.back(), &error);
+    stamps.push_back(node_stamp_text(p));
+  }
+  const NodeProgress local = make_node(0, nodes);
+  std::vector<NodeProgress> others;
+  bool hung = false;
+  for (auto _ : state) {
+    others.clear();
+    for (size_t i = 0; i < stamps.size(); ++i) {
+      NodeStamp st;
+      parse_node_stamp(stamps[i], &st, &error);
+      others.push_back(docs[i]);
+      apply_node_stamp(st, &others.back());
+    }
+    const Snapshot merged = merge_job_snapshot(local.snapshot, 0, others, local.world_size);
+    const HangReport r = classify_snapshot(merged, 0.0001);  // launched 1 ms ago: all stuck
+    hung = r.hung;
+    benchmark::DoNotOptimize(r);
+  }
+  if (!hung) state.SkipWithError("no hang: the synthetic ranks were not stuck");
+  state.counters["ranks"] = nodes * kRanksPerNode;
+}
+BENCHMARK(BM_JobHangVerdictFromStamps)->Arg(16)->Arg(128)->Unit(benchmark::kMillisecond);
+
 // etcd v3 kept in memory, as the supervisors of one job see it through its
 // JSON gateway: keys with their revisions and leases, a read from a
 // revision, and the bytes each request and answer would carry (HTTP heads

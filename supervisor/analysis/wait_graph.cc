@@ -4,6 +4,10 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "common/op_names.h"
 #include "supervisor/analysis/hang_detector.h"
@@ -62,18 +66,35 @@ void build_wait_graph(const Snapshot& snap, HangReport* report) {
     double& w = first_wait_s[{v.op.comm_hash, v.op.seq}];
     w = std::max(w, v.pending_s);
   }
-  // Edges of every stuck rank in a collective.
-  for (size_t i = 0; i < n; ++i) {
-    RankVerdict& v = ranks[i];
-    v.waits_for.clear();
-    if (v.state != RankState::kStuck || !v.has_op || !is_collective_op(v.op)) continue;
-    const uint64_t comm = v.op.comm_hash, seq = v.op.seq;
-    const proto::CommSlot* own = comm_slot_of(snap.ranks[i], comm);
-    std::string name = own != nullptr ? comm_slot_name(*own) : std::string();
+  // Each communicator's members as the pages show them (the slot
+  // comm_slot_of finds), in rank order, and the ranks never registered:
+  // the only ranks a collective's waiter can wait for. Built once: a
+  // waiter's edges are its collective's, the same for all of its waiters
+  // (at 1,024 ranks, looking through every rank for every waiter took a
+  // supervisor most of a 10 ms verdict, twice a second in a hang).
+  std::map<uint64_t, std::vector<std::pair<size_t, const proto::CommSlot*>>> comm_members;
+  std::vector<size_t> unregistered;
+  for (size_t j = 0; j < n; ++j) {
+    const RankSample& s = snap.ranks[j];
+    if (!s.registered) unregistered.push_back(j);
+    for (const proto::CommSlot& c : s.comms) {
+      if (c.flags & proto::kCommFlagUnknownIdentity) continue;
+      auto& list = comm_members[c.comm_hash];
+      if (list.empty() || list.back().first != j) list.emplace_back(j, &c);
+    }
+  }
+  // The edges of a collective's waiters, by (communicator, sequence number,
+  // the communicator's size and name as the waiter's own slot says).
+  using CollectiveKey = std::tuple<uint64_t, uint64_t, int64_t, std::string>;
+  std::map<CollectiveKey, std::pair<std::vector<WaitEdge>, std::vector<WaitEdge>>> edges_of;
+  const auto collective_edges = [&](uint64_t comm, uint64_t seq, const proto::CommSlot* own,
+                                    const std::string& name) {
+    const auto found = comm_members.find(comm);
+    static const std::vector<std::pair<size_t, const proto::CommSlot*>> kNone;
+    const auto& list = found != comm_members.end() ? found->second : kNone;
     // Members the pages do not show (never registered ranks may be some).
-    int known = 0;
-    for (size_t j = 0; j < n; ++j) known += comm_slot_of(snap.ranks[j], comm) != nullptr ? 1 : 0;
-    const bool unknown_members = own != nullptr && own->nranks > known;
+    const int known = static_cast<int>(list.size());
+    const bool unknown_members = own != nullptr && static_cast<int>(own->nranks) > known;
     // Members not heard from (their node silent) whose node's last news,
     // newer than the collective's first wait, left them behind it (not yet
     // issued): waited for only when no member heard from explains the wait.
@@ -81,10 +102,20 @@ void build_wait_graph(const Snapshot& snap, HangReport* report) {
     // no suspect: naming every silent member made every rank of a silent
     // node a root, and the report grew with stuck ranks x silent ranks
     // (262,144 edges at 1,024 ranks with half the nodes silent).
-    std::vector<int> silent;
+    std::vector<WaitEdge> edges, silent;
     const double waited_s = first_wait_s[{comm, seq}];
-    for (size_t j = 0; j < n; ++j) {
-      if (j == i) continue;
+    size_t m = 0, u = 0;  // the members and the unregistered, merged in rank order
+    while (m < list.size() || u < unregistered.size()) {
+      const bool take_member =
+          u == unregistered.size() || (m < list.size() && list[m].first <= unregistered[u]);
+      const size_t j = take_member ? list[m].first : unregistered[u];
+      const proto::CommSlot* slot = take_member ? list[m].second : nullptr;
+      if (take_member) {
+        if (u < unregistered.size() && unregistered[u] == j) ++u;  // one rank, once
+        ++m;
+      } else {
+        ++u;
+      }
       const RankVerdict& w = ranks[j];
       const RankSample& s = snap.ranks[j];
       bool waits = false;
@@ -95,25 +126,42 @@ void build_wait_graph(const Snapshot& snap, HangReport* report) {
         // have every silent rank named). The news's own age, not when its
         // node was last heard of: a lease seen since says nothing of where
         // its ranks are.
-        const proto::CommSlot* slot = comm_slot_of(s, comm);
         const double news_age_s = std::max(s.news_age_s, w.silent_s);
         if (slot != nullptr && slot->issued_seq < seq && news_age_s < waited_s) {
-          silent.push_back(w.rank);
+          silent.push_back(WaitEdge{w.rank, comm, name, seq});
         }
         continue;
       }
       if (!s.registered) {
         waits = unknown_members;
-      } else if (const proto::CommSlot* slot = comm_slot_of(s, comm)) {
+      } else if (slot != nullptr) {
         if (in_collective(w, s, comm, seq)) continue;  // arrived
         waits = w.state == RankState::kExited || w.state == RankState::kUnresponsive ||
                 slot->issued_seq < seq || slot->completed_seq < seq;
       }
-      if (waits) v.waits_for.push_back(WaitEdge{w.rank, comm, name, seq});
+      if (waits) edges.push_back(WaitEdge{w.rank, comm, name, seq});
     }
-    if (v.waits_for.empty()) {
-      for (int rank : silent) v.waits_for.push_back(WaitEdge{rank, comm, name, seq});
+    return std::make_pair(std::move(edges), std::move(silent));
+  };
+  // Edges of every stuck rank in a collective.
+  for (size_t i = 0; i < n; ++i) {
+    RankVerdict& v = ranks[i];
+    v.waits_for.clear();
+    if (v.state != RankState::kStuck || !v.has_op || !is_collective_op(v.op)) continue;
+    const uint64_t comm = v.op.comm_hash, seq = v.op.seq;
+    const proto::CommSlot* own = comm_slot_of(snap.ranks[i], comm);
+    std::string name = own != nullptr ? comm_slot_name(*own) : std::string();
+    const CollectiveKey key{comm, seq, own != nullptr ? static_cast<int64_t>(own->nranks) : -1,
+                            name};
+    auto it = edges_of.find(key);
+    if (it == edges_of.end())
+      it = edges_of.emplace(key, collective_edges(comm, seq, own, name)).first;
+    // Its own rank aside (a waiter never waits for itself); the silent
+    // suspects only when no member heard from explains the wait.
+    for (const WaitEdge& e : it->second.first) {
+      if (e.rank != v.rank) v.waits_for.push_back(e);
     }
+    if (v.waits_for.empty()) v.waits_for = it->second.second;
   }
   // Roots: ranks waited for that wait for nobody, stuck ranks with nobody to
   // wait for (their collective, or an operation that is no collective).
