@@ -136,32 +136,43 @@ void BM_NodeStamp(benchmark::State& state) {
 }
 BENCHMARK(BM_NodeStamp);
 
-// The same verdict in a steady alarm: the documents were read once; each
-// round decodes the other nodes' stamps and applies them to copies.
+// A round of a steady alarm on node 0: the documents were read once; each
+// round decodes the other nodes' stamps, applies them to copies, merges and
+// classifies with `timeout_s`.
+class StampRounds {
+ public:
+  explicit StampRounds(int nodes) : local_(make_node(0, nodes)) {
+    std::string error;
+    for (int n = 1; n < nodes; ++n) {
+      const NodeProgress p = make_node(n, nodes);
+      docs_.emplace_back();
+      parse_node_progress(node_progress_text(p), &docs_.back(), &error);
+      stamps_.push_back(node_stamp_text(p));
+    }
+  }
+  HangReport round(double timeout_s) {
+    std::string error;
+    others_.clear();
+    for (size_t i = 0; i < stamps_.size(); ++i) {
+      NodeStamp st;
+      parse_node_stamp(stamps_[i], &st, &error);
+      others_.push_back(docs_[i]);
+      apply_node_stamp(st, &others_.back());
+    }
+    const Snapshot merged = merge_job_snapshot(local_.snapshot, 0, others_, local_.world_size);
+    return classify_snapshot(merged, timeout_s);
+  }
+
+ private:
+  NodeProgress local_;
+  std::vector<NodeProgress> docs_, others_;
+  std::vector<std::string> stamps_;
+};
+
 void BM_JobVerdictFromStamps(benchmark::State& state) {
   const int nodes = static_cast<int>(state.range(0));
-  std::vector<NodeProgress> docs;
-  std::vector<std::string> stamps;
-  std::string error;
-  for (int n = 1; n < nodes; ++n) {
-    const NodeProgress p = make_node(n, nodes);
-    docs.emplace_back();
-    parse_node_progress(node_progress_text(p), &docs.back(), &error);
-    stamps.push_back(node_stamp_text(p));
-  }
-  const NodeProgress local = make_node(0, nodes);
-  std::vector<NodeProgress> others;
-  for (auto _ : state) {
-    others.clear();
-    for (size_t i = 0; i < stamps.size(); ++i) {
-      NodeStamp st;
-      parse_node_stamp(stamps[i], &st, &error);
-      others.push_back(docs[i]);
-      apply_node_stamp(st, &others.back());
-    }
-    const Snapshot merged = merge_job_snapshot(local.snapshot, 0, others, local.world_size);
-    benchmark::DoNotOptimize(classify_snapshot(merged, 300.0));
-  }
+  StampRounds rounds(nodes);
+  for (auto _ : state) benchmark::DoNotOptimize(rounds.round(300.0));
   state.counters["ranks"] = nodes * kRanksPerNode;
 }
 BENCHMARK(BM_JobVerdictFromStamps)->Arg(2)->Arg(16)->Arg(128)->Unit(benchmark::kMillisecond);
@@ -172,28 +183,10 @@ BENCHMARK(BM_JobVerdictFromStamps)->Arg(2)->Arg(16)->Arg(128)->Unit(benchmark::k
 // alarm pays).
 void BM_JobHangVerdictFromStamps(benchmark::State& state) {
   const int nodes = static_cast<int>(state.range(0));
-  std::vector<NodeProgress> docs;
-  std::vector<std::string> stamps;
-  std::string error;
-  for (int n = 1; n < nodes; ++n) {
-    const NodeProgress p = make_node(n, nodes);
-    docs.emplace_back();
-    parse_node_progress(node_progress_text(p), &docs.back(), &error);
-    stamps.push_back(node_stamp_text(p));
-  }
-  const NodeProgress local = make_node(0, nodes);
-  std::vector<NodeProgress> others;
+  StampRounds rounds(nodes);
   bool hung = false;
   for (auto _ : state) {
-    others.clear();
-    for (size_t i = 0; i < stamps.size(); ++i) {
-      NodeStamp st;
-      parse_node_stamp(stamps[i], &st, &error);
-      others.push_back(docs[i]);
-      apply_node_stamp(st, &others.back());
-    }
-    const Snapshot merged = merge_job_snapshot(local.snapshot, 0, others, local.world_size);
-    const HangReport r = classify_snapshot(merged, 0.0001);  // launched 1 ms ago: all stuck
+    const HangReport r = rounds.round(0.0001);  // launched 1 ms ago: all stuck
     hung = r.hung;
     benchmark::DoNotOptimize(r);
   }
