@@ -77,8 +77,10 @@ SAN_TARGETS ?= common_test inject_unit_test stack_unit_test flamegraph_test time
                supervisor_coordination_test supervisor_incidents_test \
                etcd_store_process_test job_view_process_test
 # TSan only where threads meet: the pure components (common, timeline, the
-# analysis, the job launcher) have none, and leaving them out keeps CI short.
-TSAN_TARGETS ?= $(filter-out common_test timeline_test supervisor_analysis_test supervisor_job_test,$(SAN_TARGETS))
+# analysis, the job launcher, the metrics' rendering, the rank pages' reader)
+# start none and their tests start none, and leaving them out keeps CI short.
+TSAN_TARGETS ?= $(filter-out common_test timeline_test supervisor_analysis_test supervisor_job_test \
+                  supervisor_metrics_test supervisor_ranks_test,$(SAN_TARGETS))
 # Line tables only (-g1): what a sanitizer's report reads. A unity build (CMake
 # compiles its sources eight to a translation unit): on a fresh clone these two
 # builds are compiled once each, and most of their time went to instantiating
