@@ -107,9 +107,9 @@ sanitize: deps
 	cmake --build $(BUILD)-tsan -j$(JOBS) --target $(TSAN_TARGETS); built=$$?; \
 	if [ $$built -eq 0 ]; then TSAN_OPTIONS=halt_on_error=1 \
 	  scripts/run_test_binaries.sh $(BUILD)-tsan/bin $(BUILD)-tsan/sanitize-logs \
-	  $(SAN_TEST_JOBS) $(TSAN_TARGETS) >$(BUILD)-tsan/sanitize-tests.log 2>&1 & fi; tsan_pid=$$!; \
+	  $(SAN_TEST_JOBS) $(TSAN_TARGETS) >$(BUILD)-tsan/sanitize-tests.log 2>&1 & tsan_pid=$$!; fi; \
 	also=0; $(if $(SAN_ALONGSIDE),$(SAN_ALONGSIDE) || also=$$?;) \
-	tsan=1; [ $$built -eq 0 ] && { wait $$tsan_pid; tsan=$$?; }; \
+	tsan=1; if [ $$built -eq 0 ]; then wait $$tsan_pid; tsan=$$?; fi; \
 	wait $$asan; ran=$$?; echo "ASan+UBSan tests ($(BUILD)-asan/sanitize-tests.log):"; \
 	cat $(BUILD)-asan/sanitize-tests.log; echo "TSan tests ($(BUILD)-tsan/sanitize-tests.log):"; \
 	cat $(BUILD)-tsan/sanitize-tests.log 2>/dev/null; \

@@ -89,11 +89,15 @@ void build_wait_graph(const Snapshot& snap, HangReport* report) {
   std::map<CollectiveKey, std::pair<std::vector<WaitEdge>, std::vector<WaitEdge>>> edges_of;
   const auto collective_edges = [&](uint64_t comm, uint64_t seq, const proto::CommSlot* own,
                                     const std::string& name) {
+    // The ranks that can be waited for, in rank order: the members with the
+    // slot comm_slot_of finds, and the ranks never registered (a member's
+    // slot kept where one is both).
+    std::map<size_t, const proto::CommSlot*> candidates;
     const auto found = comm_members.find(comm);
-    static const std::vector<std::pair<size_t, const proto::CommSlot*>> kNone;
-    const auto& list = found != comm_members.end() ? found->second : kNone;
+    if (found != comm_members.end()) candidates.insert(found->second.begin(), found->second.end());
     // Members the pages do not show (never registered ranks may be some).
-    const int known = static_cast<int>(list.size());
+    const int known = static_cast<int>(candidates.size());
+    for (size_t j : unregistered) candidates.emplace(j, nullptr);
     const bool unknown_members = own != nullptr && static_cast<int>(own->nranks) > known;
     // Members not heard from (their node silent) whose node's last news,
     // newer than the collective's first wait, left them behind it (not yet
@@ -104,18 +108,7 @@ void build_wait_graph(const Snapshot& snap, HangReport* report) {
     // (262,144 edges at 1,024 ranks with half the nodes silent).
     std::vector<WaitEdge> edges, silent;
     const double waited_s = first_wait_s[{comm, seq}];
-    size_t m = 0, u = 0;  // the members and the unregistered, merged in rank order
-    while (m < list.size() || u < unregistered.size()) {
-      const bool take_member =
-          u == unregistered.size() || (m < list.size() && list[m].first <= unregistered[u]);
-      const size_t j = take_member ? list[m].first : unregistered[u];
-      const proto::CommSlot* slot = take_member ? list[m].second : nullptr;
-      if (take_member) {
-        if (u < unregistered.size() && unregistered[u] == j) ++u;  // one rank, once
-        ++m;
-      } else {
-        ++u;
-      }
+    for (const auto& [j, slot] : candidates) {
       const RankVerdict& w = ranks[j];
       const RankSample& s = snap.ranks[j];
       bool waits = false;
