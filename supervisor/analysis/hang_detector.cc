@@ -441,10 +441,30 @@ void HangDetector::set_thresholds(double timeout_s, double stall_factor) {
 
 namespace {
 
+// Whether a silent rank whose node's news is on its way is a member of
+// communicator `comm`.
+bool pending_member_of(const Snapshot& snap, uint64_t comm) {
+  for (const RankSample& s : snap.ranks) {
+    if (s.silent_s <= 0 || !s.news_pending) continue;
+    for (const proto::CommSlot& c : s.comms) {
+      if (c.comm_hash == comm) return true;
+    }
+  }
+  return false;
+}
+
 // Whether a root of `report` (classified from `snap`) is a silent rank whose
-// node's news is on its way.
+// node's news is on its way, or a collective one of whose members is: its
+// node's last news, older than the wait, could not say whether that member
+// is in it (wait_graph.cc), and the news on its way will (a busy node's
+// supervisor publishes late; declared now, the waiters themselves would be
+// named the root, and the verdict would change a round later).
 bool rests_on_pending_news(const HangReport& report, const Snapshot& snap) {
   for (const HangRoot& root : report.roots) {
+    if (root.kind == RootKind::kCollective && !root.ranks.empty()) {
+      const RankVerdict* v = find_verdict(report, root.ranks.front());
+      if (v != nullptr && v->has_op && pending_member_of(snap, v->op.comm_hash)) return true;
+    }
     for (int rank : root.ranks) {
       for (const RankSample& s : snap.ranks) {
         if (s.rank == rank && s.silent_s > 0 && s.news_pending) return true;

@@ -25,8 +25,10 @@
 //    wait (then the silent node's ranks are the roots); the verdict says
 //    "node 3 not heard from for 40.0 s (ranks 24-31)" either way. A new hang
 //    whose roots include a silent rank whose node's news is on its way
-//    (RankSample::news_pending: heard from within the freshness bound) is
-//    declared once that news comes or the bound passes.
+//    (RankSample::news_pending: heard from within the freshness bound), or
+//    a collective with such a member (its last news, older than the wait,
+//    could not say whether it joined), is declared once that news comes or
+//    the bound passes.
 // A hang is at least one stuck rank. It clears when a rank that was stuck
 // completes more operations (or is replaced by a new process); if the stuck
 // ranks merely die, the last hang report stays for the post-mortem.

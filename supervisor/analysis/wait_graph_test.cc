@@ -181,6 +181,35 @@ Snapshot silent_node_1(bool rank1_behind) {
   return snapshot(ranks);
 }
 
+// Node 1's news after silent_node_1: rank 3 in the collective with ranks 0
+// and 1, rank 2 behind it with nothing in flight.
+Snapshot node_1_news_rank_2_behind() {
+  Snapshot news = silent_node_1(false);
+  for (int r : {2, 3}) {
+    RankSample& s = news.ranks[r];
+    s.silent_s = 0;
+    s.page_ok = true;
+    s.heartbeat_ns = kNow;
+    s.comms[0].issued_seq = r == 3 ? 6 : 5;
+    s.comms[0].completed_seq = 5;
+    if (r == 3) stuck_in(&s, kWorld, 6);
+  }
+  news.ranks[2].inflight_count = 0;
+  news.ranks[2].oldest_inflight = proto::OpRef{};
+  return news;
+}
+
+// A detector given `pending` declares nothing; node 1's news then makes rank
+// 2 the one root.
+void expect_no_verdict_before_node_1_news(const Snapshot& pending) {
+  HangDetector d(5.0);
+  EXPECT_EQ(d.update(pending), HangEvent::kNone);
+  EXPECT_FALSE(d.report().hung);
+  EXPECT_EQ(d.update(node_1_news_rank_2_behind()), HangEvent::kDetected);
+  ASSERT_EQ(d.report().roots.size(), 1u);
+  EXPECT_EQ(d.report().roots[0].ranks, std::vector<int>{2});
+}
+
 TEST(WaitGraph, ASilentNodesRanksAreNotJudgedWhenAnotherRankExplainsTheWait) {
   const HangReport r = classify_snapshot(silent_node_1(/*rank1_behind=*/true), 5.0);
   ASSERT_TRUE(r.hung);
@@ -319,30 +348,38 @@ TEST(WaitGraph, ANewHangRestingOnPendingNewsWaitsForIt) {
       s.news_pending = true;
     }
   }
-  HangDetector d(5.0);
-  EXPECT_EQ(d.update(pending), HangEvent::kNone);
-  EXPECT_FALSE(d.report().hung);
-  // The news: rank 3 in the collective with ranks 0 and 1, rank 2 behind.
-  Snapshot news = silent_node_1(false);
-  for (int r : {2, 3}) {
-    RankSample& s = news.ranks[r];
-    s.silent_s = 0;
-    s.page_ok = true;
-    s.heartbeat_ns = kNow;
-    s.comms[0].issued_seq = r == 3 ? 6 : 5;
-    s.comms[0].completed_seq = 5;
-    if (r == 3) stuck_in(&s, kWorld, 6);
-  }
-  news.ranks[2].inflight_count = 0;
-  news.ranks[2].oldest_inflight = proto::OpRef{};
-  EXPECT_EQ(d.update(news), HangEvent::kDetected);
-  ASSERT_EQ(d.report().roots.size(), 1u);
-  EXPECT_EQ(d.report().roots[0].ranks, std::vector<int>{2});
+  expect_no_verdict_before_node_1_news(pending);
   // No news within the bound: a silent root as before.
   HangDetector late(5.0);
   EXPECT_EQ(late.update(pending), HangEvent::kNone);
   EXPECT_EQ(late.update(silent_node_1(false)), HangEvent::kDetected);
   EXPECT_EQ(late.report().roots.size(), 2u);
+}
+
+// A busy node's supervisor published late: node 1 was heard from 2 s ago,
+// but its last news of its ranks is older than the wait and cannot say
+// whether they joined, so the waiters would be their own root. The news on
+// its way decides: no verdict before it (or before the bound passes).
+TEST(WaitGraph, ACollectiveRootWithAMemberWhoseNewsIsOnItsWayWaitsForIt) {
+  Snapshot pending = silent_node_1(false);
+  for (RankSample& s : pending.ranks) {
+    if (s.silent_s > 0) {
+      s.silent_s = 2;
+      s.news_age_s = 40;
+      s.news_pending = true;
+    }
+  }
+  ASSERT_EQ(classify_snapshot(pending, 5.0).roots.size(), 1u);
+  ASSERT_EQ(classify_snapshot(pending, 5.0).roots[0].kind, RootKind::kCollective);
+  expect_no_verdict_before_node_1_news(pending);
+  // The bound passed without news: the collective is the root.
+  Snapshot late = pending;
+  for (RankSample& s : late.ranks) s.news_pending = false;
+  HangDetector d2(5.0);
+  EXPECT_EQ(d2.update(pending), HangEvent::kNone);
+  EXPECT_EQ(d2.update(late), HangEvent::kDetected);
+  ASSERT_EQ(d2.report().roots.size(), 1u);
+  EXPECT_EQ(d2.report().roots[0].kind, RootKind::kCollective);
 }
 
 TEST(WaitGraph, ADeepVerdictNamesASilentNodeOnceAmongItsRoots) {
