@@ -271,8 +271,10 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+std::string python3() { return XPU_TIMER_TEST_PYTHON3; }
+
 bool have_python() {
-  return Child({"python3", "-c", "import ctypes"}).wait_exit_code(std::chrono::seconds(30)) == 0;
+  return Child({python3(), "-c", "import ctypes"}).wait_exit_code(std::chrono::seconds(30)) == 0;
 }
 
 bool file_exists(const std::string& path) {

@@ -109,6 +109,10 @@ std::string read_file(const std::string& path);
 bool file_exists(const std::string& path);
 // Whether `python3` runs and has ctypes (the simulated trainer's Python side).
 bool have_python();
+// The Python interpreter the tests start: the one `python3` runs, by its own
+// path (a version manager's `python3` is a script that costs a few hundred
+// milliseconds of CPU on every start).
+std::string python3();
 // "<prefix>-<this pid>-<n>", unique to this test process and call.
 std::string unique_name(const std::string& prefix);
 

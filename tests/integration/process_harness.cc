@@ -11,7 +11,6 @@ namespace xpu_timer::testing {
 
 std::string build_dir() { return XPU_TIMER_TEST_BUILD_DIR; }
 std::string source_dir() { return XPU_TIMER_TEST_SOURCE_DIR; }
-std::string python3() { return XPU_TIMER_TEST_PYTHON3; }
 
 std::string make_temp_dir(const std::string& name) {
   std::string tmpl = build_dir() + "/test-tmp";

@@ -15,7 +15,6 @@ namespace xpu_timer::testing {
 // Folders baked in at build time.
 std::string build_dir();
 std::string source_dir();
-std::string python3();
 
 // A fresh empty folder under the test temp dir, removed by nobody (CTest runs in the build tree).
 std::string make_temp_dir(const std::string& name);

@@ -18,6 +18,7 @@ namespace t = xpu_timer::simgpu::testing;
 using xpu_timer::testing::Child;
 using xpu_timer::testing::file_exists;
 using xpu_timer::testing::have_python;
+using xpu_timer::testing::python3;
 using xpu_timer::testing::wait_until;
 using namespace std::chrono_literals;
 
@@ -48,7 +49,7 @@ std::vector<std::string> trainer(bool python, const std::vector<std::string>& fl
       sh("echo \"up rank=$RANK local=$LOCAL_RANK world=$WORLD_SIZE lws=$LOCAL_WORLD_SIZE "
          "group=$GROUP_RANK\"; exec \"$0\" \"$@\"");
   if (python) {
-    argv.insert(argv.end(), {"python3", SIM_TRAINER_PY});
+    argv.insert(argv.end(), {python3(), SIM_TRAINER_PY});
   } else {
     argv.push_back(SIM_TRAINER);
   }

@@ -20,6 +20,7 @@ namespace {
 
 namespace t = xpu_timer::simgpu::testing;
 using xpu_timer::testing::Child;
+using xpu_timer::testing::python3;
 using namespace std::chrono_literals;
 
 // "gpu-times gemmex 21474 ltmatmul ..." -> {gemmex: 21474, ...}
@@ -100,7 +101,7 @@ TEST(SlowRank, SlowLinkRankEndsTheFactorTimesLaterAfterTheLastArrival) {
 // Both trainers document the knobs, with their defaults and variables, and
 // refuse a factor that is not > 0.
 TEST(SlowRank, TrainersDocumentTheKnobsAndCheckTheFactors) {
-  const bool python = Child({"python3", "-c", "import ctypes"}).wait_exit_code(30s) == 0;
+  const bool python = Child({python3(), "-c", "import ctypes"}).wait_exit_code(30s) == 0;
   Child cpp({SIM_TRAINER, "--help"});
   ASSERT_EQ(cpp.wait_exit_code(20s), 0) << cpp.output();
   for (const char* lines :
@@ -123,7 +124,7 @@ TEST(SlowRank, TrainersDocumentTheKnobsAndCheckTheFactors) {
   if (!python) GTEST_SKIP() << "python3 with ctypes is not installed";
   // argparse wraps at COLUMNS (even inside a flag's name): compare unwrapped
   // text with spaces folded.
-  Child py({"python3", SIM_TRAINER_PY, "--help"}, {"COLUMNS=1000"});
+  Child py({python3(), SIM_TRAINER_PY, "--help"}, {"COLUMNS=1000"});
   ASSERT_EQ(py.wait_exit_code(20s), 0) << py.output();
   const std::string help = std::regex_replace(py.output(), std::regex(R"(\s+)"), " ");
   for (const char* text :
@@ -135,7 +136,7 @@ TEST(SlowRank, TrainersDocumentTheKnobsAndCheckTheFactors) {
         "(default: 1.0)"}) {
     EXPECT_NE(help.find(text), std::string::npos) << text << "\n" << help;
   }
-  Child bad_py({"python3", SIM_TRAINER_PY, "--slow-gpu-factor", "-2"});
+  Child bad_py({python3(), SIM_TRAINER_PY, "--slow-gpu-factor", "-2"});
   EXPECT_EQ(bad_py.wait_exit_code(20s), 2) << bad_py.output();
   EXPECT_NE(bad_py.output().find("want a finite factor > 0"), std::string::npos) << bad_py.output();
 }

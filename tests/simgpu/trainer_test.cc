@@ -14,10 +14,11 @@ namespace {
 
 using xpu_timer::testing::Child;
 using xpu_timer::testing::have_python;
+using xpu_timer::testing::python3;
 using namespace std::chrono_literals;
 
 std::vector<std::string> trainer_cmd(bool python) {
-  if (python) return {"python3", SIM_TRAINER_PY};
+  if (python) return {python3(), SIM_TRAINER_PY};
   return {SIM_TRAINER};
 }
 
