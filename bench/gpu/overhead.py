@@ -98,6 +98,8 @@ class Arm:
                   profiler path: its activation mask 0), timed_ops, op_records,
                   launch_count, end_query_first (B: the Poller's earlier query
                   order, start before end)
+    <a>+<b>+...   several parts off together in B (e.g. the hooks' whole work:
+                  collective_events+op_records+launch_count+timed_ops)
     """
 
     def __init__(self, name, paused_ctl, args, local_rank):
@@ -123,7 +125,9 @@ class Arm:
             os.sched_setaffinity(self.tid, self.pinned if b else self.free_mask)
             rc = 0
         else:
-            rc = self.part_ctl(self.name.encode(), 0 if b else 1)
+            rc = 0
+            for part in self.name.split("+"):
+                rc = rc or self.part_ctl(part.encode(), 0 if b else 1)
         if rc != 0:
             raise SystemExit("switching %s refused: is the job running under the supervisor?" % self.name)
 

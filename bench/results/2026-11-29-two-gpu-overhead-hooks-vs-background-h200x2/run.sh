@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# One call on nvidia-h200-x2, issue 40: the whole library, the hooks' work, the background, per-step pairs.
+set -u
+o=/tmp/o; mkdir -p $o
+exec > >(tee $o/call.log) 2>&1
+date -u
+mkdir -p /tmp/d && tar xzf .gpu/x2/dist.tar.gz -C /tmp/d
+D=$(echo /tmp/d/xpu-timer-*-linux-x86_64); echo "dist $D"; cat $D/VERSION
+nvidia-smi --query-gpu=name,driver_version --format=csv; nproc; lscpu | grep -E 'Model name|^CPU\(s\)|NUMA node'
+HOOKS=collective_events+op_records+launch_count+timed_ops
+BG=queries+gpu_clock+call_sites+profiler_in_nccl
+echo "== host-bound pairs $(date -u +%T)"
+NPROC=2 CPUS=0-15 timeout 300 bash bench/gpu/overhead_parts.sh $D $o/hb ${HB_PAIRS:-400} paused,$HOOKS,$BG --workloads ddp --batch 1 --seq 128
+echo "== gpu-bound pairs $(date -u +%T)"
+NPROC=2 CPUS=0-15 timeout 170 bash bench/gpu/overhead_parts.sh $D $o/gb ${GB_PAIRS:-250} paused,$HOOKS
+echo "== end $(date -u +%T)"
+mkdir -p $OUT && cp -r $o/. $OUT/
