@@ -1,7 +1,11 @@
 #!/usr/bin/env node
 // Checks Kubernetes manifests offline:
 //
-//   node validate_manifest.js [--prometheus-config FILE] MANIFEST.yaml...
+//   node validate_manifest.js [--prometheus-config FILE] [--each] MANIFEST.yaml...
+//
+// The manifests are one set (a Service in one may serve another's
+// supervisor); with --each, each is checked on its own, the schemas compiled
+// once, and its lines end with "== FILE: exit N".
 //
 // 1. Schemas: every document against the vendored schemas in schemas/
 //    (Kubernetes 1.31 core kinds, Kubeflow training-operator v1.9.0
@@ -309,33 +313,13 @@ function supervisor_problems(doc, pod, docs, prometheus_jobs) {
   return out;
 }
 
-function main(argv) {
-  const files = [];
-  let prometheus_config;
-  const usage = (why) => {
-    process.stderr.write(`validate_manifest.js: ${why}\n` +
-      'usage: node validate_manifest.js [--prometheus-config FILE] MANIFEST.yaml...\n');
-    return 2;
-  };
-  for (let i = 0; i < argv.length; i++) {
-    if (argv[i] === '--prometheus-config') {
-      if (argv[i + 1] === undefined) return usage('--prometheus-config needs a file');
-      prometheus_config = argv[++i];
-    } else if (argv[i].startsWith('-')) {
-      return usage(`unknown option '${argv[i]}'`);
-    } else {
-      files.push(argv[i]);
-    }
-  }
-  if (files.length === 0) return usage('no manifest given');
+// The problems of one set of manifests, validated together (a Service in
+// one file may answer a supervisor's --coordinator in another).
+function check_files(files, prometheus_config, prometheus_jobs, validators) {
   const problems = [];
-  let prometheus_jobs = [];
-  if (prometheus_config !== undefined) {
-    try {
-      prometheus_jobs = prometheus_pod_jobs(prometheus_config);
-    } catch (e) {
-      problems.push(`${prometheus_config}: ${e.message.split('\n')[0]}`);
-    }
+  if (prometheus_jobs instanceof Error) {
+    problems.push(`${prometheus_config}: ${prometheus_jobs.message.split('\n')[0]}`);
+    prometheus_jobs = [];
   }
   const documents = [];
   for (const file of files) {
@@ -345,7 +329,6 @@ function main(argv) {
       problems.push(`${file}: ${e.message.split('\n')[0]}`);
     }
   }
-  const validators = load_validators();
   const docs = documents.map((d) => d.doc).filter((d) => d !== null && typeof d === 'object');
   for (const { file, doc } of documents) {
     if (doc === null) continue;
@@ -368,6 +351,49 @@ function main(argv) {
     ? `${count} documents valid\n`
     : `${problems.length} problem${problems.length === 1 ? '' : 's'} in ${files.join(', ')}\n`);
   return problems.length === 0 ? 0 : 1;
+}
+
+function main(argv) {
+  const files = [];
+  let prometheus_config;
+  let each = false;
+  const usage = (why) => {
+    process.stderr.write(`validate_manifest.js: ${why}\n` +
+      'usage: node validate_manifest.js [--prometheus-config FILE] [--each] MANIFEST.yaml...\n');
+    return 2;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--prometheus-config') {
+      if (argv[i + 1] === undefined) return usage('--prometheus-config needs a file');
+      prometheus_config = argv[++i];
+    } else if (argv[i] === '--each') {
+      each = true;
+    } else if (argv[i].startsWith('-')) {
+      return usage(`unknown option '${argv[i]}'`);
+    } else {
+      files.push(argv[i]);
+    }
+  }
+  if (files.length === 0) return usage('no manifest given');
+  let prometheus_jobs = [];
+  if (prometheus_config !== undefined) {
+    try {
+      prometheus_jobs = prometheus_pod_jobs(prometheus_config);
+    } catch (e) {
+      prometheus_jobs = e;
+    }
+  }
+  const validators = load_validators();
+  if (!each) return check_files(files, prometheus_config, prometheus_jobs, validators);
+  // --each: every file on its own, as if given alone, after one compilation
+  // of the schemas; each file's lines end with "== FILE: exit N".
+  let worst = 0;
+  for (const file of files) {
+    const rc = check_files([file], prometheus_config, prometheus_jobs, validators);
+    process.stdout.write(`== ${file}: exit ${rc}\n`);
+    worst = Math.max(worst, rc);
+  }
+  return worst;
 }
 
 process.exit(main(process.argv.slice(2)));

@@ -35,25 +35,22 @@ fi
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 failures=0
-# broken NAME SED_SCRIPT EXPECTED: the copy must differ from the manifest,
-# fail with exit 1, and print EXPECTED.
+names=()
+expects=()
+# broken NAME SED_SCRIPT EXPECTED: a copy of the manifest with one mistake,
+# which must differ from it; all copies are checked by one validator run
+# below (--each: as if each were given alone), each of which must fail with
+# exit 1 and print EXPECTED.
 broken() {
-  local name="$1" script="$2" expected="$3" copy="$tmp/$1.yaml" got rc
+  local name="$1" script="$2" expected="$3" copy="$tmp/$1.yaml"
   sed "$script" "$manifest" >"$copy"
   if cmp -s "$copy" "$manifest"; then
     echo "FAIL: $name: '$script' changed nothing in the manifest"
     failures=$((failures + 1))
     return
   fi
-  got="$(validate "$copy" 2>&1)"
-  rc=$?
-  if [ "$rc" -ne 1 ] || [[ "$got" != *"$expected"* ]]; then
-    echo "FAIL: $name: expected exit 1 and '$expected', got exit $rc:"
-    echo "$got"
-    failures=$((failures + 1))
-    return
-  fi
-  echo "ok: $name rejected: $(grep -F -m1 -- "$expected" <<<"$got")"
+  names+=("$name")
+  expects+=("$expected")
 }
 
 # Schema: an unknown field in the training pod (PyTorchJob CRD) and in the
@@ -73,6 +70,23 @@ broken supervisor_port 's#--port=18888#--port=18889#' \
   'Prometheus job xpu_timer_k8s scrapes pods annotated xpu-timer/scrape on port 18888, the supervisor listens on 18889'
 broken undefined_variable 's#$(PET_NODE_RANK)#$(PET_NODE_RNK)#' \
   'refers to $(PET_NODE_RNK), which is not in the container'"'"'s environment'
+
+copies=()
+for name in "${names[@]}"; do copies+=("$tmp/$name.yaml"); done
+all="$(validate --each "${copies[@]}" 2>&1)"
+for i in "${!names[@]}"; do
+  name="${names[$i]}" expected="${expects[$i]}" copy="$tmp/${names[$i]}.yaml"
+  # This copy's lines: those after the previous copy's "== ...: exit N".
+  got="$(awk -v end="== $copy: exit " 'index($0, end) == 1 { printf "%s", block; print; exit }
+    /^== / { block = ""; next } { block = block $0 "\n" }' <<<"$all")"
+  if [[ "$got" != *"== $copy: exit 1" ]] || [[ "$got" != *"$expected"* ]]; then
+    echo "FAIL: $name: expected exit 1 and '$expected', got:"
+    echo "$got"
+    failures=$((failures + 1))
+    continue
+  fi
+  echo "ok: $name rejected: $(grep -F -m1 -- "$expected" <<<"$got")"
+done
 
 if [ "$failures" -ne 0 ]; then
   echo "FAIL: $failures broken copies were not rejected as expected"
