@@ -20,6 +20,7 @@ pkgs=(cmake make ninja-build g++ pkg-config python3 libunwind-dev libdw-dev libe
       clang libclang-rt-dev llvm  # `make fuzz`: libFuzzer's runtime is in libclang-rt-dev
                                   # (only recommended by clang), llvm-symbolizer in llvm
       binutils                    # nm, objcopy: symbol-version and stripped-binary tests
+      lld                         # the linker of every build (CMakeLists.txt says why)
       chromium)                   # the flame graph's and speedscope's browser tests
 
 missing=()
