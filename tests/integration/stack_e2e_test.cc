@@ -341,8 +341,14 @@ std::map<std::string, std::string> thread_names_by_function(const PythonInterpre
                                     "--end-sleep-s", "60"}),
                     env);
   EXPECT_TRUE(job.wait_python_loops(1)) << job.log();
+  // The rank said its loop is done; the supervisor may not have taken its
+  // registration in yet (a POST then finds no rank to stop: 503).
+  EXPECT_TRUE(job.wait_registered(1, std::chrono::seconds(60))) << job.log();
   const auto reply = http_post(job.port(), "/dump/stacks");
-  EXPECT_TRUE(reply.has_value() && reply->status == 202) << job.log();
+  EXPECT_TRUE(reply.has_value() && reply->status == 202)
+      << (reply.has_value() ? std::to_string(reply->status) + " " + reply->body : "no reply")
+      << "\n"
+      << job.log();
   if (!reply.has_value() || reply->status != 202) return names;
   const std::string dir = nlohmann::json::parse(reply->body).at("dir").get<std::string>();
   const nlohmann::json stacks = wait_stacks_done(job, dir, std::chrono::seconds(30));
