@@ -107,7 +107,7 @@ bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds tim
 
 std::string read_file(const std::string& path);
 bool file_exists(const std::string& path);
-// Whether `python3` runs and has ctypes (the simulated trainer's Python side).
+// Whether python3() runs and has ctypes (the simulated trainer's Python side).
 bool have_python();
 // The Python interpreter the tests start: the one `python3` runs, by its own
 // path (a version manager's `python3` is a script that costs a few hundred

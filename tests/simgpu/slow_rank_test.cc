@@ -20,6 +20,7 @@ namespace {
 
 namespace t = xpu_timer::simgpu::testing;
 using xpu_timer::testing::Child;
+using xpu_timer::testing::have_python;
 using xpu_timer::testing::python3;
 using namespace std::chrono_literals;
 
@@ -101,7 +102,7 @@ TEST(SlowRank, SlowLinkRankEndsTheFactorTimesLaterAfterTheLastArrival) {
 // Both trainers document the knobs, with their defaults and variables, and
 // refuse a factor that is not > 0.
 TEST(SlowRank, TrainersDocumentTheKnobsAndCheckTheFactors) {
-  const bool python = Child({python3(), "-c", "import ctypes"}).wait_exit_code(30s) == 0;
+  const bool python = have_python();
   Child cpp({SIM_TRAINER, "--help"});
   ASSERT_EQ(cpp.wait_exit_code(20s), 0) << cpp.output();
   for (const char* lines :
