@@ -97,8 +97,8 @@ TEST(HangReportJson, Shape) {
   EXPECT_FALSE(r2.contains("pid"));
   EXPECT_TRUE(r2["last_completed_seq"].is_null());
   ASSERT_EQ(j["groups"].size(), 1u);
-  EXPECT_EQ(j["groups"][0]["ranks"], nlohmann::json({0}));
-  EXPECT_EQ(j["groups"][0]["missing"], nlohmann::json({1}));
+  EXPECT_EQ(j["groups"][0]["ranks"], nlohmann::json::array({0}));
+  EXPECT_EQ(j["groups"][0]["missing"], nlohmann::json::array({1}));
   EXPECT_EQ(j["groups"][0]["ranks_folded"], "0");
   EXPECT_DOUBLE_EQ(j["groups"][0]["pending_s"].get<double>(), 3.0);
   EXPECT_DOUBLE_EQ(j["groups"][0]["waiting_s"].get<double>(), 2.5);

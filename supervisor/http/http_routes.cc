@@ -52,7 +52,9 @@ HttpAnswer route_request(const HttpHandlers& handlers, const std::string& method
        {std::pair{"/slow", &handlers.slow_json}, std::pair{"/overview", &handlers.overview_json}}) {
     if (path != route || !*handler) continue;
     if (!get) return text(405, "method " + method + " not allowed on " + path + "\n");
-    return guarded([&] { return HttpAnswer{200, kJson, (*handler)() + "\n"}; });
+    // C++17 lambdas cannot capture a structured binding: capture a copy.
+    const auto* serve = handler;
+    return guarded([serve] { return HttpAnswer{200, kJson, (*serve)() + "\n"}; });
   }
   if (path == "/dump/stacks" && handlers.dump_stacks) {
     if (method != "POST") return text(405, "method " + method + " not allowed on " + path + "\n");

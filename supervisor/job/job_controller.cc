@@ -32,8 +32,7 @@ constexpr auto kAfterKillWait = std::chrono::seconds(5);
 
 JobController::JobController(boost::asio::io_context& io, pid_t child, double kill_grace_s,
                              DoneCallback done)
-    : io_(io),
-      signals_(io),
+    : signals_(io),
       grace_timer_(io),
       cleanup_timer_(io),
       child_(child),

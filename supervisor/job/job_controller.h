@@ -67,7 +67,6 @@ class JobController {
   void finish();
   std::vector<pid_t> leftovers() const;
 
-  boost::asio::io_context& io_;
   boost::asio::signal_set signals_;
   boost::asio::steady_timer grace_timer_;
   boost::asio::steady_timer cleanup_timer_;
