@@ -12,7 +12,7 @@
 #include "tests/integration/supervisor_fixture.h"
 
 namespace xpu_timer::testing {
-namespace {
+namespace config_e2e {
 
 constexpr double kNewTimeoutS = 3.0;
 
@@ -81,5 +81,5 @@ TEST(ConfigE2E, AHangTimeoutLoweredLiveDeclaresTheHangAtTheNewTimeout) {
   EXPECT_EQ(http_get(port, "/dumps/..%2fconsole.log")->status, 400);
 }
 
-}  // namespace
+}  // namespace config_e2e
 }  // namespace xpu_timer::testing

@@ -18,7 +18,7 @@
 #include "tests/simgpu/sim_segments.h"
 
 namespace xpu_timer::testing {
-namespace {
+namespace crash_e2e {
 
 using nlohmann::json;
 using std::chrono::seconds;
@@ -537,5 +537,5 @@ void sigkill_self_case(bool python) {
 TEST(CrashE2E, SigkillOfAPythonRankIsNamedWithItsCause) { sigkill_self_case(true); }
 TEST(CrashE2E, SigkillOfACppRankIsNamedWithItsCause) { sigkill_self_case(false); }
 
-}  // namespace
+}  // namespace crash_e2e
 }  // namespace xpu_timer::testing

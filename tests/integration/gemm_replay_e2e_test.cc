@@ -15,7 +15,7 @@
 #include "tests/integration/supervisor_fixture.h"
 
 namespace xpu_timer::testing {
-namespace {
+namespace gemm_replay_e2e {
 
 constexpr int kSteps = 30;
 constexpr int kApis = 7;  // --gemm-api all: one call of each per shape and step
@@ -163,5 +163,5 @@ TEST(GemmReplayE2E, ReplayFlagsTheSlowedShapeAndTheDiffPutsItFirst) {
   EXPECT_EQ(slices, 2 * static_cast<int>(drows.size())) << diff_out;
 }
 
-}  // namespace
+}  // namespace gemm_replay_e2e
 }  // namespace xpu_timer::testing

@@ -17,7 +17,7 @@
 #include "tests/integration/supervisor_fixture.h"
 
 namespace xpu_timer::testing {
-namespace {
+namespace hang_e2e {
 
 struct HangCase {
   const char* collective;
@@ -358,5 +358,5 @@ TEST(HealthyE2E, StragglerAndJitterUnderAShortTimeoutAreNoHang) {
   }
 }
 
-}  // namespace
+}  // namespace hang_e2e
 }  // namespace xpu_timer::testing

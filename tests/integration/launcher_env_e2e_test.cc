@@ -16,7 +16,7 @@
 #include "tests/integration/supervisor_fixture.h"
 
 namespace xpu_timer::testing {
-namespace {
+namespace launcher_env_e2e {
 
 // The node's share of a launcher: `count` trainers of global ranks
 // first..first+count-1, each with `vars` (a shell fragment using $R, the
@@ -141,5 +141,5 @@ TEST(LauncherEnvE2E, SrunRanksOfTwoNodesAreNamedByTheirSlurmRankAndNode) {
       << hang0.at("summary");
 }
 
-}  // namespace
+}  // namespace launcher_env_e2e
 }  // namespace xpu_timer::testing

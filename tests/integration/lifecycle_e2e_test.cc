@@ -14,7 +14,7 @@
 #include "tests/integration/supervisor_fixture.h"
 
 namespace xpu_timer::testing {
-namespace {
+namespace lifecycle_e2e {
 
 ExitStatus run_bare(const std::string& name, const std::vector<std::string>& job) {
   const std::string dir = make_temp_dir(name);
@@ -167,5 +167,5 @@ TEST(SupervisorDeathE2E, JobKeepsRunningWhenTheSupervisorIsKilled) {
   }
 }
 
-}  // namespace
+}  // namespace lifecycle_e2e
 }  // namespace xpu_timer::testing

@@ -18,7 +18,7 @@
 #include "tests/integration/supervisor_fixture.h"
 
 namespace xpu_timer::testing {
-namespace {
+namespace link_bandwidth_e2e {
 
 constexpr double kBytes = 16 << 20;
 // The simulated link: 20 us + bytes / 50 GB/s after the last arrival, as
@@ -93,5 +93,5 @@ TEST(LinkBandwidthE2E, TransferBandwidthStaysAtTheLinkWhileALateRankDragsTheGpuT
   EXPECT_EQ(collectives(metrics, "remote_member"), 0) << metrics;
 }
 
-}  // namespace
+}  // namespace link_bandwidth_e2e
 }  // namespace xpu_timer::testing

@@ -10,7 +10,7 @@
 #include "tests/integration/supervisor_fixture.h"
 
 namespace xpu_timer::testing {
-namespace {
+namespace metrics_e2e {
 
 // Sums of one metric family per (rank, op) from the Prometheus text.
 std::map<std::pair<std::string, std::string>, double> sum_by_rank_op(const std::string& text,
@@ -140,11 +140,11 @@ INSTANTIATE_TEST_SUITE_P(Sampling, MetricsE2E, ::testing::Values("0", ""),
                                                  : std::string("DefaultSampling");
                          });
 
-}  // namespace
+}  // namespace metrics_e2e
 }  // namespace xpu_timer::testing
 
 namespace xpu_timer::testing {
-namespace {
+namespace metrics_e2e {
 
 // The Python probes (inject/python_probes.py) count what a Python rank's
 // interpreter did: every garbage collection per generation with its pause,
@@ -227,5 +227,5 @@ INSTANTIATE_TEST_SUITE_P(Interpreters, PythonProbesE2E, ::testing::ValuesIn(pyth
                            return std::string(info.param.name);
                          });
 
-}  // namespace
+}  // namespace metrics_e2e
 }  // namespace xpu_timer::testing

@@ -21,7 +21,7 @@
 #include "tests/integration/multinode_fixture.h"
 
 namespace xpu_timer::testing {
-namespace {
+namespace multinode_e2e {
 
 constexpr int kNodes = 2;
 constexpr int kPerNode = 2;
@@ -434,5 +434,5 @@ TEST_F(MultiNodeE2E, LosingTheStoreLeavesTheJobRunningAndEachNodeAlone) {
   }
 }
 
-}  // namespace
+}  // namespace multinode_e2e
 }  // namespace xpu_timer::testing

@@ -21,7 +21,7 @@
 #include "tests/integration/multinode_fixture.h"
 
 namespace xpu_timer::testing {
-namespace {
+namespace multinode_failure_e2e {
 
 constexpr double kTimeoutS = 3.0;
 constexpr double kLeaseS = 10.0;  // the supervisors' etcd lease
@@ -251,5 +251,5 @@ TEST_F(MultiNodeFailureE2E, WithoutEtcdEachNodeJudgesWhatItSeesAndAgreesOnceItIs
   }
 }
 
-}  // namespace
+}  // namespace multinode_failure_e2e
 }  // namespace xpu_timer::testing

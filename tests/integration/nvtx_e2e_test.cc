@@ -13,7 +13,7 @@
 #include "tests/integration/supervisor_fixture.h"
 
 namespace xpu_timer::testing {
-namespace {
+namespace nvtx_e2e {
 
 std::string range_label(const std::string& name) { return "range=\"" + name + "\""; }
 
@@ -178,5 +178,5 @@ TEST(NvtxE2E, WithoutAStepRangeTheOptimizerHookMarksSteps) {
   EXPECT_TRUE(job.child().wait_for(std::chrono::seconds(30)).has_value());
 }
 
-}  // namespace
+}  // namespace nvtx_e2e
 }  // namespace xpu_timer::testing

@@ -40,7 +40,7 @@
 #include "tests/integration/supervisor_fixture.h"
 
 namespace xpu_timer::testing {
-namespace {
+namespace pipeline_bubble_e2e {
 
 constexpr int kStages = 4;        // P: one rank per stage
 constexpr int kMicroBatches = 8;  // M
@@ -133,5 +133,5 @@ TEST(PipelineBubbleE2E, EveryStageIdlesForTheOneF1BBubbleInClosedForm) {
   EXPECT_TRUE(job.child().wait_for(std::chrono::seconds(30)).has_value());
 }
 
-}  // namespace
+}  // namespace pipeline_bubble_e2e
 }  // namespace xpu_timer::testing

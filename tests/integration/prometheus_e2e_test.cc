@@ -31,7 +31,7 @@
 #include "tests/integration/supervisor_fixture.h"
 
 namespace xpu_timer::testing {
-namespace {
+namespace prometheus_e2e {
 
 constexpr const char* kPromtool = "/usr/bin/promtool";
 constexpr const char* kPrometheus = "/usr/bin/prometheus";
@@ -684,5 +684,5 @@ TEST(PrometheusE2E, AJobThatEndsRaisesNoDownAlert) {
   EXPECT_TRUE(alerts.empty()) << alerts_text(alerts);
 }
 
-}  // namespace
+}  // namespace prometheus_e2e
 }  // namespace xpu_timer::testing

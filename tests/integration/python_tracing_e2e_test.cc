@@ -13,7 +13,7 @@
 #include "tests/integration/supervisor_fixture.h"
 
 namespace xpu_timer::testing {
-namespace {
+namespace python_tracing_e2e {
 
 // sim_trainer.py --traced-calls: per step host_work(2) (three nested calls of
 // a function of the entry script) and, from step 1 on (sim_host is imported
@@ -141,5 +141,5 @@ INSTANTIATE_TEST_SUITE_P(Interpreters, PythonTracingE2E, ::testing::ValuesIn(pyt
                            return std::string(info.param.name);
                          });
 
-}  // namespace
+}  // namespace python_tracing_e2e
 }  // namespace xpu_timer::testing

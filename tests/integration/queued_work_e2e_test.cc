@@ -15,7 +15,7 @@
 #include "tests/integration/supervisor_fixture.h"
 
 namespace xpu_timer::testing {
-namespace {
+namespace queued_work_e2e {
 
 using std::chrono::steady_clock;
 
@@ -141,5 +141,5 @@ TEST(QueuedWorkE2E, RealHangBehindQueuedWorkIsReportedWithinTimeoutPlusTwoSecond
   EXPECT_FALSE(status->exited && status->code == 0) << describe(*status);
 }
 
-}  // namespace
+}  // namespace queued_work_e2e
 }  // namespace xpu_timer::testing

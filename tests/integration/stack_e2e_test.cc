@@ -24,7 +24,7 @@
 #include "tests/integration/supervisor_fixture.h"
 
 namespace xpu_timer::testing {
-namespace {
+namespace stack_e2e {
 
 using namespace std::chrono_literals;
 
@@ -407,5 +407,5 @@ TEST(ThreadNamesE2E, OptedOutThreadsKeepTheirOsNames) {
   EXPECT_EQ(names, want);
 }
 
-}  // namespace
+}  // namespace stack_e2e
 }  // namespace xpu_timer::testing

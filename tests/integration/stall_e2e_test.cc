@@ -16,7 +16,7 @@
 #include "tests/integration/supervisor_fixture.h"
 
 namespace xpu_timer::testing {
-namespace {
+namespace stall_e2e {
 
 using namespace std::chrono_literals;
 
@@ -279,5 +279,5 @@ TEST(StallE2E, IdleBetweenStepsIsStalledThenClearedByTheNextOperation) {
   EXPECT_EQ(file.value("stalled", false), true) << file.dump(2);
 }
 
-}  // namespace
+}  // namespace stall_e2e
 }  // namespace xpu_timer::testing

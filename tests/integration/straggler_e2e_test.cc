@@ -13,7 +13,7 @@
 #include "tests/integration/supervisor_fixture.h"
 
 namespace xpu_timer::testing {
-namespace {
+namespace straggler_e2e {
 
 using std::chrono::seconds;
 using std::chrono::steady_clock;
@@ -257,5 +257,5 @@ TEST(StragglerE2E, ASharedGpuIsNamedAndClearsWhenItIsFreeAgain) {
   EXPECT_LT(to_clear, 10.0 + 5.0) << "cleared " << to_clear << " s after the GPU was free";
 }
 
-}  // namespace
+}  // namespace straggler_e2e
 }  // namespace xpu_timer::testing

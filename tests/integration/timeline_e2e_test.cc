@@ -16,7 +16,7 @@
 #include "tests/integration/supervisor_fixture.h"
 
 namespace xpu_timer::testing {
-namespace {
+namespace timeline_e2e {
 
 using recorder::OpState;
 using recorder::RecordData;
@@ -233,5 +233,5 @@ TEST(TimelineE2E, PostDumpTimelineWritesEveryRankWithoutStoppingTheJob) {
   EXPECT_TRUE(job.child().wait_for(std::chrono::seconds(30)).has_value());
 }
 
-}  // namespace
+}  // namespace timeline_e2e
 }  // namespace xpu_timer::testing
