@@ -47,16 +47,18 @@ constexpr double kLatencyS = 20e-6;
 constexpr double kBusBytesPerS = 50e9;
 constexpr int kRanks = 4;
 
-// The host runs up to 2 steps (about 0.3 s of GPU work) ahead of the GPU:
+// The host runs up to 4 steps (about 0.6 s of GPU work) ahead of the GPU:
 // an event pair measures from the start event to the end event, so when a
 // stream runs dry the host's launch gap joins the operation's time (as on a
 // real GPU). On a loaded machine a descheduled host would then make the
-// simulated GPU look slower than its model; with a queue it never runs dry.
+// simulated GPU look slower than its model; with a queue it never runs dry
+// (2 steps, 0.3 s, were not enough once: a window gauge read 97.3 TFLOPS in a
+// ctest run that started every long test at once on 2 cores).
 std::vector<std::string> gemm_and_allreduce_job(int steps) {
   return sim_job(kRanks, false,
                  {"--steps", std::to_string(steps), "--gemm", "8192,8192,8192", "--gemms-per-step",
                   "4", "--collective", "allreduce", "--bytes",
-                  std::to_string(static_cast<uint64_t>(kAllReduceBytes)), "--sync-lag", "2"});
+                  std::to_string(static_cast<uint64_t>(kAllReduceBytes)), "--sync-lag", "4"});
 }
 
 std::vector<std::string> sim_timing_env() {
