@@ -460,6 +460,21 @@ bool pending_member_of(const Snapshot& snap, uint64_t comm) {
 // supervisor publishes late; declared now, the waiters themselves would be
 // named the root, and the verdict would change a round later).
 bool rests_on_pending_news(const HangReport& report, const Snapshot& snap) {
+  // A rank of another node named behind a collective on news older than
+  // the collective's wait: that news could not show it in it, and newer
+  // news is on its way.
+  double waited_s = 0;
+  for (const RankVerdict& v : report.ranks) {
+    if (v.state == RankState::kStuck) waited_s = std::max(waited_s, v.pending_s);
+  }
+  for (const RankVerdict& v : report.ranks) {
+    if (v.state != RankState::kMissing) continue;
+    for (const RankSample& s : snap.ranks) {
+      if (s.rank == v.rank && s.silent_s <= 0 && s.news_pending && s.news_age_s >= waited_s) {
+        return true;
+      }
+    }
+  }
   for (const HangRoot& root : report.roots) {
     if (root.kind == RootKind::kCollective && !root.ranks.empty()) {
       const RankVerdict* v = find_verdict(report, root.ranks.front());

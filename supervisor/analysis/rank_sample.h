@@ -58,15 +58,18 @@ struct RankSample {
   // says is that node's last news, and the rank is not judged on it
   // (RankState::kSilent). 0: heard from.
   double silent_s = 0;
-  // How old what this silent sample says is: the age of its node's last
-  // snapshot, at least silent_s. Longer than silent_s when the node was
-  // heard of since by its lease alone (quiet nodes put their progress only
-  // when its shape changes). 0: heard from, or this node's own rank.
+  // How old what this sample of another node's rank says is: the age of
+  // its node's last snapshot (at least silent_s when silent). Longer than
+  // silent_s when the node was heard of since by its lease alone (quiet
+  // nodes put their progress only when its shape changes). 0: this node's
+  // own rank.
   double news_age_s = 0;
-  // Silent, but its node was heard from within that bound: its news is on
-  // its way (the first rounds of an alarm, which quiet nodes learn of and
-  // answer a round or two later). A new hang that rests on this rank is not
-  // declared until the news comes or the bound passes (HangDetector).
+  // Another node's rank whose newer news can still come: heard from (not
+  // silent), or silent but its node heard from within the freshness bound
+  // (the first rounds of an alarm, which quiet nodes learn of and answer a
+  // round or two later). A new hang that rests on this rank, silent, or
+  // named behind a collective on news older than the collective's wait, is
+  // not declared until the news comes or the bound passes (HangDetector).
   bool news_pending = false;
   // The Python line that issued its oldest collective in flight, from its
   // flight recorder (inject/call_sites.h); empty: unknown. This node's

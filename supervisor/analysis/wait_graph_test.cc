@@ -382,6 +382,39 @@ TEST(WaitGraph, ACollectiveRootWithAMemberWhoseNewsIsOnItsWayWaitsForIt) {
   EXPECT_EQ(d2.report().roots[0].kind, RootKind::kCollective);
 }
 
+// Node 1 is heard from, but its last snapshot of ranks 2 and 3 (behind, at
+// #3) is older than the wait of ranks 0 and 1 in #6: it cannot say whether
+// they issued #6 since, and its newer news is on its way (a busy node
+// answers an alarm late). Named missing on it, rank 2 would be blamed a
+// round before node 1's news clears it (a multi-node e2e test under load).
+TEST(WaitGraph, ARankNamedBehindOnNewsOlderThanTheWaitWaitsForItsNews) {
+  Snapshot dated = silent_node_1(false);
+  for (int r : {2, 3}) {
+    RankSample& s = dated.ranks[r];
+    s.silent_s = 0;
+    s.page_ok = true;
+    s.heartbeat_ns = kNow;
+    s.news_age_s = 20;  // the waiters have waited 15 s
+    s.news_pending = true;
+  }
+  const HangReport r = classify_snapshot(dated, 5.0);
+  ASSERT_TRUE(r.hung);
+  ASSERT_EQ(r.ranks[2].state, RankState::kMissing);
+  expect_no_verdict_before_node_1_news(dated);
+  // The bound passed without news: judged on what is known.
+  Snapshot late = dated;
+  for (RankSample& s : late.ranks) s.news_pending = false;
+  HangDetector d(5.0);
+  EXPECT_EQ(d.update(dated), HangEvent::kNone);
+  EXPECT_EQ(d.update(late), HangEvent::kDetected);
+  // News taken after the wait began is evidence: no waiting for more.
+  Snapshot recent = dated;
+  for (int r : {2, 3}) recent.ranks[r].news_age_s = 1;
+  HangDetector d2(5.0);
+  EXPECT_EQ(d2.update(recent), HangEvent::kDetected);
+  EXPECT_EQ(d2.report().ranks[2].state, RankState::kMissing);
+}
+
 TEST(WaitGraph, ADeepVerdictNamesASilentNodeOnceAmongItsRoots) {
   // Rank 0 (in no world collective) waits in tp for rank 1, which waits in
   // the world collective for node 1's ranks (silent).

@@ -14,7 +14,17 @@ Snapshot merge_progress(const Snapshot& local, int node, int world_size,
   for (const auto& [other, p] : known) {
     const double age_s = local.now_unix_s - p.snapshot.now_unix_s;
     if (age_s <= fresh_s) {
-      fresh.push_back(p);
+      // Judged on, but dated: a snapshot taken before a collective's first
+      // wait cannot say whether these ranks issued it since (quiet nodes
+      // put their progress only when its shape changes, and answer an
+      // alarm a round or two late on a busy machine). HangDetector waits
+      // for their news before naming them behind (RankSample::news_age_s).
+      NodeProgress dated = p;
+      for (RankSample& r : dated.snapshot.ranks) {
+        r.news_age_s = std::max(age_s, 1e-3);
+        r.news_pending = connected;
+      }
+      fresh.push_back(std::move(dated));
     } else if (alarm) {
       // Its news is late (a busy node or store), its supervisor is gone, or
       // the store is. Dropping its ranks would make them "never
