@@ -467,12 +467,12 @@ bool rests_on_pending_news(const HangReport& report, const Snapshot& snap) {
   for (const RankVerdict& v : report.ranks) {
     if (v.state == RankState::kStuck) waited_s = std::max(waited_s, v.pending_s);
   }
-  for (const RankVerdict& v : report.ranks) {
-    if (v.state != RankState::kMissing) continue;
-    for (const RankSample& s : snap.ranks) {
-      if (s.rank == v.rank && s.silent_s <= 0 && s.news_pending && s.news_age_s >= waited_s) {
-        return true;
-      }
+  // One verdict per sample, in the sample's order (classify_snapshot).
+  for (size_t i = 0; i < report.ranks.size() && i < snap.ranks.size(); ++i) {
+    const RankSample& s = snap.ranks[i];
+    if (report.ranks[i].state == RankState::kMissing && s.silent_s <= 0 && s.news_pending &&
+        s.news_age_s >= waited_s) {
+      return true;
     }
   }
   for (const HangRoot& root : report.roots) {

@@ -181,8 +181,6 @@ Snapshot silent_node_1(bool rank1_behind) {
   return snapshot(ranks);
 }
 
-// Node 1's news after silent_node_1: rank 3 in the collective with ranks 0
-// and 1, rank 2 behind it with nothing in flight.
 // silent_node_1 with node 1 heard from: its ranks 2 and 3 no longer silent.
 Snapshot node_1_heard() {
   Snapshot snap = silent_node_1(false);
@@ -194,6 +192,8 @@ Snapshot node_1_heard() {
   return snap;
 }
 
+// Node 1's news after silent_node_1: rank 3 in the collective with ranks 0
+// and 1, rank 2 behind it with nothing in flight.
 Snapshot node_1_news_rank_2_behind() {
   Snapshot news = node_1_heard();
   for (int r : {2, 3}) {
