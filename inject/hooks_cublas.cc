@@ -60,8 +60,8 @@ struct KnownStream {
   cudaStream_t stream = nullptr;
 };
 constexpr int kKnownStreams = 4;
-thread_local KnownStream t_known[kKnownStreams];
-thread_local unsigned t_known_next = 0;
+__attribute__((tls_model("initial-exec"))) thread_local KnownStream t_known[kKnownStreams];
+__attribute__((tls_model("initial-exec"))) thread_local unsigned t_known_next = 0;
 
 void remember_stream(cublasHandle_t handle, cudaStream_t stream) {
   for (KnownStream& k : t_known) {

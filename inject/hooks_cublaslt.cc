@@ -108,7 +108,8 @@ OpDesc lt_matmul_desc(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a_layout
 struct LayoutBytes {
   cublasLtMatrixLayoutOpaque_t a, d;
 };
-thread_local CallCache<LayoutBytes, LayoutShape> t_shapes;
+__attribute__((tls_model("initial-exec"))) thread_local CallCache<LayoutBytes, LayoutShape>
+    t_shapes;
 // Off for the rest of the process when a timed call ever reads other
 // attributes than the cache held for the same bytes (a cuBLASLt whose
 // layouts keep state elsewhere): then every call reads them again.

@@ -39,13 +39,6 @@ extern "C" cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, d
 
 namespace xpu_timer::inject {
 
-unsigned ShardedCounter::shard_of_this_thread() {
-  static std::atomic<unsigned> next{0};
-  __attribute__((tls_model("initial-exec"))) static thread_local unsigned shard = kShards;
-  if (shard == kShards) shard = next.fetch_add(1, std::memory_order_relaxed) % kShards;
-  return shard;
-}
-
 namespace {
 
 using proto::OpName;
@@ -84,9 +77,17 @@ RuntimeState* counting_runtime() {
   return scope.nested() ? nullptr : active_runtime();
 }
 
+// The most frequent hooked call: the fast path reads the mode and this
+// thread's hook depth and adds to this thread's own slot; only a launch
+// before initialisation, or while paused or passing through, takes the
+// general path.
 void count_launch() {
   if (bench_part_off(BenchPart::kLaunchCount)) return;  // a benchmark's
-  if (RuntimeState* st = counting_runtime()) st->runtime_calls.kernel_launches.add(1);
+  if (inside_hook()) return;
+  const bool active =
+      runtime_detail::g_mode.load(std::memory_order_acquire) == static_cast<int>(Mode::kActive);
+  if (!active && counting_runtime() == nullptr) return;
+  PerThreadCounter::add_one();
 }
 
 // Sizes of the allocations we saw, for the bytes of their frees. Allocations
@@ -234,7 +235,7 @@ struct CopyKey {
   uintptr_t dst, src;
   uint64_t free_epoch;
 };
-thread_local CallCache<CopyKey, OpName> t_directions;
+__attribute__((tls_model("initial-exec"))) thread_local CallCache<CopyKey, OpName> t_directions;
 
 OpName cached_copy_name(cudaMemcpyKind kind, const void* dst, const void* src) {
   if (kind != cudaMemcpyDefault) return copy_name(kind, dst, src);

@@ -204,7 +204,7 @@ void Poller::sample_launches(uint64_t now_ns, bool force) {
   if (!force && now_ns - launch_sample_ns_ < kLaunchSampleNs) return;
   // Samples add up to the counter: the first one holds what was launched
   // before the first pass too.
-  const uint64_t launches = state_->runtime_calls.kernel_launches.sum();
+  const uint64_t launches = PerThreadCounter::sum();
   if (launches == launches_sampled_) {
     launch_sample_ns_ = now_ns;
     return;

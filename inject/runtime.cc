@@ -21,16 +21,20 @@
 #include "inject/settings.h"
 
 namespace xpu_timer::inject {
-namespace {
 
+namespace runtime_detail {
 // All constant-initialised: valid before our constructor and after exit.
 std::atomic<int> g_mode{static_cast<int>(Mode::kUninit)};
 std::atomic<RuntimeState*> g_state{nullptr};
-std::atomic<bool> g_pass_through_logged{false};
+__thread int t_hook_depth __attribute__((tls_model("initial-exec"))) = 0;
+}  // namespace runtime_detail
 
-// initial-exec: no allocation and no __tls_get_addr call on the hot path. The
-// library is preloaded, so its TLS is in the static block.
-__attribute__((tls_model("initial-exec"))) thread_local int t_hook_depth = 0;
+namespace {
+
+using runtime_detail::g_mode;
+using runtime_detail::g_state;
+
+std::atomic<bool> g_pass_through_logged{false};
 
 constexpr uint64_t kExitWaitNs = 500ull * 1000 * 1000;
 
@@ -194,8 +198,7 @@ bool set_paused(bool paused) {
   return g_mode.compare_exchange_strong(expected, desired) || expected == desired;
 }
 
-RuntimeState* active_runtime() {
-  int m = g_mode.load(std::memory_order_acquire);
+RuntimeState* runtime_detail::active_runtime_slow(int m) {
   if (m == static_cast<int>(Mode::kActive)) return g_state.load(std::memory_order_relaxed);
   if (m == static_cast<int>(Mode::kInitializing)) {
     return wait_for_initialisation() == Mode::kActive ? g_state.load(std::memory_order_acquire)
@@ -235,8 +238,5 @@ void switch_to_pass_through(const char* why) {
     XPU_TIMER_LOG_WARN("timing switched off for the rest of this process: %s", why);
   }
 }
-
-HookScope::HookScope() : nested_(t_hook_depth++ > 0) {}
-HookScope::~HookScope() { --t_hook_depth; }
 
 }  // namespace xpu_timer::inject

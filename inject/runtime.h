@@ -77,9 +77,32 @@ Mode mode();
 // The state; nullptr before a successful initialisation.
 RuntimeState* runtime_state();
 
+namespace runtime_detail {
+// What the inline fast paths below read (defined in runtime.cc).
+extern std::atomic<int> g_mode;
+extern std::atomic<RuntimeState*> g_state;
+// Hooks entered and not yet left on this thread. initial-exec and `__thread`
+// (no initialiser to run): one thread-pointer-relative access, no
+// __tls_get_addr call. The library is preloaded, so its TLS is static.
+extern __thread int t_hook_depth __attribute__((tls_model("initial-exec")));
+// active_runtime() when the mode is not kActive: first initialisation,
+// waiting for another thread's, or nullptr.
+RuntimeState* active_runtime_slow(int mode);
+}  // namespace runtime_detail
+
 // Called at the top of every hook (outside re-entrancy): initialises on the
 // first call. Returns the state when calls are to be timed, else nullptr.
-RuntimeState* active_runtime();
+// Inline: every hooked call (thousands a step) asks it.
+inline RuntimeState* active_runtime() {
+  const int m = runtime_detail::g_mode.load(std::memory_order_acquire);
+  if (m == static_cast<int>(Mode::kActive)) {
+    return runtime_detail::g_state.load(std::memory_order_relaxed);
+  }
+  return runtime_detail::active_runtime_slow(m);
+}
+
+// True while the calling thread is inside a hook of ours.
+inline bool inside_hook() { return runtime_detail::t_hook_depth > 0; }
 
 // Turns timing off for the rest of the process (a CUDA error of ours, the
 // supervisor went away). Logs `why` once. Any thread.
@@ -94,8 +117,8 @@ bool set_paused(bool paused);
 // a library calling another hooked entry point) passes straight through.
 class HookScope {
  public:
-  HookScope();
-  ~HookScope();
+  HookScope() : nested_(runtime_detail::t_hook_depth++ > 0) {}
+  ~HookScope() { --runtime_detail::t_hook_depth; }
   HookScope(const HookScope&) = delete;
   HookScope& operator=(const HookScope&) = delete;
   bool nested() const { return nested_; }

@@ -3,46 +3,22 @@
 // frees. Published by the Poller into the status page's `runtime`.
 //
 // Threads: any user thread adds, the Poller sums. A kernel launch is the
-// most frequent call we see (thousands per step), often from two threads at
-// once (PyTorch's forward and autograd threads): one atomic shared by them
-// would bounce its cache line on every launch, so launches go to one of
-// kShards cache lines, chosen once per thread.
+// most frequent call we see (hundreds to thousands per step, often from two
+// threads: PyTorch's forward and autograd threads), on a thread whose own
+// work is the step's critical path when the host is the bottleneck: each
+// launching thread counts into a line of its own (inject/per_thread_counter.h).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 
 #include "common/status_page_layout.h"
+#include "inject/per_thread_counter.h"
 
 namespace xpu_timer::inject {
 
-class ShardedCounter {
- public:
-  static constexpr unsigned kShards = 16;
-
-  void add(uint64_t n) {
-    shards_[shard_of_this_thread()].value.fetch_add(n, std::memory_order_relaxed);
-  }
-  // Sum of all shards: exact once the adding threads are quiet, else a value
-  // between the counts at the start and at the end of the call.
-  uint64_t sum() const {
-    uint64_t total = 0;
-    for (const Shard& s : shards_) total += s.value.load(std::memory_order_relaxed);
-    return total;
-  }
-
- private:
-  struct alignas(64) Shard {
-    std::atomic<uint64_t> value{0};
-  };
-  // Threads get shards round-robin in the order they first count.
-  static unsigned shard_of_this_thread();
-
-  Shard shards_[kShards];
-};
-
 struct RuntimeCallCounters {
-  ShardedCounter kernel_launches;
+  // kernel_launches: PerThreadCounter (process-wide).
   // Allocations are rare (PyTorch's caching allocator calls cudaMalloc when
   // its cache misses): plain atomics.
   std::atomic<uint64_t> mallocs{0};
@@ -52,7 +28,7 @@ struct RuntimeCallCounters {
 
   proto::RuntimeCounters snapshot() const {
     proto::RuntimeCounters c{};
-    c.kernel_launches = kernel_launches.sum();
+    c.kernel_launches = PerThreadCounter::sum();
     c.mallocs = mallocs.load(std::memory_order_relaxed);
     c.malloc_bytes = malloc_bytes.load(std::memory_order_relaxed);
     c.frees = frees.load(std::memory_order_relaxed);

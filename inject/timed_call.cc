@@ -65,7 +65,7 @@ void describe(const OpDesc& d, OpRecord* rec) {
 uint64_t TimedCall::cost_begin(RuntimeState* st) {
   // One call in kHookSampleEvery of this thread measures what begin() and
   // end() cost it (proto::SelfCost): two clock reads more on that call only.
-  thread_local uint64_t calls = 0;
+  __attribute__((tls_model("initial-exec"))) static thread_local uint64_t calls = 0;
   if (++calls % HookCounters::kHookSampleEvery != 0) return 0;
   sampled_st_ = st;
   return monotonic_ns();
@@ -106,12 +106,12 @@ void TimedCall::add_sample() {
 }
 
 bool TimedCall::should_time(RuntimeState* st, const OpDesc& d) {
-  now_ns_ = monotonic_ns();
   // A (operation, shape) seen again within the sampling interval is not timed.
-  return st->gate->should_time(sample_key(static_cast<uint64_t>(d.name),
-                                          static_cast<uint64_t>(d.dtype), d.flops, d.bytes,
-                                          d.group_size),
-                               now_ns_);
+  const uint64_t key = sample_key(static_cast<uint64_t>(d.name), static_cast<uint64_t>(d.dtype),
+                                  d.flops, d.bytes, d.group_size);
+  st->gate->prefetch(key);  // its slot arrives while the clock is read
+  now_ns_ = monotonic_ns();
+  return st->gate->should_time(key, now_ns_);
 }
 
 void TimedCall::publish_untimed(RuntimeState* st, const OpDesc& d, cudaStream_t stream,
