@@ -324,20 +324,80 @@ def switch_arm(arm, a, world):
         dist.barrier()
 
 
+def thread_switches():
+    """Context switches so far of this process's threads, by kind (python: the
+    main thread; pt_autograd: the backward threads; xpu_timer: ours; other), as
+    {kind: [voluntary, involuntary]}, from /proc/self/task/*/status."""
+    out = {}
+    main_tid = os.getpid()
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open("/proc/self/task/%s/comm" % tid) as f:
+                comm = f.read().strip()
+            with open("/proc/self/task/%s/status" % tid) as f:
+                status = f.read()
+        except OSError:
+            continue  # ended meanwhile
+        kind = ("python" if int(tid) == main_tid else
+                "pt_autograd" if comm.startswith("pt_autograd") else
+                "xpu_timer" if comm.startswith("xpu_timer") else "other")
+        v = [int(l.split()[1]) for l in status.splitlines()
+             if l.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"))]
+        acc = out.setdefault(kind, [0, 0])
+        acc[0] += v[0]
+        acc[1] += v[1]
+    return out
+
+
+def switch_summary(per_step):
+    """Mean context switches per A and per B step by thread kind, A - B and its
+    standard error, from [(mode, {kind: [vol, invol]})]."""
+    res = {}
+    kinds = sorted({k for _, d in per_step for k in d})
+    for kind in kinds:
+        for j, what in enumerate(("voluntary", "involuntary")):
+            vals = {"A": [], "B": []}
+            for mode, d in per_step:
+                vals[mode].append(d.get(kind, [0, 0])[j])
+            if len(vals["A"]) < 2 or len(vals["B"]) < 2:
+                continue
+            ma, mb = statistics.mean(vals["A"]), statistics.mean(vals["B"])
+            se = (statistics.variance(vals["A"]) / len(vals["A"]) +
+                  statistics.variance(vals["B"]) / len(vals["B"])) ** 0.5
+            res["%s_%s" % (kind, what)] = {"A": ma, "B": mb, "A_minus_B": ma - mb, "se": se}
+    return res
+
+
 def ab_steps(name, step, args, ctl, rank, world, arm):
     """--pairs: A and B alternate at every step (A B B A ...); B lacks `arm`."""
     for _ in range(args.warmup * args.steps):
         step()
     a_times, b_times = [], []
     m0 = metric_sums(PER_STEP_SERIES) if rank == 0 else None
+    # --step-log: each step's mode and CLOCK_MONOTONIC bounds, so that a
+    # sampling profile of the same run (perf record -k CLOCK_MONOTONIC) can be
+    # split into A and B steps (bench/gpu/perf_split.py).
+    log = open("%s.rank%d" % (args.step_log, rank), "a") if args.step_log else None
+    switches = []  # --ctx-switches: (mode, per-kind deltas) of each step
     for i in range(args.pairs):
         for mode in ("A", "B") if i % 2 == 0 else ("B", "A"):
             switch_arm(arm, mode == "A", world)
             torch.cuda.synchronize()
+            s0 = thread_switches() if args.ctx_switches else None
             t0 = time.perf_counter()
+            m0_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
             step()
             torch.cuda.synchronize()
             (a_times if mode == "A" else b_times).append(time.perf_counter() - t0)
+            if s0 is not None:
+                s1 = thread_switches()
+                switches.append((mode, {k: [s1[k][0] - s0.get(k, [0, 0])[0],
+                                            s1[k][1] - s0.get(k, [0, 0])[1]] for k in s1}))
+            if log:
+                log.write("%s %s %d %d\n" % (arm.name, mode, m0_ns,
+                                              time.clock_gettime_ns(time.CLOCK_MONOTONIC)))
+    if log:
+        log.close()
     m1 = metric_sums(PER_STEP_SERIES) if m0 is not None else None
     # Were the A steps timed and the B steps not: xpu-timer's count of recorded
     # operations over a few steps of each.
@@ -374,6 +434,8 @@ def ab_steps(name, step, args, ctl, rank, world, arm):
         # Paused steps count nothing: per A step (the supervisor's counters lag by a poll).
         "per_timed_step": {k[len("xpu_timer_"):]: (m1[k] - m0[k]) / args.pairs for k in m0} if m1 else None,
     }
+    if switches:
+        res["context_switches_per_step"] = switch_summary(switches)
     if rank == 0:
         print(json.dumps(res), flush=True)
     return res
@@ -505,6 +567,12 @@ def main():
     p.add_argument("--seq", type=int, default=1024)
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--micro-calls", type=int, default=2000)
+    p.add_argument("--ctx-switches", action="store_true",
+                   help="with --pairs: count each step's context switches of the rank's threads "
+                        "(/proc, read between steps) and report A - B per thread kind")
+    p.add_argument("--step-log", default="",
+                   help="with --pairs: append each step's arm, mode and CLOCK_MONOTONIC "
+                        "start and end (ns) to PATH.rankN")
     p.add_argument("--micro-chunks", type=int, default=10)
     p.add_argument("--pairs", type=int, default=0,
                    help="alternate A and B at every step, this many pairs (instead of --rounds)")
