@@ -46,8 +46,18 @@ bool DumpRequests::put(const std::vector<std::string>& reasons, int node, double
     seen_.insert(key);  // ours: not handed back to us
     const nlohmann::json v = {{"reason", reason}, {"node", node}};
     if (!store_->put(key, v.dump())) return false;
+    mine_.emplace_back(key, now_s);
+  }
+  while (!mine_.empty() && now_s - mine_.front().second >= kRequestLifeS) {
+    if (!store_->remove(mine_.front().first)) return false;
+    mine_.pop_front();
   }
   return true;
+}
+
+double DumpRequests::asked_at_s(const std::string& key) const {
+  std::string_view ms = std::string_view(key).substr(key.size() >= dir_.size() ? dir_.size() : 0);
+  return static_cast<double>(take_int(&ms).value_or(0)) / 1000;
 }
 
 bool DumpRequests::read(const std::set<int>& alarmed,
@@ -58,6 +68,16 @@ bool DumpRequests::read(const std::set<int>& alarmed,
   for (const auto& [key, kv] : keys_.keys()) kvs.push_back(kv);
   *asked = admit(kvs, alarmed);
   first_read_ = false;
+  // What left the store well after its life (the asking node removed it)
+  // is forgotten; a request of ours put but not yet in the copy is young.
+  const double now_s = unix_now_s();
+  for (auto it = seen_.begin(); it != seen_.end();) {
+    if (keys_.keys().count(*it) == 0 && now_s - asked_at_s(*it) > 2 * kRequestLifeS) {
+      it = seen_.erase(it);
+    } else {
+      ++it;
+    }
+  }
   return true;
 }
 
@@ -83,8 +103,7 @@ std::vector<std::pair<std::string, int>> DumpRequests::admit(const std::vector<K
     }
     // The asking node's alarm may reach the store after our read of the
     // alarms (it is put first, but read first too): its request waits.
-    std::string_view asked_ms = std::string_view(kv.key).substr(dir_.size());
-    const double asked_s = static_cast<double>(take_int(&asked_ms).value_or(0)) / 1000;
+    const double asked_s = asked_at_s(kv.key);
     if (from_owner && alarmed.count(node) == 0 && now_s - asked_s < kRequestWaitS) {
       seen_.erase(kv.key);
       continue;

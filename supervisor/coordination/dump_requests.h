@@ -10,11 +10,16 @@
 // owner whose alarm this node has not read yet is looked at again for
 // kRequestWaitS (its alarm is put just before it). What is refused is said
 // in one line per round.
+// A request lives kRequestLifeS: then the node that put it removes it
+// (every node reads dumps/ every round, seconds apart), so that neither
+// dumps/ nor a lease's keys grow with every hang of a long job; and a node
+// forgets the requests it saw once they have left the store.
 //
 // Threads: ask() and pending() from any thread; the rest on the view's
 // thread.
 #pragma once
 
+#include <deque>
 #include <mutex>
 #include <set>
 #include <string>
@@ -31,6 +36,8 @@ namespace xpu_timer::supervisor {
 class DumpRequests {
  public:
   static constexpr double kRequestWaitS = 10;
+  // How long a request stays in the store (a multiple of kRequestWaitS).
+  static constexpr double kRequestLifeS = 60;
 
   // `store` and `trust` must outlive this.
   DumpRequests(CoordinationStore* store, KeyTrust* trust, std::string url, const std::string& root);
@@ -44,10 +51,13 @@ class DumpRequests {
   std::vector<std::string> take();
   // Requests taken but not put (a store call failed before): first again.
   void requeue(const std::vector<std::string>& reasons);
-  // Puts `reasons` as requests of `node`, made at `now_s`. False when a
-  // store call failed: the rest are lost (a node that cares saw the hang
-  // too).
+  // Puts `reasons` as requests of `node`, made at `now_s`, then removes
+  // this node's requests older than kRequestLifeS. False when a store call
+  // failed: the rest of the requests are lost (a node that cares saw the
+  // hang too); an old request not yet removed is removed by a later call.
   bool put(const std::vector<std::string>& reasons, int node, double now_s);
+  // Requests this node remembers having seen (for tests).
+  size_t remembered() const { return seen_.size(); }
   // Reads <root>/dumps/; the requests to hand on (reason, node that asked)
   // go to `asked`. `alarmed`: the nodes whose alarm stands. False when the
   // store call failed.
@@ -58,6 +68,8 @@ class DumpRequests {
  private:
   std::vector<std::pair<std::string, int>> admit(const std::vector<KeyValue>& kvs,
                                                  const std::set<int>& alarmed);
+  // When the request under `key` was made (from its name; 0 if unreadable).
+  double asked_at_s(const std::string& key) const;
 
   CoordinationStore* const store_;
   KeyTrust* const trust_;
@@ -68,6 +80,7 @@ class DumpRequests {
   std::vector<std::string> queued_;  // mu_
   // The view's thread only.
   std::set<std::string> seen_;
+  std::deque<std::pair<std::string, double>> mine_;  // this node's requests, oldest first
   bool first_read_ = true;
   DumpRequestGate gate_;
 };

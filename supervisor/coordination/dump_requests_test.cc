@@ -109,5 +109,51 @@ TEST_F(DumpRequestsTest, RequestsNotPutForAFailedStoreAreQueuedFirstAgain) {
   EXPECT_FALSE(b_.put({"hang"}, 1, unix_now_s()));
 }
 
+TEST_F(DumpRequestsTest, ARequestLeavesTheStoreAfterItsLifeAndIsThenForgotten) {
+  const std::string dumps = kRoot + "/dumps/";
+  Asked asked;
+  ASSERT_TRUE(a_.read({}, &asked));
+  // Asked three lives ago (its name says when); node 0 hands it on once.
+  const double asked_s = unix_now_s() - 3 * DumpRequests::kRequestLifeS;
+  b_asks("hang", asked_s);
+  ASSERT_TRUE(a_.read({1}, &asked));
+  EXPECT_EQ(asked, (Asked{{"hang", 1}}));
+  EXPECT_EQ(a_.remembered(), 1u);
+  // Node 1's rounds: the request stays until its life is over, then goes.
+  ASSERT_TRUE(b_.put({}, 1, asked_s + DumpRequests::kRequestLifeS - 1));
+  EXPECT_EQ(keyspace_.range(dumps, 0, nullptr).size(), 1u);
+  ASSERT_TRUE(b_.put({}, 1, asked_s + DumpRequests::kRequestLifeS));
+  EXPECT_TRUE(keyspace_.range(dumps, 0, nullptr).empty());
+  // Gone from the store long after it was asked: node 0 forgets it, and
+  // hands nothing on.
+  ASSERT_TRUE(a_.read({1}, &asked));
+  EXPECT_TRUE(asked.empty());
+  EXPECT_EQ(a_.remembered(), 0u);
+}
+
+TEST_F(DumpRequestsTest, AYoungRequestIsRememberedAndAFailedRemovalIsRetried) {
+  const std::string dumps = kRoot + "/dumps/";
+  Asked asked;
+  ASSERT_TRUE(a_.read({}, &asked));
+  const double now = unix_now_s();
+  b_asks("hang", now);
+  ASSERT_TRUE(a_.read({1}, &asked));
+  EXPECT_EQ(asked, (Asked{{"hang", 1}}));
+  // Removed by its node while still young (a shorter life elsewhere):
+  // node 0 keeps it in mind, so it is never handed on twice.
+  keyspace_.remove(keyspace_.range(dumps, 0, nullptr).at(0).key);
+  ASSERT_TRUE(a_.read({1}, &asked));
+  EXPECT_EQ(a_.remembered(), 1u);
+  // Node 1's removal of an old request fails with the store; the next
+  // round removes it.
+  b_asks("stall", now + 1);
+  store_b_.fail = true;
+  EXPECT_FALSE(b_.put({}, 1, now + 1 + DumpRequests::kRequestLifeS));
+  store_b_.fail = false;
+  EXPECT_EQ(keyspace_.range(dumps, 0, nullptr).size(), 1u);
+  ASSERT_TRUE(b_.put({}, 1, now + 1 + DumpRequests::kRequestLifeS));
+  EXPECT_TRUE(keyspace_.range(dumps, 0, nullptr).empty());
+}
+
 }  // namespace
 }  // namespace xpu_timer::supervisor
