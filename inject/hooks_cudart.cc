@@ -2,8 +2,8 @@
 //  - kernel launches (__cudaLaunchKernel, which the launch code nvcc 13
 //    generates for `kernel<<<...>>>` calls, its _ptsz twin, cudaLaunchKernel,
 //    cudaLaunchKernelExC, cudaLaunchCooperativeKernel) are counted, never
-//    timed: thousands per
-//    step, one relaxed add to a per-thread shard each (inject/runtime_counters.h);
+//    timed: thousands per step, a plain add to a counter line of the
+//    launching thread's own (inject/per_thread_counter.h);
 //  - device allocations and frees (cudaMalloc, cudaMallocAsync,
 //    cudaMallocFromPoolAsync, cudaFree, cudaFreeAsync) are counted with their
 //    bytes; a free's bytes come from the allocation we saw; the synchronous
