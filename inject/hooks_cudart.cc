@@ -84,9 +84,7 @@ RuntimeState* counting_runtime() {
 void count_launch() {
   if (bench_part_off(BenchPart::kLaunchCount)) return;  // a benchmark's
   if (inside_hook()) return;
-  const bool active =
-      runtime_detail::g_mode.load(std::memory_order_acquire) == static_cast<int>(Mode::kActive);
-  if (!active && counting_runtime() == nullptr) return;
+  if (mode() != Mode::kActive && counting_runtime() == nullptr) return;
   PerThreadCounter::add_one();
 }
 

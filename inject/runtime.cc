@@ -173,8 +173,6 @@ Mode initialize() {
 
 }  // namespace
 
-Mode mode() { return static_cast<Mode>(g_mode.load(std::memory_order_acquire)); }
-
 RuntimeState* runtime_state() { return g_state.load(std::memory_order_acquire); }
 
 // Another thread is initialising: wait for it (bounded) rather than pass an
@@ -199,7 +197,6 @@ bool set_paused(bool paused) {
 }
 
 RuntimeState* runtime_detail::active_runtime_slow(int m) {
-  if (m == static_cast<int>(Mode::kActive)) return g_state.load(std::memory_order_relaxed);
   if (m == static_cast<int>(Mode::kInitializing)) {
     return wait_for_initialisation() == Mode::kActive ? g_state.load(std::memory_order_acquire)
                                                       : nullptr;

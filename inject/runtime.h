@@ -73,7 +73,6 @@ struct RuntimeState {
   SampleGate* gate = nullptr;
 };
 
-Mode mode();
 // The state; nullptr before a successful initialisation.
 RuntimeState* runtime_state();
 
@@ -89,6 +88,11 @@ extern __thread int t_hook_depth __attribute__((tls_model("initial-exec")));
 // waiting for another thread's, or nullptr.
 RuntimeState* active_runtime_slow(int mode);
 }  // namespace runtime_detail
+
+// Inline: the launch hooks (thousands a step) read it.
+inline Mode mode() {
+  return static_cast<Mode>(runtime_detail::g_mode.load(std::memory_order_acquire));
+}
 
 // Called at the top of every hook (outside re-entrancy): initialises on the
 // first call. Returns the state when calls are to be timed, else nullptr.
