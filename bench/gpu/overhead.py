@@ -45,7 +45,7 @@ import statistics
 import sys
 import time
 
-from thread_switches import switch_summary, thread_switches  # bench/gpu/, beside this script
+from thread_switches import switch_summary, tasks, thread_switches  # bench/gpu/, beside this script
 import torch
 import torch.distributed as dist
 import torch.nn as nn
@@ -76,14 +76,7 @@ def part_control():
 
 def poller_tid():
     """The thread id of the injected library's background thread, or None."""
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            with open("/proc/self/task/%s/comm" % tid) as f:
-                if f.read().strip() == "xpu_timer_poll":
-                    return int(tid)
-        except OSError:
-            continue
-    return None
+    return next((tid for tid, comm in tasks() if comm == "xpu_timer_poll"), None)
 
 
 class Arm:

@@ -1,8 +1,19 @@
-"""Context switches of a process's threads per step, for bench/gpu/overhead.py
---ctx-switches: do the training threads block more in watched (A) steps than
-in paused or part-off (B) ones?"""
+"""This process's threads, for bench/gpu/overhead.py: their names (tasks(),
+which also finds the Poller's thread) and their context switches per step
+(--ctx-switches: do the training threads block more in watched (A) steps
+than in paused or part-off (B) ones?)."""
 import os
 import statistics
+
+
+def tasks():
+    """(thread id, name) of this process's threads; one that ends meanwhile is left out."""
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open("/proc/self/task/%s/comm" % tid) as f:
+                yield int(tid), f.read().strip()
+        except OSError:
+            continue
 
 
 def thread_switches():
@@ -11,15 +22,13 @@ def thread_switches():
     {kind: [voluntary, involuntary]}, from /proc/self/task/*/status."""
     out = {}
     main_tid = os.getpid()
-    for tid in os.listdir("/proc/self/task"):
+    for tid, comm in tasks():
         try:
-            with open("/proc/self/task/%s/comm" % tid) as f:
-                comm = f.read().strip()
-            with open("/proc/self/task/%s/status" % tid) as f:
+            with open("/proc/self/task/%d/status" % tid) as f:
                 status = f.read()
         except OSError:
             continue  # ended meanwhile
-        kind = ("python" if int(tid) == main_tid else
+        kind = ("python" if tid == main_tid else
                 "pt_autograd" if comm.startswith("pt_autograd") else
                 "xpu_timer" if comm.startswith("xpu_timer") else "other")
         v = [int(l.split()[1]) for l in status.splitlines()
