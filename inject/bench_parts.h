@@ -44,4 +44,9 @@ bool set_bench_part(const char* name, bool on);
 // reads it for every collective (nccl_profiler_plugin.cc).
 void nccl_profiler_switch(bool on);
 
+// Sets NCCL's activation mask again from what is switched now (the
+// profiler_in_nccl part, the KernelCh probe); false when NCCL never
+// initialised our plugin in this process.
+bool nccl_profiler_refresh_mask();
+
 }  // namespace xpu_timer::inject

@@ -25,6 +25,10 @@ namespace xpu_timer::inject::nccl_abi {
 constexpr int kProfileGroup = 1 << 0;
 constexpr int kProfileColl = 1 << 1;
 constexpr int kProfileP2p = 1 << 2;
+constexpr int kProfileKernelCh = 1 << 6;  // v4 and later
+
+// ncclProfilerKernelChStop: the state that carries a KernelCh's stop time.
+constexpr int kProfilerKernelChStop = 22;
 
 // ncclDebugLogger_t (nccl_common.h): level is an enum.
 using DebugLogger = void (*)(int level, unsigned long flags, const char* file, int line,
@@ -50,7 +54,21 @@ struct EventDescrV5 {
       const char* proto;
       void* parentGroup;
     } coll;
+    struct {
+      uint8_t channelId;
+      uint64_t pTimer;  // the kernel's start: the GPU's globaltimer, ns
+    } kernelCh;
   };
+};
+
+// ncclProfilerEventStateArgs_v5_t: a union; KernelCh's member is its stop time.
+union StateArgsV5 {
+  struct {
+    size_t transSize;
+  } proxyStep;
+  struct {
+    uint64_t pTimer;
+  } kernelCh;
 };
 
 // v4: v5 with a one-byte type and no coll.parentGroup.
@@ -156,6 +174,9 @@ static_assert(offsetof(EventDescrV5, coll) == 24);
 static_assert(offsetof(EventDescrV5, coll.nChannels) == 80);
 static_assert(offsetof(EventDescrV5, coll.algo) == 88);
 static_assert(offsetof(EventDescrV5, coll.proto) == 96);
+static_assert(offsetof(EventDescrV5, kernelCh.channelId) == 24);
+static_assert(offsetof(EventDescrV5, kernelCh.pTimer) == 32);
+static_assert(offsetof(StateArgsV5, kernelCh.pTimer) == 0);
 static_assert(offsetof(EventDescrV4, coll.algo) == 88);
 static_assert(offsetof(EventDescrV4, coll.proto) == 96);
 static_assert(offsetof(EventDescrV3, coll.nMaxChannels) == 96);

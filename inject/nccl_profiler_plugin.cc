@@ -7,6 +7,8 @@
 // and protocol), return a null handle for every event so that NCCL never
 // calls stopEvent/recordEventState for them, and hand what a Coll event says
 // to the hooked call running on the same thread (nccl_profiler_tags.h).
+// Only a benchmark's probe (nccl_kernel_ch_probe.h) asks for more: KernelCh
+// events under ABI v5, for which Coll events then get a handle.
 // Hazards: these functions run inside NCCL, so they never fail, never throw,
 // never block and never allocate except in init (a small per-communicator
 // context, freed by finalize). If anything is off the plugin stays silent
@@ -18,6 +20,7 @@
 #include "inject/bench_parts.h"
 #include "inject/comm_registry.h"
 #include "inject/hook_export.h"
+#include "inject/nccl_kernel_ch_probe.h"
 #include "inject/nccl_profiler_abi.h"
 #include "inject/nccl_profiler_tags.h"
 #include "inject/runtime.h"
@@ -35,11 +38,17 @@ struct CommContext {
 // v1-v3 do not say which communicator: one shared context, never freed.
 CommContext g_unknown_comm{0};
 
+// Whether NCCL took our ncclProfiler_v5, the one version whose KernelCh
+// descriptor the probe reads.
+std::atomic<bool> g_v5{false};
+
+bool kernel_ch_asked() { return kernel_ch_on() && g_v5.load(std::memory_order_relaxed); }
+
 // The events we want, or none when timing is off in this process.
 int activation_mask() {
   if (settings().disable) return 0;
   if (mode() == Mode::kPassThrough) return 0;
-  return abi::kProfileColl;
+  return abi::kProfileColl | (kernel_ch_asked() ? abi::kProfileKernelCh : 0);
 }
 
 uint8_t transport_of(int nnodes) {
@@ -67,6 +76,7 @@ ncclResult_t init_with_nodes(void** context, int* mask, int nnodes) noexcept {
 // when the config it saw had none.
 ncclResult_t init_v5(void** context, uint64_t /*comm_id*/, int* mask, const char* name, int nnodes,
                      int /*nranks*/, int /*rank*/, abi::DebugLogger /*log*/) noexcept {
+  g_v5.store(true, std::memory_order_relaxed);
   plugin_name_note(name);
   return init_with_nodes(context, mask, nnodes);
 }
@@ -100,7 +110,23 @@ ncclResult_t start_named(void* context, void** handle, Descr* d, ChannelsOf chan
   return ncclSuccess;
 }
 
+// The probe's handles: NCCL only needs them non-null to report a Coll's
+// KernelCh children and a KernelCh's stop; it never reads through them.
+// A KernelCh's handle is its channel's byte, so that its stop names the channel.
+char g_coll_handle;
+char g_kernel_ch_handles[256];
+
 ncclResult_t start_v5(void* context, void** handle, abi::EventDescrV5* d) noexcept {
+  if (d != nullptr && d->type == abi::kProfileKernelCh) {
+    if (handle != nullptr) *handle = &g_kernel_ch_handles[d->kernelCh.channelId];
+    kernel_ch_note(false, d->kernelCh.channelId, d->kernelCh.pTimer);
+    return ncclSuccess;
+  }
+  if (kernel_ch_asked() && d != nullptr && d->type == abi::kProfileColl) {
+    start_named(context, handle, d, [](const abi::EventDescrV5& e) { return e.coll.nChannels; });
+    if (handle != nullptr) *handle = &g_coll_handle;
+    return ncclSuccess;
+  }
   return start_named(context, handle, d,
                      [](const abi::EventDescrV5& e) { return e.coll.nChannels; });
 }
@@ -127,7 +153,14 @@ ncclResult_t start_v1(void* context, void** handle, abi::EventDescrV1* d) noexce
 
 // Never called for our null handles; defined because NCCL may check them.
 ncclResult_t stop_event(void* /*handle*/) noexcept { return ncclSuccess; }
-ncclResult_t record_state(void* /*handle*/, abi::EventState /*state*/, void* /*args*/) noexcept {
+ncclResult_t record_state(void* handle, abi::EventState state, void* args) noexcept {
+  const uintptr_t channel =
+      reinterpret_cast<uintptr_t>(handle) - reinterpret_cast<uintptr_t>(g_kernel_ch_handles);
+  if (channel < sizeof(g_kernel_ch_handles) && state == abi::kProfilerKernelChStop &&
+      args != nullptr) {
+    kernel_ch_note(true, static_cast<uint32_t>(channel),
+                   static_cast<abi::StateArgsV5*>(args)->kernelCh.pTimer);
+  }
   return ncclSuccess;
 }
 
@@ -143,6 +176,12 @@ constexpr const char* kPluginName = "xpu-timer";
 void nccl_profiler_switch(bool on) {
   int* mask = g_nccl_mask.load(std::memory_order_relaxed);
   if (mask != nullptr) __atomic_store_n(mask, on ? activation_mask() : 0, __ATOMIC_RELAXED);
+}
+
+bool nccl_profiler_refresh_mask() {
+  if (g_nccl_mask.load(std::memory_order_relaxed) == nullptr) return false;
+  nccl_profiler_switch(!bench_part_off(BenchPart::kProfilerInNccl));
+  return true;
 }
 
 }  // namespace xpu_timer::inject

@@ -184,6 +184,47 @@ TEST_F(NcclProfilerTest, DisabledProcessAsksForNoEvents) {
   EXPECT_NE(child.output().find("mask 0"), std::string::npos) << child.output();
 }
 
+// The benchmark's KernelCh probe: switched on, the plugin asks NCCL v5 for
+// KernelCh events too, gives Coll events a handle so that NCCL reports their
+// kernel channels, and keeps each channel's start and stop timestamps;
+// switched off, the mask is Coll alone again.
+TEST_F(NcclProfilerTest, KernelChProbeKeepsEachChannelsStartAndStop) {
+  const std::string dump = ::testing::TempDir() + "kernel_ch_probe_" + std::to_string(getpid());
+  DriverRun run = run_driver(sup_,
+                             {"kernel_ch:on", "ar:1048576:Ring:LL128:3", "kernel_ch:off",
+                              "ar:1048576:Ring:LL128:3", "kernel_ch_dump:" + dump},
+                             2);
+  ASSERT_TRUE(run.page) << run.error;
+  const std::string out = run.child->output();
+  EXPECT_NE(out.find("kernel_ch 0 mask 66"), std::string::npos) << out;  // Coll | KernelCh
+  EXPECT_NE(out.find("kernel_ch 0 mask 2"), std::string::npos) << out;
+  EXPECT_NE(out.find("dumped 6"), std::string::npos) << out;  // the second call added none
+  const std::string text = xpu_timer::testing::read_file(dump);
+  ASSERT_FALSE(text.empty()) << dump;
+  std::vector<std::string> kinds;
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t nl = text.find('\n', pos);
+    const std::string line = text.substr(pos, nl - pos);
+    char kind[8] = {};
+    unsigned channel = 0;
+    unsigned long long gpu = 0;
+    ASSERT_EQ(std::sscanf(line.c_str(), "%7s %u %llu", kind, &channel, &gpu), 3) << line;
+    EXPECT_EQ(gpu, (std::string(kind) == "start" ? 1000u : 2000u) + channel) << line;
+    kinds.push_back(std::string(kind) + std::to_string(channel));
+    pos = nl == std::string::npos ? text.size() : nl + 1;
+  }
+  EXPECT_EQ(kinds,
+            (std::vector<std::string>{"start0", "stop0", "start1", "stop1", "start2", "stop2"}));
+  // The operations are timed as ever, tagged from the Coll event.
+  const proto::MetricSlot* ring = slot_for_bucket(*run.page, 20);
+  ASSERT_NE(ring, nullptr);
+  EXPECT_EQ(ring->count, 2u);
+  EXPECT_EQ(ring->algo, u8(NcclAlgo::kRing));
+  unlink(dump.c_str());
+  run.child->close_stdin();
+  EXPECT_EQ(run.child->wait_exit_code(kTimeout), 0) << out;
+}
+
 TEST(NcclProfilerNames, MapNcclNamesAndEnums) {
   EXPECT_EQ(nccl_algo_from_name("Ring"), u8(NcclAlgo::kRing));
   EXPECT_EQ(nccl_algo_from_name("NVLSTree"), u8(NcclAlgo::kNvlsTree));

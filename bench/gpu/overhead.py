@@ -45,7 +45,8 @@ import statistics
 import sys
 import time
 
-from thread_switches import switch_summary, tasks, thread_switches  # bench/gpu/, beside this script
+from overhead_arms import Arm, kernel_ch_dump  # bench/gpu/, beside this script
+from thread_switches import switch_summary, thread_switches
 import torch
 import torch.distributed as dist
 import torch.nn as nn
@@ -61,69 +62,6 @@ def control():
     f.argtypes = [ctypes.c_int]
     f.restype = ctypes.c_int
     return f
-
-
-def part_control():
-    """xpu_timer_bench_set_part(name, on) of the injected library, or None."""
-    try:
-        f = ctypes.CDLL(None).xpu_timer_bench_set_part
-    except AttributeError:
-        return None
-    f.argtypes = [ctypes.c_char_p, ctypes.c_int]
-    f.restype = ctypes.c_int
-    return f
-
-
-def poller_tid():
-    """The thread id of the injected library's background thread, or None."""
-    return next((tid for tid, comm in tasks() if comm == "xpu_timer_poll"), None)
-
-
-class Arm:
-    """What a B step lacks that an A step has (A: everything on).
-
-    paused        the whole library (xpu_timer_bench_set_paused): B = unwatched
-    pin_poller    B: the background thread pinned to one core of the rank's
-                  own set (its last, or one given by --pin-cpu), away from the
-                  cores the scheduler gives the main and NCCL threads
-    <part>        one part of the library switched off (inject/bench_parts.h):
-                  poller, queries, collective_events, gpu_clock, call_sites,
-                  profiler_plugin (our callbacks), profiler_in_nccl (NCCL's
-                  profiler path: its activation mask 0), timed_ops, op_records,
-                  launch_count, end_query_first (B: the Poller's earlier query
-                  order, start before end)
-    <a>+<b>+...   several parts off together in B (e.g. the hooks' whole work:
-                  collective_events+op_records+launch_count+timed_ops)
-    """
-
-    def __init__(self, name, paused_ctl, args, local_rank):
-        self.name = name
-        self.paused_ctl = paused_ctl
-        self.part_ctl = part_control()
-        self.tid = None
-        if name == "pin_poller":
-            self.tid = poller_tid()
-            if self.tid is None:
-                raise SystemExit("no xpu_timer_poll thread in this process")
-            self.free_mask = os.sched_getaffinity(self.tid)
-            cpus = sorted(os.sched_getaffinity(0))
-            self.pinned = {args.pin_cpu + local_rank} if args.pin_cpu >= 0 else {cpus[-1 - local_rank]}
-        elif name != "paused" and self.part_ctl is None:
-            raise SystemExit("xpu_timer_bench_set_part missing: an older libxpu_timer_inject.so?")
-
-    def set_b(self, b):
-        """Puts this process in the state of a B step (b) or an A step."""
-        if self.name == "paused":
-            rc = self.paused_ctl(1 if b else 0)
-        elif self.name == "pin_poller":
-            os.sched_setaffinity(self.tid, self.pinned if b else self.free_mask)
-            rc = 0
-        else:
-            rc = 0
-            for part in self.name.split("+"):
-                rc = rc or self.part_ctl(part.encode(), 0 if b else 1)
-        if rc != 0:
-            raise SystemExit("switching %s refused: is the job running under the supervisor?" % self.name)
 
 
 class Block(nn.Module):
@@ -361,6 +299,7 @@ def ab_steps(name, step, args, ctl, rank, world, arm):
         after = issued_total(rank) if rank == 0 else None
         counted[mode] = after - before if before is not None and after is not None else None
     switch_arm(arm, True, world)
+    arm.finish()
     ratios = [a / b for a, b in zip(a_times, b_times)]
     med = statistics.median(ratios)
     q = statistics.quantiles(ratios, n=4)
@@ -523,6 +462,9 @@ def main():
     p.add_argument("--step-log", default="",
                    help="with --pairs: append each step's arm, mode and CLOCK_MONOTONIC "
                         "start and end (ns) to PATH.rankN")
+    p.add_argument("--kernel-ch-dump", default="",
+                   help="after the run, each rank writes the samples of NCCL's kernel-channel "
+                        "events (the kernel_ch arm) to PATH.rankN")
     p.add_argument("--micro-chunks", type=int, default=10)
     p.add_argument("--pairs", type=int, default=0,
                    help="alternate A and B at every step, this many pairs (instead of --rounds)")
@@ -563,6 +505,9 @@ def main():
     if args.micro_calls:
         micro = micro_gemm(dev, args.micro_calls, args.micro_chunks)
         micro.update(micro_torch(ctl, dev, args.micro_calls // 4, args.micro_chunks, world))
+    if args.kernel_ch_dump:
+        path = "%s.rank%d" % (args.kernel_ch_dump, rank)
+        print("rank %d: %d kernel-channel samples to %s" % (rank, kernel_ch_dump(path), path), flush=True)
     if rank == 0:
         print(json.dumps({"micro": micro}), flush=True)
         print("\n%-8s %-18s %12s %12s %10s %18s %18s" % (

@@ -6,8 +6,11 @@
 // launch (ncclAllReduce outside a group, the outermost ncclGroupEnd inside
 // one), on the calling thread, or on a helper thread when the test asks for
 // it (like NCCL's own thread for a non-blocking communicator), honouring the
-// activation mask. Nothing runs on the stream: the hooks' events complete at
-// once. Test infrastructure only.
+// activation mask. Under v5 with KernelCh events asked for, a Coll event with
+// a handle gets one KernelCh start and stop per channel, with timestamps
+// 1000 + channel and 2000 + channel, on a helper thread (NCCL's proxy
+// thread). Nothing runs on the stream: the hooks' events complete at once.
+// Test infrastructure only.
 #include <dlfcn.h>
 #include <nccl.h>
 
@@ -56,6 +59,24 @@ uint8_t algo_enum(const std::string& a) {
 }
 uint8_t proto_enum(const std::string& p) { return p == "LL" ? 0 : p == "LL128" ? 1 : 2; }
 
+void emit_kernel_ch(abi::ProfilerV5* prof, FakeComm* comm, void* coll, int channels) {
+  for (int c = 0; c < channels; ++c) {
+    abi::EventDescrV5 d{};
+    d.type = abi::kProfileKernelCh;
+    d.parentObj = coll;
+    d.rank = comm->rank;
+    d.kernelCh.channelId = static_cast<uint8_t>(c);
+    d.kernelCh.pTimer = 1000 + static_cast<uint64_t>(c);
+    void* h = nullptr;
+    prof->startEvent(comm->context, &h, &d);
+    if (h == nullptr) continue;
+    abi::StateArgsV5 args{};
+    args.kernelCh.pTimer = 2000 + static_cast<uint64_t>(c);
+    prof->recordEventState(h, abi::kProfilerKernelChStop, &args);
+    prof->stopEvent(h);
+  }
+}
+
 template <typename Profiler, typename Descr>
 void emit_with(FakeComm* comm, const std::vector<Launch>& launches, Descr proto_descr) {
   auto* prof = static_cast<Profiler*>(g_plugin);
@@ -86,6 +107,12 @@ void emit_with(FakeComm* comm, const std::vector<Launch>& launches, Descr proto_
     void* handle = nullptr;
     prof->startEvent(comm->context, &handle, &d);
     if (handle != nullptr) prof->stopEvent(handle);
+    if constexpr (std::is_same_v<Descr, abi::EventDescrV5>) {
+      if (handle != nullptr && (g_mask & abi::kProfileKernelCh) != 0) {
+        std::thread proxy([&] { emit_kernel_ch(prof, comm, handle, l.channels); });
+        proxy.join();
+      }
+    }
   }
   if (group_handle != nullptr) prof->stopEvent(group_handle);
 }

@@ -7,8 +7,11 @@
 //   ar:BYTES:ALGO:PROTO:CHANNELS         one AllReduce launched with that algo/proto
 //   async:BYTES:ALGO:PROTO:CHANNELS      same, plugin events on another thread
 //   group:BYTES:ALGO:PROTO[:ALGO:PROTO]  ncclGroupStart, one AllReduce per pair, ncclGroupEnd
+//   kernel_ch:on|off                     the KernelCh probe (xpu_timer_bench_set_kernel_ch)
+//   kernel_ch_dump:PATH                  its samples to PATH (xpu_timer_bench_kernel_ch_dump)
 //   wait                                 print "READY", block until stdin closes
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <nccl.h>
 
 #include <cstdio>
@@ -67,6 +70,17 @@ int main(int argc, char** argv) {
         ncclAllReduce(nullptr, nullptr, count, ncclBfloat16, ncclSum, comm, stream);
       }
       if (ncclGroupEnd() != ncclSuccess) die("ncclGroupEnd");
+    } else if (a[0] == "kernel_ch" && a.size() == 2) {
+      // The preloaded library's control, found the way a benchmark finds it.
+      auto* set =
+          reinterpret_cast<int (*)(int)>(dlsym(RTLD_DEFAULT, "xpu_timer_bench_set_kernel_ch"));
+      if (set == nullptr) die("no xpu_timer_bench_set_kernel_ch");
+      std::printf("kernel_ch %d mask %d\n", set(a[1] == "on" ? 1 : 0), fake_nccl_activation_mask());
+    } else if (a[0] == "kernel_ch_dump" && a.size() == 2) {
+      auto* dump = reinterpret_cast<long (*)(const char*)>(
+          dlsym(RTLD_DEFAULT, "xpu_timer_bench_kernel_ch_dump"));
+      if (dump == nullptr) die("no xpu_timer_bench_kernel_ch_dump");
+      std::printf("dumped %ld\n", dump(a[1].c_str()));
     } else if (a[0] == "wait") {
       cudaStreamSynchronize(stream);
       std::printf("READY\n");
