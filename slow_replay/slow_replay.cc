@@ -1,8 +1,10 @@
 #include "slow_replay/slow_replay.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <set>
+#include <system_error>
 #include <tuple>
 
 #include "common/op_names.h"
@@ -81,6 +83,58 @@ ReplayResult replay(const std::vector<timeline::LoadedDumps>& dumps,
   // collective the dumps hold complete is judged.
   verdict(items.back().final_ns + options.settle_ns);
   return out;
+}
+
+bool replay_reads(const recorder::RecordData& d) {
+  const auto kind = static_cast<proto::OpKind>(d.kind);
+  const bool timed = d.state == static_cast<uint8_t>(recorder::OpState::kCompleted) &&
+                     recorder::has_timed_gpu_span(d);
+  switch (kind) {
+    case proto::OpKind::kNccl:
+      return true;
+    case proto::OpKind::kGemm:
+    case proto::OpKind::kMemcpy:
+      return timed;
+    case proto::OpKind::kRange:
+      return d.name == static_cast<uint16_t>(proto::OpName::kGcPause) ||
+             d.name == static_cast<uint16_t>(proto::OpName::kLoaderWait);
+    default:
+      return false;
+  }
+}
+
+bool write_slim_dumps(const timeline::LoadedDumps& dumps, const std::string& out_dir,
+                      std::string* error) {
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) {
+    *error = out_dir + ": " + ec.message();
+    return false;
+  }
+  for (const timeline::RankTimeline& rt : dumps.ranks) {
+    recorder::RingSnapshot slim = rt.ring;
+    slim.records.clear();
+    for (const recorder::RecordData& d : rt.ring.records) {
+      if (replay_reads(d)) slim.records.push_back(d);
+    }
+    const std::string path =
+        (std::filesystem::path(out_dir) / recorder::dump_file_name(rt.rank, rt.world_size))
+            .string();
+    if (!recorder::write_ring_image(path, slim, error)) return false;
+  }
+  // The program's names of the communicators (no ring holds them), as they were.
+  for (const timeline::DumpFolder& f : dumps.folders) {
+    const std::filesystem::path names = std::filesystem::path(f.dir) / "comms.json";
+    if (!std::filesystem::exists(names, ec)) continue;
+    std::filesystem::copy_file(names, std::filesystem::path(out_dir) / "comms.json",
+                               std::filesystem::copy_options::overwrite_existing, ec);
+    if (ec) {
+      *error = names.string() + ": " + ec.message();
+      return false;
+    }
+    break;
+  }
+  return true;
 }
 
 supervisor::TransferReport replay_transfers(const std::vector<timeline::LoadedDumps>& dumps) {

@@ -54,6 +54,19 @@ ReplayResult replay(const std::vector<timeline::LoadedDumps>& dumps,
                     const supervisor::StragglerOptions& options,
                     uint64_t period_ns = 1'000'000'000);
 
+// Whether the slow-rank analysis or the link transfer meter reads `d`
+// (straggler_feed.h, link_transfer.h): every collective, timed GEMMs and
+// copies, GC pauses and DataLoader waits.
+bool replay_reads(const recorder::RecordData& d);
+
+// Writes each rank's dump of `dumps` to `out_dir` (created; same file
+// names) with only the records replay_reads() keeps, its names and call
+// sites whole: a recording the replay judges exactly as the original, at a
+// fraction of its size (a host-bound job's ring is mostly sampled-out
+// operations). False with `error` on the first file not written.
+bool write_slim_dumps(const timeline::LoadedDumps& dumps, const std::string& out_dir,
+                      std::string* error);
+
 // The link transfer meter over every record of `dumps`, its window all of
 // them, reported once every collective they hold settled.
 supervisor::TransferReport replay_transfers(const std::vector<timeline::LoadedDumps>& dumps);

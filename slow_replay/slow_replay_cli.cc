@@ -26,10 +26,16 @@ constexpr FlagHelp kFlags[] = {
      nullptr},
     {"--window", "S", "the analysis window in seconds, as the supervisor's --slow-window", "30",
      nullptr},
+    {"--slim", "OUT",
+     "instead of replaying, write the one --path's dumps to OUT with only the records the "
+     "analysis reads (collectives, timed GEMMs and copies, GC and DataLoader pauses): a "
+     "recording that replays the same, small enough to keep",
+     "off", nullptr},
 };
 
 constexpr char kUsage[] =
-    "usage: xpu_timer_slow_replay --path DIR [--path DIR ...] [--every] [--window S]\n";
+    "usage: xpu_timer_slow_replay --path DIR [--path DIR ...] [--every] [--window S]\n"
+    "       xpu_timer_slow_replay --path DIR --slim OUT\n";
 
 void usage(FILE* to) {
   const std::string text =
@@ -52,6 +58,7 @@ int usage_error(const std::string& what) {
 
 int run_slow_replay_cli(int argc, const char* const* argv) {
   std::vector<std::string> paths;
+  std::string slim_out;
   bool every = false;
   supervisor::StragglerOptions options;
   for (int i = 1; i < argc; ++i) {
@@ -66,13 +73,18 @@ int run_slow_replay_cli(int argc, const char* const* argv) {
       every = true;
       continue;
     }
-    if (arg != "--path" && arg != "--window") return usage_error("unknown argument " + arg);
+    if (arg != "--path" && arg != "--window" && arg != "--slim") {
+      return usage_error("unknown argument " + arg);
+    }
     if (!inline_value) {
       if (i + 1 >= argc) return usage_error(arg + " needs a value");
       v = argv[++i];
     }
     if (arg == "--path") {
       paths.push_back(v);
+    } else if (arg == "--slim") {
+      if (v.empty()) return usage_error("--slim needs a folder");
+      slim_out = v;
     } else {
       char* end = nullptr;
       const double w = std::strtod(v.c_str(), &end);
@@ -83,6 +95,7 @@ int run_slow_replay_cli(int argc, const char* const* argv) {
     }
   }
   if (paths.empty()) return usage_error("--path DIR is required");
+  if (!slim_out.empty() && paths.size() != 1) return usage_error("--slim takes one --path");
   std::vector<timeline::LoadedDumps> dumps;
   size_t ranks = 0;
   for (const std::string& p : paths) {
@@ -99,6 +112,14 @@ int run_slow_replay_cli(int argc, const char* const* argv) {
     }
     ranks += d.ranks.size();
     dumps.push_back(std::move(d));
+  }
+  if (!slim_out.empty()) {
+    std::string error;
+    if (!write_slim_dumps(dumps.front(), slim_out, &error)) {
+      XPU_TIMER_LOG_ERROR("%s", error.c_str());
+      return 1;
+    }
+    return 0;
   }
   const ReplayResult r = replay(dumps, options);
   if (r.verdicts.empty()) {

@@ -10,6 +10,9 @@ delayed rank `DELAY_ONSET <rank> <unix s> <ms>` when its delay begins, then
   torchrun --nproc_per_node=4 straggle.py --seconds 120 \\
       [--host-delay-rank 1 --host-delay-share 0.05 --delay-after 60]
 
+--batch and --seq set the input (8 x 1024 by default, GPU-bound on an H100 or
+H200; 1 x 128 makes the job host-bound: its steps wait for Python).
+
 --host-delay-share S: from --delay-after seconds on, the rank sleeps S times
 the healthy median step (measured over steps 20-70 on every rank, agreed by
 an all-reduce before the delay starts) before each step: a slow input
@@ -34,6 +37,8 @@ def main():
     p.add_argument("--host-delay-share", type=float, default=0)
     p.add_argument("--host-delay-ms", type=float, default=0)
     p.add_argument("--delay-after", type=float, default=60)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--seq", type=int, default=1024)
     a = p.parse_args()
     rank = int(os.environ.get("RANK", 0))
     local = int(os.environ.get("LOCAL_RANK", 0))
@@ -45,7 +50,7 @@ def main():
                      attn_implementation="sdpa")
     model = DDP(GPT2LMHeadModel(cfg).to(dev, dtype=torch.bfloat16), device_ids=[local])
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-    idx = torch.randint(0, cfg.vocab_size, (8, 1024), device=dev)
+    idx = torch.randint(0, cfg.vocab_size, (a.batch, a.seq), device=dev)
     print("RANK_START %d %.3f" % (rank, time.time()), flush=True)
     start = time.monotonic()
     step_times = []
@@ -53,7 +58,16 @@ def main():
     delaying = False
     n = 0
     last = time.perf_counter()
-    while time.monotonic() - start < a.seconds:
+    while True:
+        # Every rank stops after the same step: each deciding by its own clock,
+        # a host-bound rank ran one step more than its peer, whose final
+        # barrier then met that step's gradient all-reduce (xpu-timer named
+        # the mismatch). Agreed every 50 steps, one small all-reduce each time.
+        if n % 50 == 0:
+            over = torch.tensor([float(time.monotonic() - start >= a.seconds)], device=dev)
+            dist.all_reduce(over, op=dist.ReduceOp.MAX)
+            if over.item() > 0:
+                break
         if delaying:
             time.sleep(delay_s)
         out = model(input_ids=idx, labels=idx)
