@@ -100,6 +100,8 @@ TEST_F(ElfTest, ExportsExactlyTheHooks) {
                                        "xpu_timer_bench_set_part",
                                        "xpu_timer_bench_call_site",
                                        "xpu_timer_bench_call_site_text",
+                                       "xpu_timer_bench_set_kernel_ch",
+                                       "xpu_timer_bench_kernel_ch_dump",
                                        "xpu_timer_python_builtin",
                                        "xpu_timer_python_trace",
                                        "xpu_timer_python_set_retry",
