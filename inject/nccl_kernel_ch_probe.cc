@@ -27,8 +27,6 @@ void kernel_ch_note(bool stop, uint32_t channel, uint64_t gpu_ns) {
   s.stop = stop ? 1 : 0;
 }
 
-uint64_t kernel_ch_noted() { return g_next.load(std::memory_order_relaxed); }
-
 long kernel_ch_dump(const char* path) {
   if (path == nullptr) return -1;
   FILE* f = std::fopen(path, "w");
@@ -54,8 +52,7 @@ XPU_TIMER_HOOK int xpu_timer_bench_set_kernel_ch(int on) {
   return xpu_timer::inject::nccl_profiler_refresh_mask() ? 0 : -1;
 }
 
-// The samples noted so far, and the ring written to `path` (kernel_ch_dump):
-// the count written, or -1.
+// The ring written to `path` (kernel_ch_dump): the count written, or -1.
 XPU_TIMER_HOOK long xpu_timer_bench_kernel_ch_dump(const char* path) {
   return xpu_timer::inject::kernel_ch_dump(path);
 }

@@ -27,15 +27,12 @@ struct KernelChSample {
   uint64_t gpu_ns;        // NCCL's timestamp: the GPU's globaltimer
   uint64_t realtime_ns;   // CLOCK_REALTIME when the callback ran
   uint64_t monotonic_ns;  // CLOCK_MONOTONIC when the callback ran
-  uint32_t channel;       // the channel id (starts only; UINT32_MAX for a stop)
+  uint32_t channel;       // the channel id
   uint32_t stop;          // 0 start, 1 stop
 };
 
 // Called from the plugin's callbacks (a KernelCh start, or its stop state).
 void kernel_ch_note(bool stop, uint32_t channel, uint64_t gpu_ns);
-
-// Samples noted since the process started (including overwritten ones).
-uint64_t kernel_ch_noted();
 
 // Writes the ring's samples, oldest first, as text lines
 // "start|stop channel gpu_ns realtime_ns monotonic_ns" to `path`; the count

@@ -122,13 +122,12 @@ ncclResult_t start_v5(void* context, void** handle, abi::EventDescrV5* d) noexce
     kernel_ch_note(false, d->kernelCh.channelId, d->kernelCh.pTimer);
     return ncclSuccess;
   }
-  if (kernel_ch_asked() && d != nullptr && d->type == abi::kProfileColl) {
-    start_named(context, handle, d, [](const abi::EventDescrV5& e) { return e.coll.nChannels; });
-    if (handle != nullptr) *handle = &g_coll_handle;
-    return ncclSuccess;
+  const ncclResult_t r =
+      start_named(context, handle, d, [](const abi::EventDescrV5& e) { return e.coll.nChannels; });
+  if (kernel_ch_asked() && d != nullptr && d->type == abi::kProfileColl && handle != nullptr) {
+    *handle = &g_coll_handle;
   }
-  return start_named(context, handle, d,
-                     [](const abi::EventDescrV5& e) { return e.coll.nChannels; });
+  return r;
 }
 ncclResult_t start_v4(void* context, void** handle, abi::EventDescrV4* d) noexcept {
   return start_named(context, handle, d,
@@ -152,6 +151,7 @@ ncclResult_t start_v1(void* context, void** handle, abi::EventDescrV1* d) noexce
 }
 
 // Never called for our null handles; defined because NCCL may check them.
+// The probe's handles come here too: a KernelCh's stop state is noted.
 ncclResult_t stop_event(void* /*handle*/) noexcept { return ncclSuccess; }
 ncclResult_t record_state(void* handle, abi::EventState state, void* args) noexcept {
   const uintptr_t channel =

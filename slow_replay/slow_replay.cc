@@ -86,21 +86,10 @@ ReplayResult replay(const std::vector<timeline::LoadedDumps>& dumps,
 }
 
 bool replay_reads(const recorder::RecordData& d) {
-  const auto kind = static_cast<proto::OpKind>(d.kind);
-  const bool timed = d.state == static_cast<uint8_t>(recorder::OpState::kCompleted) &&
-                     recorder::has_timed_gpu_span(d);
-  switch (kind) {
-    case proto::OpKind::kNccl:
-      return true;
-    case proto::OpKind::kGemm:
-    case proto::OpKind::kMemcpy:
-      return timed;
-    case proto::OpKind::kRange:
-      return d.name == static_cast<uint16_t>(proto::OpName::kGcPause) ||
-             d.name == static_cast<uint16_t>(proto::OpName::kLoaderWait);
-    default:
-      return false;
-  }
+  // Every collective: replay() names a communicator's members from them all,
+  // and the transfer meter reads those the straggler feed does not.
+  return d.kind == static_cast<uint8_t>(proto::OpKind::kNccl) ||
+         supervisor::straggler_feed_reads(d);
 }
 
 bool write_slim_dumps(const timeline::LoadedDumps& dumps, const std::string& out_dir,

@@ -43,8 +43,10 @@ struct FinalRecords {
   int64_t mono_to_unix_ns = 0;       // the rings' CLOCK_MONOTONIC to wall-clock time
   std::vector<std::string> warnings;
 };
-// The records of `dumps` (of one node) in the order they became final.
+// The records of `dumps` (of one node) in the order they became final. They
+// point into `dumps`, which must outlive them: a temporary is refused.
 FinalRecords records_in_final_order(const std::vector<timeline::LoadedDumps>& dumps);
+FinalRecords records_in_final_order(std::vector<timeline::LoadedDumps>&& dumps) = delete;
 
 // Replays `dumps` (one LoadedDumps per folder, of one node: their clocks must
 // agree) through a StragglerAnalyzer with `options`. Verdicts are taken every
@@ -54,9 +56,9 @@ ReplayResult replay(const std::vector<timeline::LoadedDumps>& dumps,
                     const supervisor::StragglerOptions& options,
                     uint64_t period_ns = 1'000'000'000);
 
-// Whether the slow-rank analysis or the link transfer meter reads `d`
-// (straggler_feed.h, link_transfer.h): every collective, timed GEMMs and
-// copies, GC pauses and DataLoader waits.
+// Whether a replay reads `d`: every collective (the members of a
+// communicator, the link transfer meter) and what the straggler feed takes
+// (straggler_feed_reads: timed GEMMs and copies, GC pauses, DataLoader waits).
 bool replay_reads(const recorder::RecordData& d);
 
 // Writes each rank's dump of `dumps` to `out_dir` (created; same file

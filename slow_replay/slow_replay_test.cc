@@ -257,7 +257,6 @@ TEST(SlowReplayCli, SlimDumpsReplayTheSameVerdicts) {
   // Verdicts at the same instants (replay() starts its clock at the first
   // record, which the slim dumps no longer hold): every second from the
   // first collective on.
-  // (The records point into the loaded dumps: they outlive them.)
   const std::vector<timeline::LoadedDumps> full{load(dirs.back())}, thin{load(slim.string())};
   const FinalRecords fa = records_in_final_order(full), fb = records_in_final_order(thin);
   EXPECT_LT(fb.records.size(), fa.records.size());

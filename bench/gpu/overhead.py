@@ -45,7 +45,7 @@ import statistics
 import sys
 import time
 
-from overhead_arms import Arm, kernel_ch_dump  # bench/gpu/, beside this script
+from overhead_arms import Arm, bench_function, kernel_ch_dump  # bench/gpu/, beside this script
 from thread_switches import switch_summary, thread_switches
 import torch
 import torch.distributed as dist
@@ -54,14 +54,8 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 
 def control():
-    lib = ctypes.CDLL(None)
-    try:
-        f = lib.xpu_timer_bench_set_paused
-    except AttributeError:
-        return None
-    f.argtypes = [ctypes.c_int]
-    f.restype = ctypes.c_int
-    return f
+    """xpu_timer_bench_set_paused(paused) of the injected library, or None."""
+    return bench_function("xpu_timer_bench_set_paused", [ctypes.c_int])
 
 
 class Block(nn.Module):

@@ -18,4 +18,8 @@ namespace xpu_timer::supervisor {
 void feed_straggler_record(StragglerAnalyzer* analyzer, int rank, const recorder::RecordData& d,
                            uint64_t now_ns);
 
+// Whether feed_straggler_record takes anything from `d` (what a slimmed
+// recording must keep: xpu_timer_slow_replay --slim).
+bool straggler_feed_reads(const recorder::RecordData& d);
+
 }  // namespace xpu_timer::supervisor
