@@ -283,12 +283,24 @@ HangReport classify_snapshot(const Snapshot& snap, double timeout_s) {
   r.hung = !r.groups.empty();
   if (!r.hung) return r;
 
-  // Pass 3: who the stuck ranks wait for.
+  // Pass 3: who the stuck ranks wait for. A rank behind on several of the
+  // groups' communicators is told first by the one of its own last completed
+  // collective: what it did last, the same whichever of its waiters passed the
+  // timeout first (the groups' order, by lowest rank, follows that).
+  std::vector<StuckGroup*> order;
   for (size_t i = 0; i < r.ranks.size(); ++i) {
     RankVerdict& v = r.ranks[i];
     if (v.state != RankState::kOk) continue;
     const RankSample& s = snap.ranks[i];
-    for (StuckGroup& g : r.groups) {
+    order.clear();
+    for (StuckGroup& g : r.groups) order.push_back(&g);
+    if (s.page_ok && s.completed_total > 0 && is_collective_op(s.last_completed)) {
+      std::stable_partition(order.begin(), order.end(), [&](const StuckGroup* g) {
+        return g->comm_hash == s.last_completed.comm_hash;
+      });
+    }
+    for (StuckGroup* gp : order) {
+      StuckGroup& g = *gp;
       if (g.kind != static_cast<uint8_t>(proto::OpKind::kNccl)) continue;
       const proto::CommSlot* slot = comm_slot_of(s, g.comm_hash);
       if (slot == nullptr) continue;

@@ -99,6 +99,49 @@ TEST(WaitGraph, TheRootLeadsAndTheChainFollows) {
             "AllReduce #21 on tp; behind them: rank 0 in AllReduce #21 on dp");
 }
 
+// The world and its split into {0,2} and {1,3}: rank 3 stops before split
+// #6, after world #6. Rank 1 waits for it in split #6; ranks 0 and 2 finish
+// theirs and, a step later, wait in world #7. Rank 3 is told by what it did
+// last (world #6), whichever of ranks 0 and 2 has passed the timeout when the
+// snapshot is taken; without a last collective, by the groups' order.
+TEST(WaitGraph, AMissingRankIsToldByItsLastCompletedCollective) {
+  constexpr uint64_t kWorld = 0x5151515151515151ull;
+  for (const bool knows_last : {true, false}) {
+    for (uint64_t rank0_running_s : {14, 4}) {
+      RankSample r0 = rank_sample(0), r1 = rank_sample(1), r2 = rank_sample(2), r3 = rank_sample(3);
+      r0.comms = {slot(kWorld, 0, 7, 6, "world"), slot(kDp02, 0, 6, 6, "world_split")};
+      r2.comms = {slot(kWorld, 2, 7, 6, "world"), slot(kDp02, 1, 6, 6, "world_split")};
+      r1.comms = {slot(kWorld, 1, 6, 6, "world"), slot(kDp13, 0, 6, 5, "world_split")};
+      r3.comms = {slot(kWorld, 3, 6, 6, "world"), slot(kDp13, 1, 5, 5, "world_split")};
+      stuck_in(&r1, kDp13, 6);
+      for (RankSample* s : {&r0, &r2}) stuck_in(s, kWorld, 7);
+      r0.oldest_inflight.started_ns = kNow - rank0_running_s * kSec;
+      if (knows_last) {
+        stuck_in(&r3, kWorld, 6);  // the op, then nothing in flight
+        r3.last_completed = r3.oldest_inflight;
+        r3.oldest_inflight = {};
+        r3.inflight_count = 0;
+        r3.completed_total = 60;
+      }
+      const HangReport r = classify_snapshot(snapshot({r0, r1, r2, r3}), 5.0);
+      ASSERT_EQ(r.roots.size(), 1u) << r.summary;
+      EXPECT_EQ(r.roots[0].ranks, (std::vector<int>{3}));
+      const std::string waiting =
+          "; waiting on it: ranks 0/2 in AllReduce #7 on world, rank 1 in AllReduce #6 on "
+          "world_split";
+      // Without its last collective, the groups' order decides: the world's
+      // group leads only while rank 0, its lowest rank, has passed the timeout.
+      const bool world = knows_last || rank0_running_s == 14;
+      const std::string clause =
+          world ? "rank 3 missing (last completed #6 on comm 5151515151515151 (world))"
+                : "rank 3 missing (last completed #5 on comm 7d1b35f0283fecd9 (world_split))";
+      EXPECT_EQ(r.summary, clause + waiting)
+          << "knows its last: " << knows_last << ", rank 0 in world #7 for " << rank0_running_s
+          << " s";
+    }
+  }
+}
+
 // A deadlock by order: rank 0 waits for rank 1 in tp while rank 1 waits for
 // rank 0 in dp, each having issued the other collective after its own.
 TEST(WaitGraph, ACycleIsADeadlockByOrder) {
