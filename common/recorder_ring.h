@@ -92,7 +92,11 @@ constexpr uint8_t kRecGroup = 4;  // an ncclGroupStart/End block of group_size o
 constexpr uint8_t kRecHost = 8;
 // A step (OpName::kStep) whose GPU idle time was measured
 // (inject/step_bubbles.h): `bytes` = GPU busy ns within it, `count` = GEMMs
-// and copies in it without a timing.
+// and copies in it without a timing. A launch sample (OpName::kKernelLaunches,
+// `count` = kernels launched over its interval) that also measured the time
+// the rank's host blocked on its GPU over it (inject/host_blocked.h):
+// `bytes` = those ns (a sample without the flag, from an older library, did
+// not measure them).
 constexpr uint8_t kRecMeasured = 16;
 
 // One operation. All times are CLOCK_MONOTONIC nanoseconds of the rank's host

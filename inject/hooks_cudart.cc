@@ -2,8 +2,13 @@
 //  - kernel launches (__cudaLaunchKernel, which the launch code nvcc 13
 //    generates for `kernel<<<...>>>` calls, its _ptsz twin, cudaLaunchKernel,
 //    cudaLaunchKernelExC, cudaLaunchCooperativeKernel) are counted, never
-//    timed: thousands per step, a plain add to a counter line of the
-//    launching thread's own (inject/per_thread_counter.h);
+//    timed on the GPU: thousands per step, a plain add to a counter line of the
+//    launching thread's own (inject/per_thread_counter.h); one in 16 of a
+//    thread's launches is timed, for the host's time blocked on a full
+//    launch queue (inject/host_blocked.h);
+//  - synchronisations (cudaStreamSynchronize, cudaEventSynchronize,
+//    cudaDeviceSynchronize) are timed on the host: the host blocked on its
+//    GPU (inject/host_blocked.h);
 //  - device allocations and frees (cudaMalloc, cudaMallocAsync,
 //    cudaMallocFromPoolAsync, cudaFree, cudaFreeAsync) are counted with their
 //    bytes; a free's bytes come from the allocation we saw; the synchronous
@@ -25,6 +30,7 @@
 #include "inject/call_cache.h"
 #include "inject/cuda_runtime_calls.h"
 #include "inject/hook_export.h"
+#include "inject/host_blocked.h"
 #include "inject/nvtx_ranges.h"
 #include "inject/real_functions.h"
 #include "inject/runtime.h"
@@ -63,6 +69,12 @@ RealFunction<decltype(&::cudaMemcpyAsync)> real_memcpy_async(RealLib::kCudart, "
 RealFunction<decltype(&::cudaMemcpyPeer)> real_memcpy_peer(RealLib::kCudart, "cudaMemcpyPeer");
 RealFunction<decltype(&::cudaMemcpyPeerAsync)> real_memcpy_peer_async(RealLib::kCudart,
                                                                       "cudaMemcpyPeerAsync");
+RealFunction<decltype(&::cudaStreamSynchronize)> real_stream_sync(RealLib::kCudart,
+                                                                  "cudaStreamSynchronize");
+RealFunction<decltype(&::cudaEventSynchronize)> real_event_sync(RealLib::kCudart,
+                                                                "cudaEventSynchronize");
+RealFunction<decltype(&::cudaDeviceSynchronize)> real_device_sync(RealLib::kCudart,
+                                                                  "cudaDeviceSynchronize");
 RealFunction<decltype(&::cudaPointerGetAttributes)> real_pointer_attributes(
     RealLib::kCudart, "cudaPointerGetAttributes");
 
@@ -80,12 +92,28 @@ RuntimeState* counting_runtime() {
 // The most frequent hooked call: the fast path reads the mode and this
 // thread's hook depth and adds to this thread's own slot; only a launch
 // before initialisation, or while paused or passing through, takes the
-// general path.
-void count_launch() {
-  if (bench_part_off(BenchPart::kLaunchCount)) return;  // a benchmark's
-  if (inside_hook()) return;
-  if (mode() != Mode::kActive && counting_runtime() == nullptr) return;
-  PerThreadCounter::add_one();
+// general path. True for the launch in HostBlocked::kLaunchTimedEvery of
+// its thread that is timed (inject/host_blocked.h).
+bool count_launch() {
+  if (bench_part_off(BenchPart::kLaunchCount)) return false;  // a benchmark's
+  if (inside_hook()) return false;
+  if (mode() != Mode::kActive && counting_runtime() == nullptr) return false;
+  return HostBlocked::times_launch(PerThreadCounter::add_one());
+}
+
+// The hooks below pass an untimed launch on as a tail call (a jump, the
+// same arguments in the same places: nothing of ours stays on the stack),
+// and time the one count_launch() chose around a call of their own.
+
+// A synchronisation: the application's (not one of ours inside a hook, nor
+// while timing is off) counts its whole time as blocked on the GPU.
+template <typename Fn, typename... Args>
+cudaError_t synchronise(Fn fn, Args... args) {
+  if (counting_runtime() == nullptr) return fn(args...);
+  const uint64_t start_ns = monotonic_ns();
+  const cudaError_t status = fn(args...);
+  HostBlocked::add_sync(monotonic_ns() - start_ns);
+  return status;
 }
 
 // Sizes of the allocations we saw, for the bytes of their frees. Allocations
@@ -296,16 +324,22 @@ XPU_TIMER_HOOK cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 bl
                                             size_t shared_mem, cudaStream_t stream) {
   const auto fn = real_launch.get();
   if (fn == nullptr) return kNoRealFunction;
-  count_launch();
-  return fn(func, grid, block, args, shared_mem, stream);
+  if (!count_launch()) return fn(func, grid, block, args, shared_mem, stream);
+  const uint64_t start_ns = monotonic_ns();
+  const cudaError_t status = fn(func, grid, block, args, shared_mem, stream);
+  HostBlocked::add_timed_launch(monotonic_ns() - start_ns);
+  return status;
 }
 
 XPU_TIMER_HOOK cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block,
                                               void** args, size_t shared_mem, cudaStream_t stream) {
   const auto fn = real_nvcc_launch.get();
   if (fn == nullptr) return kNoRealFunction;
-  count_launch();
-  return fn(kernel, grid, block, args, shared_mem, stream);
+  if (!count_launch()) return fn(kernel, grid, block, args, shared_mem, stream);
+  const uint64_t start_ns = monotonic_ns();
+  const cudaError_t status = fn(kernel, grid, block, args, shared_mem, stream);
+  HostBlocked::add_timed_launch(monotonic_ns() - start_ns);
+  return status;
 }
 
 XPU_TIMER_HOOK cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, dim3 block,
@@ -313,16 +347,22 @@ XPU_TIMER_HOOK cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gri
                                                    cudaStream_t stream) {
   const auto fn = real_nvcc_launch_ptsz.get();
   if (fn == nullptr) return kNoRealFunction;
-  count_launch();
-  return fn(kernel, grid, block, args, shared_mem, stream);
+  if (!count_launch()) return fn(kernel, grid, block, args, shared_mem, stream);
+  const uint64_t start_ns = monotonic_ns();
+  const cudaError_t status = fn(kernel, grid, block, args, shared_mem, stream);
+  HostBlocked::add_timed_launch(monotonic_ns() - start_ns);
+  return status;
 }
 
 XPU_TIMER_HOOK cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func,
                                                void** args) {
   const auto fn = real_launch_ex.get();
   if (fn == nullptr) return kNoRealFunction;
-  count_launch();
-  return fn(config, func, args);
+  if (!count_launch()) return fn(config, func, args);
+  const uint64_t start_ns = monotonic_ns();
+  const cudaError_t status = fn(config, func, args);
+  HostBlocked::add_timed_launch(monotonic_ns() - start_ns);
+  return status;
 }
 
 XPU_TIMER_HOOK cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 grid, dim3 block,
@@ -330,8 +370,11 @@ XPU_TIMER_HOOK cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 gr
                                                        cudaStream_t stream) {
   const auto fn = real_launch_coop.get();
   if (fn == nullptr) return kNoRealFunction;
-  count_launch();
-  return fn(func, grid, block, args, shared_mem, stream);
+  if (!count_launch()) return fn(func, grid, block, args, shared_mem, stream);
+  const uint64_t start_ns = monotonic_ns();
+  const cudaError_t status = fn(func, grid, block, args, shared_mem, stream);
+  HostBlocked::add_timed_launch(monotonic_ns() - start_ns);
+  return status;
 }
 
 XPU_TIMER_HOOK cudaError_t cudaMalloc(void** ptr, size_t bytes) {
@@ -404,4 +447,22 @@ XPU_TIMER_HOOK cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_device, const 
   return timed_copy(
       real_memcpy_peer_async, [](bool) { return OpName::kMemcpyPeer; }, bytes, stream, dst,
       dst_device, src, src_device, bytes, stream);
+}
+
+XPU_TIMER_HOOK cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  const auto fn = real_stream_sync.get();
+  if (fn == nullptr) return kNoRealFunction;
+  return synchronise(fn, stream);
+}
+
+XPU_TIMER_HOOK cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  const auto fn = real_event_sync.get();
+  if (fn == nullptr) return kNoRealFunction;
+  return synchronise(fn, event);
+}
+
+XPU_TIMER_HOOK cudaError_t cudaDeviceSynchronize() {
+  const auto fn = real_device_sync.get();
+  if (fn == nullptr) return kNoRealFunction;
+  return synchronise(fn);
 }

@@ -70,6 +70,9 @@ const Hook kHooks[] = {
     {"cudaMemcpyAsync", "libcudart.so.13"},
     {"cudaMemcpyPeer", "libcudart.so.13"},
     {"cudaMemcpyPeerAsync", "libcudart.so.13"},
+    {"cudaStreamSynchronize", "libcudart.so.13"},
+    {"cudaEventSynchronize", "libcudart.so.13"},
+    {"cudaDeviceSynchronize", "libcudart.so.13"},
 };
 
 // Runs the probe with LD_DEBUG=bindings into a file; returns the log.

@@ -27,15 +27,19 @@ class PerThreadCounter {
     std::atomic<bool> owned{false};
   };
 
-  // Adds one for the calling thread.
-  static void add_one() {
+  // Adds one for the calling thread; returns its slot's count after the add
+  // (what a caller samples every n-th call by), or 1 when it counted into
+  // the shared overflow.
+  static uint64_t add_one() {
     Slot* s = t_slot;
     if (__builtin_expect(s == nullptr, 0)) s = claim();
     if (s == nullptr) {
       overflow_.fetch_add(1, std::memory_order_relaxed);
-      return;
+      return 1;
     }
-    s->value.store(s->value.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    const uint64_t n = s->value.load(std::memory_order_relaxed) + 1;
+    s->value.store(n, std::memory_order_relaxed);
+    return n;
   }
   // Everything counted so far: exact once the counting threads are quiet,
   // else between the totals at the start and at the end of the call. A

@@ -195,30 +195,6 @@ void Poller::drain_ranges() {
   }
 }
 
-void Poller::sample_launches(uint64_t now_ns, bool force) {
-  if (!state_->ring.ok()) return;  // no recorder: the counter is on the page anyway
-  if (launch_sample_ns_ == 0) {    // the first pass: the first interval starts
-    launch_sample_ns_ = now_ns;
-    return;
-  }
-  if (!force && now_ns - launch_sample_ns_ < kLaunchSampleNs) return;
-  // Samples add up to the counter: the first one holds what was launched
-  // before the first pass too.
-  const uint64_t launches = PerThreadCounter::sum();
-  if (launches == launches_sampled_) {
-    launch_sample_ns_ = now_ns;
-    return;
-  }
-  RangeRecord r{};
-  r.start_ns = launch_sample_ns_;
-  r.end_ns = now_ns;
-  r.depth = -1;
-  r.value = launches - launches_sampled_;
-  record_range(r, static_cast<uint16_t>(proto::OpName::kKernelLaunches));
-  launch_sample_ns_ = now_ns;
-  launches_sampled_ = launches;
-}
-
 void Poller::add_step(const RangeRecord& r) {
   const uint64_t duration_ns = r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0;
   ++steps_.steps;
@@ -251,12 +227,7 @@ uint64_t Poller::record_range(const RangeRecord& r, uint16_t op_name) {
   d.peer = r.depth;
   d.stream = r.tid;
   d.seq = named ? r.name_id : 0;
-  // GC: objects freed; allocations: bytes; launch samples: kernels launched.
-  if (op_name == static_cast<uint16_t>(proto::OpName::kKernelLaunches)) {
-    d.count = r.value;
-  } else {
-    d.bytes = r.value;
-  }
+  d.bytes = r.value;  // GC: objects freed; allocations: bytes
   d.launch_ns = r.start_ns;
   d.host_start_ns = r.start_ns;
   d.host_end_ns = r.end_ns;

@@ -71,8 +71,9 @@ class Poller {
   // NVTX ranges, steps and the other host events (nvtx_ranges.h): into the
   // page's tables and the flight recorder.
   void drain_ranges();
-  // Every kLaunchSampleNs: the kernels launched since the previous sample, as
-  // one flight-recorder record (a launch is too frequent to record alone).
+  // Every kLaunchSampleNs: the kernels launched since the previous sample,
+  // and the time the host blocked on its GPU (host_blocked.h), as one
+  // flight-recorder record (a launch is too frequent to record alone).
   void sample_launches(uint64_t now_ns, bool force);
   static constexpr uint64_t kLaunchSampleNs = 100'000'000;
   // A step: its counters, its flight-recorder record, its GPU idle window.
@@ -148,6 +149,7 @@ class Poller {
   uint64_t metrics_lost_ = 0;
   uint64_t launch_sample_ns_ = 0;  // the previous launch sample (0: none yet)
   uint64_t launches_sampled_ = 0;
+  uint64_t blocked_sampled_ns_ = 0;  // HostBlocked::total_ns() at the previous sample
 };
 
 }  // namespace xpu_timer::inject

@@ -1,10 +1,12 @@
 // The Poller's flight-recorder writes (common/recorder_ring.h): an
-// operation's record as it is appended and rewritten in place, and the GPU
-// times it carries. Poller thread.
+// operation's record as it is appended and rewritten in place, the GPU times
+// it carries, and the launch samples. Poller thread.
 #include "common/recorder_ring.h"
 #include "inject/bench_parts.h"
 #include "inject/call_sites.h"
 #include "inject/event_pool.h"
+#include "inject/host_blocked.h"
+#include "inject/per_thread_counter.h"
 #include "inject/poller.h"
 #include "inject/runtime.h"
 
@@ -80,6 +82,41 @@ void Poller::map_gpu_times(Pending& p, cudaEvent_t start, cudaEvent_t end, uint6
   if (m.give_back != GpuClock::kNoToken) {
     if (EventPool* pool = state_->pools.peek(p.rec.device)) pool->give_back(m.give_back);
   }
+}
+
+void Poller::sample_launches(uint64_t now_ns, bool force) {
+  recorder::RingWriter& ring = state_->ring;
+  if (!ring.ok()) return;        // no recorder: the counter is on the page anyway
+  if (launch_sample_ns_ == 0) {  // the first pass: the first interval starts
+    launch_sample_ns_ = now_ns;
+    blocked_sampled_ns_ = HostBlocked::total_ns();
+    return;
+  }
+  if (!force && now_ns - launch_sample_ns_ < kLaunchSampleNs) return;
+  // Samples add up to the counters: the first one holds what was launched
+  // before the first pass too. A host that waited the whole interval in a
+  // synchronisation launched nothing and still has its sample.
+  const uint64_t launches = PerThreadCounter::sum();
+  const uint64_t blocked = HostBlocked::total_ns();
+  if (launches == launches_sampled_ && blocked == blocked_sampled_ns_) {
+    launch_sample_ns_ = now_ns;
+    return;
+  }
+  recorder::RecordData d;
+  d.name = static_cast<uint16_t>(proto::OpName::kKernelLaunches);
+  d.kind = static_cast<uint8_t>(proto::OpKind::kRange);
+  d.state = static_cast<uint8_t>(recorder::OpState::kCompleted);
+  d.flags = recorder::kRecHost | recorder::kRecMeasured;
+  d.device = -1;
+  d.count = launches - launches_sampled_;
+  d.bytes = blocked - blocked_sampled_ns_;
+  d.launch_ns = launch_sample_ns_;
+  d.host_start_ns = launch_sample_ns_;
+  d.host_end_ns = now_ns;
+  ring.append(d);
+  launch_sample_ns_ = now_ns;
+  launches_sampled_ = launches;
+  blocked_sampled_ns_ = blocked;
 }
 
 }  // namespace xpu_timer::inject

@@ -76,6 +76,9 @@ void* volatile g_refs[] = {
     reinterpret_cast<void*>(&cudaMemcpyAsync),
     reinterpret_cast<void*>(&cudaMemcpyPeer),
     reinterpret_cast<void*>(&cudaMemcpyPeerAsync),
+    reinterpret_cast<void*>(&cudaStreamSynchronize),
+    reinterpret_cast<void*>(&cudaEventSynchronize),
+    reinterpret_cast<void*>(&cudaDeviceSynchronize),
 };
 
 }  // namespace

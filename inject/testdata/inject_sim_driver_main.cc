@@ -14,6 +14,7 @@
 //   split:NGROUPS:BYTES          AllReduce on ncclCommSplit(rank % NGROUPS)
 //   capture:M:N:K                a GemmEx captured into a CUDA graph, then launched
 //   sync                         wait for both streams
+//   timedsync                    sync, then print "SYNCED <its ns> <ns since main began>"
 //   malloc:BYTES, mallocasync:BYTES   cudaMalloc / cudaMallocAsync (works without init)
 //   free, freeasync              cudaFree / cudaFreeAsync of the last buffer allocated
 //   launch:N[:API]               N launches of a user kernel (API 0 cudaLaunchKernel,
@@ -38,8 +39,10 @@
 // A step ending in *N runs N times (gemm:gemmex:64:64:64:1*500).
 #include <dlfcn.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -47,6 +50,13 @@
 #include <vector>
 
 namespace {
+
+uint64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+uint64_t g_main_ns = 0;
 
 struct Api {
   int (*init)(int, int, int);
@@ -101,6 +111,7 @@ int env_int(const char* name, int fallback) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  g_main_ns = monotonic_ns();
   const char* dir = std::getenv("XPU_TIMER_SIM_LIB_DIR");
   if (dir == nullptr) die("XPU_TIMER_SIM_LIB_DIR is not set");
   const std::string path = std::string(dir) + "/libsim_workload.so";
@@ -167,6 +178,13 @@ int main(int argc, char** argv) {
       rc = api.capture_gemm(arg(1), arg(2), arg(3));
     } else if (op == "sync") {
       rc = api.sync();
+    } else if (op == "timedsync") {
+      const uint64_t before = monotonic_ns();
+      rc = api.sync();
+      const uint64_t after = monotonic_ns();
+      std::printf("SYNCED %llu %llu\n", static_cast<unsigned long long>(after - before),
+                  static_cast<unsigned long long>(after - g_main_ns));
+      std::fflush(stdout);
     } else if (op == "malloc" || op == "mallocasync") {
       rc = api.device_malloc(arg(1), op == "mallocasync" ? 1 : 0);
     } else if (op == "free" || op == "freeasync") {

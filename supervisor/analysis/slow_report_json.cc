@@ -25,6 +25,10 @@ nlohmann::json straggler_json(const Straggler& s) {
       {"peer_host_bound_share", e.peer_host_bound_share},
       {"chains", e.chains},
       {"overlapped", e.overlapped},
+      {"host_blocked_s",
+       e.host_blocked_s >= 0 ? nlohmann::json(e.host_blocked_s) : nlohmann::json()},
+      {"peer_host_blocked_s",
+       e.peer_host_blocked_s >= 0 ? nlohmann::json(e.peer_host_blocked_s) : nlohmann::json()},
   };
   return {
       {"rank", s.rank},

@@ -136,6 +136,9 @@ void StragglerAnalyzer::expire(uint64_t now_ns) {
   for (auto& [rank, d] : timed_ops_) {
     while (!d.empty() && d.front().end_ns < from) d.pop_front();
   }
+  for (auto& [rank, d] : blocked_) {
+    while (!d.empty() && d.front().end_ns < from) d.pop_front();
+  }
 }
 
 namespace {
@@ -221,6 +224,7 @@ SlowReport StragglerAnalyzer::analyze(uint64_t now_ns) {
   struct Candidate {
     Straggler s;
     std::vector<ChainStart> starts;
+    double span_s;
   };
   std::map<int, Candidate> best;  // per rank: the communicator it costs most on
   std::map<int, RankLateness> lateness;
@@ -324,7 +328,7 @@ SlowReport StragglerAnalyzer::analyze(uint64_t now_ns) {
           })->first;
       auto it = best.find(rank);
       if (it == best.end() || it->second.s.impact < st.impact) {
-        best[rank] = Candidate{st, std::move(starts[rank])};
+        best[rank] = Candidate{st, std::move(starts[rank]), span};
       }
     }
   }
@@ -343,6 +347,14 @@ SlowReport StragglerAnalyzer::analyze(uint64_t now_ns) {
     const auto before = standing_.find(rank);
     find_cause(&st, st.comm, c.starts,
                before != standing_.end() ? before->second : SlowCause::kUnknown);
+    if (st.cause == SlowCause::kHost) {
+      const double bound = host_cost_bound(&st, now_ns, c.span_s);
+      if (bound >= 0 && st.impact > bound) {
+        st.impact = bound;
+        const bool standing = before != standing_.end();
+        if (st.impact < (standing ? options_.clear_cost : options_.min_cost)) continue;
+      }
+    }
     causes[rank] = st.cause;
     st.summary = straggler_sentence(st);
     report.stragglers.push_back(st);

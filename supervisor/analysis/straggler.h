@@ -41,6 +41,16 @@
 // once), less the median of the same for the other members (what the job's
 // own arrivals cost), is at least StragglerOptions::min_cost of the window's
 // time.
+//
+// A late host costs the job only the time its peers' hosts had to spare. In
+// a job whose every host is the bottleneck (small batches, Python-bound),
+// one rank's host runs ahead, its launch queue a step deep, and its GPU
+// waits at every collective for a peer whose GPU starts each one as soon as
+// its host launches it: a phase between equals, which arrivals and launches
+// alone would charge to the peer. Where every member measured the time its
+// host blocked on its GPU (synchronisations, a full launch queue:
+// inject/host_blocked.h), the cost of a rank late for its host is at most
+// its peers' median blocked time less its own, over the window.
 #pragma once
 
 #include <cstdint>
@@ -146,6 +156,9 @@ struct SlowEvidence {
   double peer_host_bound_share = 0;  // the median of its peers' host_bound_ops / timed_ops
   int chains = 0;  // the chains of lateness the arrival, launch and queue figures come from
   bool overlapped = false;  // its communicator's collectives overlap compute (see above)
+  // Seconds its host and its peers' (median) blocked on their GPUs over the
+  // window; -1 where a member did not measure it (an older library).
+  double host_blocked_s = -1, peer_host_blocked_s = -1;
 };
 
 struct Straggler {
@@ -203,6 +216,8 @@ class StragglerAnalyzer {
   void add_timed_op(int rank, uint64_t launch_ns, uint64_t gpu_start_ns, uint64_t end_ns);
   // A GC pause (`loader` false) or a DataLoader wait.
   void add_host_pause(int rank, bool loader, uint64_t duration_ns, uint64_t end_ns);
+  // The time the rank's host blocked on its GPU over [start_ns, end_ns].
+  void add_host_blocked(int rank, uint64_t blocked_ns, uint64_t start_ns, uint64_t end_ns);
 
   // Judges the collectives that are complete, drops what left the window
   // and returns the verdict as of `now_ns` (CLOCK_MONOTONIC).
@@ -254,6 +269,17 @@ class StragglerAnalyzer {
     bool loader;
   };
   std::map<int, std::deque<Pause>> pauses_;
+  struct Blocked {
+    uint64_t start_ns, end_ns, blocked_ns;
+  };
+  std::map<int, std::deque<Blocked>> blocked_;
+  // Seconds `rank`'s host blocked on its GPU within [from_ns, now_ns], the
+  // samples that straddle from_ns prorated; -1 without any sample.
+  double host_blocked_s(int rank, uint64_t from_ns) const;
+  // The bound on a late host's cost (see the method above), as a share of
+  // `span_s` ending at now_ns; sets the evidence; -1 when not every member
+  // measured it.
+  double host_cost_bound(Straggler* s, uint64_t now_ns, double span_s) const;
   struct TimedOp {
     uint64_t start_ns, end_ns;  // on the GPU
     uint64_t queue_ns;          // its GPU start after its launch

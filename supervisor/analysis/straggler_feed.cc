@@ -15,7 +15,9 @@ bool straggler_feed_reads(const recorder::RecordData& d) {
     case proto::OpKind::kRange:
       return d.host_end_ns > d.host_start_ns &&
              (d.name == static_cast<uint16_t>(proto::OpName::kGcPause) ||
-              d.name == static_cast<uint16_t>(proto::OpName::kLoaderWait));
+              d.name == static_cast<uint16_t>(proto::OpName::kLoaderWait) ||
+              (d.name == static_cast<uint16_t>(proto::OpName::kKernelLaunches) &&
+               (d.flags & recorder::kRecMeasured) != 0));
     default:
       return false;
   }
@@ -46,6 +48,10 @@ void feed_straggler_record(StragglerAnalyzer* analyzer, int rank, const recorder
       analyzer->add_timed_op(rank, d.launch_ns, d.gpu_start_ns, d.gpu_end_ns);
       break;
     case proto::OpKind::kRange:
+      if (d.name == static_cast<uint16_t>(proto::OpName::kKernelLaunches)) {
+        analyzer->add_host_blocked(rank, d.bytes, d.host_start_ns, d.host_end_ns);
+        break;
+      }
       analyzer->add_host_pause(rank, d.name == static_cast<uint16_t>(proto::OpName::kLoaderWait),
                                d.host_end_ns - d.host_start_ns, d.host_end_ns);
       break;

@@ -14,7 +14,8 @@ namespace xpu_timer::supervisor {
 
 // Completed collectives with both markers (arrival and end), timed GEMMs
 // (duration by shape, and whether the GPU waited for their launch), timed
-// copies (the same wait), GC pauses and DataLoader waits; nothing else.
+// copies (the same wait), GC pauses, DataLoader waits and the host's time
+// blocked on its GPU (launch samples that measured it); nothing else.
 void feed_straggler_record(StragglerAnalyzer* analyzer, int rank, const recorder::RecordData& d,
                            uint64_t now_ns);
 

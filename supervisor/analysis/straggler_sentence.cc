@@ -58,6 +58,13 @@ std::string straggler_sentence(const Straggler& s) {
                       e.loader_s, e.gc_s, e.peer_loader_s, e.peer_gc_s);
         host += buf;
       }
+      if (e.peer_host_blocked_s >= 0) {
+        std::snprintf(buf, sizeof buf,
+                      "; its peers' hosts waited %.2f s for their GPUs in the window, its own "
+                      "%.2f s",
+                      e.peer_host_blocked_s, e.host_blocked_s);
+        host += buf;
+      }
       std::snprintf(buf, sizeof buf, "%s: busy host", host.c_str());
       break;
     }

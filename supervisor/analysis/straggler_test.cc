@@ -27,6 +27,10 @@ struct Job {
   double link_factor = 3;      // a slow link's transfer time over its peers'
   bool gpu_too = false;        // the slow rank's GEMMs are slow whatever `cause` is
   bool slow_gpu_waits = true;  // false: the slow rank's GPU never waits for its host
+  // The hosts' time blocked on their GPUs: not measured (an older library),
+  // measured and never (hosts that are all the bottleneck, in phase), or
+  // each host waits at the step's end for its collective to end.
+  enum class Blocked { kUnmeasured, kNever, kUntilTheEnd } blocked = Blocked::kUnmeasured;
   std::mt19937_64 rng{42};
   uint64_t seq = 0;
   uint64_t t = 1000 * kMs;
@@ -64,6 +68,11 @@ struct Job {
       const bool slow_link = cause == SlowCause::kLink && c.rank == slow;
       c.end_ns = last + static_cast<uint64_t>((slow_link ? link_factor : 1) * transfer_ms * kMs);
       a.add_collective(c, t);
+      if (blocked != Blocked::kUnmeasured) {
+        // Its host is done with the step at its own arrival, then waits.
+        const uint64_t waited = blocked == Blocked::kNever ? 0 : c.end_ns - c.arrival_ns;
+        a.add_host_blocked(c.rank, waited, t, t + step_ms * kMs);
+      }
       if (seq % 4 == 0) {  // a timed GEMM every few steps, as the sample gate gives
         GemmShape shape{1, 2, 1024, 1024, 1024, 1};
         const double f = (cause == SlowCause::kGpu || gpu_too) && c.rank == slow ? 1.2 : 1.0;
@@ -133,6 +142,44 @@ TEST(Straggler, HostStragglerIsNamedWithItsLateLaunches) {
   EXPECT_GT(s.impact, 0.03);
   EXPECT_LT(s.impact, 0.055);
   EXPECT_GT(s.evidence.host_bound_ops, 0);
+}
+
+// A late host costs at most what its peers' hosts had to spare: named when
+// they waited for it, not when every host was as busy (a phase between
+// equal hosts), judged as before where a library did not measure it.
+TEST(Straggler, ALateHostCostsAtMostItsPeersTimeBlockedOnTheirGpus) {
+  for (const auto blocked :
+       {Job::Blocked::kUnmeasured, Job::Blocked::kNever, Job::Blocked::kUntilTheEnd}) {
+    Job job;
+    job.slow = 5;
+    job.late_ms = 5;
+    job.cause = SlowCause::kHost;
+    job.blocked = blocked;
+    StragglerAnalyzer a = analyzer();
+    const SlowReport rep = run(job, a, 300);
+    SCOPED_TRACE(rep.summary);
+    if (blocked == Job::Blocked::kNever) {
+      EXPECT_TRUE(rep.stragglers.empty());
+      continue;
+    }
+    ASSERT_EQ(rep.stragglers.size(), 1u);
+    const Straggler& s = rep.stragglers[0];
+    EXPECT_EQ(s.rank, 5);
+    EXPECT_EQ(s.cause, SlowCause::kHost);
+    EXPECT_GT(s.impact, 0.03);
+    EXPECT_LT(s.impact, 0.055);
+    if (blocked == Job::Blocked::kUnmeasured) {
+      EXPECT_LT(s.evidence.peer_host_blocked_s, 0);
+      EXPECT_EQ(s.summary.find("hosts waited"), std::string::npos);
+      continue;
+    }
+    // Its peers waited for it and the transfer every step (5-10 ms of 100),
+    // over the window's 30 s; it waited for the transfer alone.
+    EXPECT_GT(s.evidence.peer_host_blocked_s, 30 * 0.09);
+    EXPECT_LT(s.evidence.peer_host_blocked_s, 30 * 0.1001);
+    EXPECT_NEAR(s.evidence.host_blocked_s, 30 * 0.05, 0.01);
+    EXPECT_NE(s.summary.find("its peers' hosts waited"), std::string::npos);
+  }
 }
 
 TEST(Straggler, SlowGpuIsNamedByItsGemms) {
