@@ -7,8 +7,8 @@
 //    thread's launches is timed, for the host's time blocked on a full
 //    launch queue (inject/host_blocked.h);
 //  - synchronisations (cudaStreamSynchronize, cudaEventSynchronize,
-//    cudaDeviceSynchronize) are timed on the host: the host blocked on its
-//    GPU (inject/host_blocked.h);
+//    cudaDeviceSynchronize) and copies to the host are timed on the host:
+//    the host blocked on its GPU (inject/host_blocked.h);
 //  - device allocations and frees (cudaMalloc, cudaMallocAsync,
 //    cudaMallocFromPoolAsync, cudaFree, cudaFreeAsync) are counted with their
 //    bytes; a free's bytes come from the allocation we saw; the synchronous
@@ -308,7 +308,13 @@ cudaError_t timed_copy(RealFunction<Fn>& real, NameOf&& name_of, size_t bytes, c
     exact->name = name_of(true);
     return true;
   });
+  // A copy to the host returns once it and the work before it on its stream
+  // are done (pageable memory: `.item()`, `.cpu()`): the host waited for its
+  // GPU (inject/host_blocked.h). One into pinned memory returns at once.
+  const bool to_host = d.name == OpName::kMemcpyD2H;
+  const uint64_t start_ns = to_host ? monotonic_ns() : 0;
   const cudaError_t status = fn(args...);
+  if (to_host) HostBlocked::add_sync(monotonic_ns() - start_ns);
   call.end(status == cudaSuccess);
   return status;
 }

@@ -5,12 +5,14 @@
 // whose host is late costs by the time its peers' hosts spent so: a peer
 // that never waited was just as busy and could not have gone faster.
 //
-// Counted: every stream, event and device synchronisation (the whole call),
-// and kernel launches through the runtime that found the launch queue full:
+// Counted: every stream, event and device synchronisation and every copy to
+// the host (the whole call: into pageable memory, as `.item()` and `.cpu()`
+// copy, it returns once the work before it is done), and kernel launches
+// through the runtime that found the launch queue full:
 // one launch in kLaunchTimedEvery of each thread is timed (two clock reads),
 // and one that took kBlockedLaunchNs or more counts kLaunchTimedEvery times
 // its time. Not seen: launches inside cuBLAS and NCCL (their own runtime),
-// synchronous cudaMemcpy, and spinning on cudaEventQuery.
+// and spinning on cudaEventQuery.
 //
 // Threads: any thread adds; the Poller reads the total into its launch
 // samples (common/recorder_ring.h kRecMeasured).

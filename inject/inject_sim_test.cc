@@ -466,50 +466,58 @@ TEST_F(InjectSimTest, RuntimeCallsAreCountedAndCopiesNamedByDirection) {
   EXPECT_EQ(job->wait_exit_code(kTimeout), 0) << job->output();
 }
 
-// A host waiting for its GPU: a synchronisation behind GEMMs of 350 ms
-// (simulated at 100 TFLOP/s) is time the host blocked, in the launch samples
-// (inject/host_blocked.h). The hooks time the calls inside the driver's own
-// timing of the sync, and every blocking call of the driver's lies within its
-// run so far.
-TEST_F(InjectSimTest, ASynchronisationIsTimeTheHostBlockedOnItsGpu) {
-  std::vector<std::string> e = env();
-  e.push_back("XPU_TIMER_SIM_TFLOPS=100");
-  auto job = Child::start(
-      {SIM_DRIVER, "init", "gemm:gemmex:16384:16384:16384:1*4", "timedsync", "wait"}, e);
-  ASSERT_NE(job, nullptr);
-  auto ranks = accept_ranks(1);
-  ASSERT_EQ(ranks.size(), 1u) << job->output();
-  ASSERT_TRUE(job->wait_for_output("READY", kTimeout)) << job->output();
-  unsigned long long sync_ns = 0, run_ns = 0;
-  const std::string out = job->output();
-  const size_t at = out.find("SYNCED ");
-  ASSERT_NE(at, std::string::npos) << out;
-  ASSERT_EQ(std::sscanf(out.c_str() + at, "SYNCED %llu %llu", &sync_ns, &run_ns), 2) << out;
-  ASSERT_GT(sync_ns, 300'000'000ull) << "the GEMMs' simulated 350 ms";
-  std::string error;
-  auto ring = recorder::RingReader::attach(recorder::ring_path(sup_.dir(), 0, job->pid()),
-                                           job->pid(), 0, &error);
-  ASSERT_NE(ring, nullptr) << error;
-  recorder::RingSnapshot snap;
-  uint64_t blocked = 0;
-  // The sim's sync waits on two streams: the first holds the GEMM's wait.
-  ASSERT_TRUE(xpu_timer::testing::wait_until(
-      [&] {
-        blocked = 0;
-        if (!ring->read(&snap, &error)) return false;
-        for (const recorder::RecordData& d : snap.records) {
-          if (d.name == static_cast<uint16_t>(OpName::kKernelLaunches)) {
-            EXPECT_NE(d.flags & recorder::kRecMeasured, 0) << "a sample without the measure";
-            blocked += d.bytes;
+// A host waiting for its GPU is time it blocked, in the launch samples
+// (inject/host_blocked.h): a synchronisation behind GEMMs of 350 ms
+// (simulated at 100 TFLOP/s), and a synchronous copy to the host of 4 MiB at
+// 0.01 GB/s (420 ms). The hooks time the calls inside the driver's own timing
+// of the step, and every blocking call of the driver's lies within its run
+// so far.
+TEST_F(InjectSimTest, ASynchronisationOrACopyToTheHostIsTimeTheHostBlockedOnItsGpu) {
+  const std::vector<std::vector<std::string>> runs = {
+      {SIM_DRIVER, "init", "gemm:gemmex:16384:16384:16384:1*4", "timedsync", "wait"},
+      {SIM_DRIVER, "malloc:4194304", "timedcopy:4194304", "wait"}};
+  for (const auto& argv : runs) {
+    SCOPED_TRACE(argv[argv.size() - 2]);
+    std::vector<std::string> e = env();
+    e.push_back("XPU_TIMER_SIM_TFLOPS=100");
+    e.push_back("XPU_TIMER_SIM_COPY_GBPS=0.01");
+    auto job = Child::start(argv, e);
+    ASSERT_NE(job, nullptr);
+    auto ranks = accept_ranks(1);
+    ASSERT_EQ(ranks.size(), 1u) << job->output();
+    ASSERT_TRUE(job->wait_for_output("READY", kTimeout)) << job->output();
+    unsigned long long sync_ns = 0, run_ns = 0;
+    const std::string out = job->output();
+    const size_t at = out.find("SYNCED ");
+    ASSERT_NE(at, std::string::npos) << out;
+    ASSERT_EQ(std::sscanf(out.c_str() + at, "SYNCED %llu %llu", &sync_ns, &run_ns), 2) << out;
+    ASSERT_GT(sync_ns, 300'000'000ull) << "the simulated 350 or 420 ms";
+    std::string error;
+    auto ring = recorder::RingReader::attach(recorder::ring_path(sup_.dir(), 0, job->pid()),
+                                             job->pid(), 0, &error);
+    ASSERT_NE(ring, nullptr) << error;
+    recorder::RingSnapshot snap;
+    uint64_t blocked = 0;
+    // The sim's sync waits on two streams: the first holds the GEMMs' wait.
+    ASSERT_TRUE(xpu_timer::testing::wait_until(
+        [&] {
+          blocked = 0;
+          if (!ring->read(&snap, &error)) return false;
+          for (const recorder::RecordData& d : snap.records) {
+            if (d.name == static_cast<uint16_t>(OpName::kKernelLaunches)) {
+              EXPECT_NE(d.flags & recorder::kRecMeasured, 0) << "a sample without the measure";
+              blocked += d.bytes;
+            }
           }
-        }
-        return blocked >= sync_ns / 2;
-      },
-      std::chrono::seconds(static_cast<int>(kTimeoutS))))
-      << error << " blocked " << blocked << " of " << sync_ns;
-  EXPECT_LE(blocked, run_ns);
-  job->close_stdin();
-  EXPECT_EQ(job->wait_exit_code(kTimeout), 0) << job->output();
+          return blocked >= sync_ns / 2;
+        },
+        std::chrono::seconds(static_cast<int>(kTimeoutS))))
+        << error << " blocked " << blocked << " of " << sync_ns;
+    EXPECT_LE(blocked, run_ns);
+    job->close_stdin();
+    EXPECT_EQ(job->wait_exit_code(kTimeout), 0) << job->output();
+    ranks.clear();
+  }
 }
 
 TEST_F(InjectSimTest, EveryGemmEntryPointIsTimedWithItsShapeAndCaptureIsSkipped) {

@@ -182,6 +182,56 @@ TEST(SlowReplayRealGpu, HostBoundHostDelayNamesRank1OnceTheWindowHoldsIt) {
   EXPECT_GE(judged, 20u);
 }
 
+// The same host-bound job under a release whose ranks measure the time their
+// hosts block on their GPUs (inject/host_blocked.h): a late host costs at
+// most its peer's blocked time less its own. Healthy, nobody is named in any
+// verdict (live too, 121 polls of GET /slow; the release without the measure
+// named both ranks by turns).
+TEST(SlowReplayRealGpu, HostBoundHealthyJobWhoseHostsMeasureTheirWaitsNamesNobody) {
+  const std::vector<std::string> dirs = real_gpu_dump_dirs("h200x2/hostbound-measured-healthy");
+  ASSERT_EQ(dirs.size(), 2u);
+  size_t verdicts = 0;
+  for (const std::string& dir : dirs) {
+    const ReplayResult r = replay({load(dir, 2)}, supervisor::StragglerOptions{});
+    for (const ReplayVerdict& v : r.verdicts) {
+      ++verdicts;
+      EXPECT_TRUE(v.report.stragglers.empty())
+          << dir << " at " << v.at_unix_s << ": " << v.report.summary;
+    }
+  }
+  EXPECT_GE(verdicts, 40u);
+}
+
+// Rank 1 sleeps 30% of a healthy step (8.95 ms) before every step from
+// DELAY_ONSET on (steps of 34-39 ms before, 42-47 ms after). Once its
+// delayed steps fill two thirds of the window, rank 1 is named, host, at a
+// cost its peer's blocked time bounds (where the release without the
+// measure said 0.5-0.86): the last verdicts of the dump, 20-24 s after the
+// onset.
+TEST(SlowReplayRealGpu, HostBoundHostDelayWithMeasuredWaitsNamesRank1AtItsPeersWait) {
+  constexpr double kOnsetUnixS = 1796022317.287;  // DELAY_ONSET in console.log
+  const std::vector<std::string> dirs = real_gpu_dump_dirs("h200x2/hostbound-measured-host");
+  ASSERT_EQ(dirs.size(), 2u);
+  const ReplayResult r = replay({load(dirs.back(), 2)}, supervisor::StragglerOptions{});
+  size_t judged = 0;
+  for (const ReplayVerdict& v : r.verdicts) {
+    if (v.at_unix_s < kOnsetUnixS + 20) continue;
+    ++judged;
+    ASSERT_EQ(v.report.stragglers.size(), 1u) << v.at_unix_s << ": " << v.report.summary;
+    const supervisor::Straggler& st = v.report.stragglers[0];
+    EXPECT_EQ(st.rank, 1) << v.report.summary;
+    EXPECT_EQ(st.cause, SlowCause::kHost) << v.report.summary;
+    // The bound: its peer's blocked seconds less its own, over the window's
+    // time, which starts at its first collective: within two steps (0.1 s)
+    // of the window's start.
+    ASSERT_GE(st.evidence.peer_host_blocked_s, 0) << v.report.summary;
+    EXPECT_LE(st.impact, (st.evidence.peer_host_blocked_s - st.evidence.host_blocked_s) /
+                             (supervisor::StragglerOptions{}.window_s - 0.1))
+        << v.report.summary;
+  }
+  EXPECT_GE(judged, 3u);
+}
+
 // The command prints GET /slow's document; --every one line per verdict.
 TEST(SlowReplayCli, PrintsTheVerdictAsGetSlowDoes) {
   const std::vector<std::string> dirs = real_gpu_dump_dirs("h200x4/host");

@@ -15,6 +15,8 @@
 //   capture:M:N:K                a GemmEx captured into a CUDA graph, then launched
 //   sync                         wait for both streams
 //   timedsync                    sync, then print "SYNCED <its ns> <ns since main began>"
+//   timedcopy:BYTES              a synchronous copy of BYTES to the host from the last
+//                                buffer, then print "SYNCED ..." as timedsync does
 //   malloc:BYTES, mallocasync:BYTES   cudaMalloc / cudaMallocAsync (works without init)
 //   free, freeasync              cudaFree / cudaFreeAsync of the last buffer allocated
 //   launch:N[:API]               N launches of a user kernel (API 0 cudaLaunchKernel,
@@ -178,9 +180,9 @@ int main(int argc, char** argv) {
       rc = api.capture_gemm(arg(1), arg(2), arg(3));
     } else if (op == "sync") {
       rc = api.sync();
-    } else if (op == "timedsync") {
+    } else if (op == "timedsync" || op == "timedcopy") {
       const uint64_t before = monotonic_ns();
-      rc = api.sync();
+      rc = op == "timedsync" ? api.sync() : api.copy(api.copy_kind_from_name("d2h"), arg(1), 1);
       const uint64_t after = monotonic_ns();
       std::printf("SYNCED %llu %llu\n", static_cast<unsigned long long>(after - before),
                   static_cast<unsigned long long>(after - g_main_ns));

@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # One call on nvidia-h200-x2: the host-bound GPT-2 DDP job of two ranks (batch 1 x 128) under the
 # release at .gpu/x2/new.tar.gz, which measures each host's time blocked on its GPU
-# (inject/host_blocked.h): healthy for 100 s, then with rank 1 sleeping 30% of a step before every
-# step from 50 s on (110 s). Supervisor on CPUs 16-31, the job on 0-15, a ring of 2^20 records.
+# (inject/host_blocked.h): healthy for 90 s, then with rank 1 sleeping 30% of a step before every
+# step from 45 s on (100 s). Supervisor on CPUs 16-31, the job on 0-15, a ring of 2^20 records.
 # Each dump folder is slimmed on the machine (xpu_timer_slow_replay --slim) and replayed once.
 set -u
 o=/tmp/o4; rm -rf $o; mkdir -p $o $OUT
 exec > >(tee $o/call.log) 2>&1
 date -u
 export SUP_CPUS=16-31 NPROC=2 STRAGGLE_ARGS="--batch 1 --seq 128" XPU_TIMER_RECORDER_SIZE=1048576
-for sc in healthy:100 host:110:50:0.3; do
+for sc in healthy:90 host:100:45:0.3; do
   echo "== $sc $(date -u +%T)"
-  timeout 200 bash bench/gpu/straggler/run.sh .gpu/x2/new.tar.gz $o $sc > $o/run-${sc%%:*}.log 2>&1
+  timeout 170 bash bench/gpu/straggler/run.sh .gpu/x2/new.tar.gz $o $sc > $o/run-${sc%%:*}.log 2>&1
   echo "exit $?"
 done
 bin=$(echo /tmp/xt/*/bin); echo "release $(cat /tmp/xt/*/VERSION)"
