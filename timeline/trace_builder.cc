@@ -289,31 +289,43 @@ std::string track_name(int32_t device, uint64_t stream) {
   return "GPU" + std::to_string(device) + " stream " + stream_hex(stream);
 }
 
-// Kernels launched over an interval (the rank's samples, inject/poller.h).
+// Kernels launched over an interval (the rank's samples, inject/poller.h),
+// and the time its host blocked on its GPU then (-1: not measured).
 struct LaunchSample {
   int64_t start, end;
   uint64_t launches;
+  int64_t blocked_ns;
 };
 
-// A counter track per rank: kernel launches per millisecond over each
-// sample's interval, 0 between samples that do not touch (none launched).
+// Counter tracks per rank: kernel launches per millisecond over each
+// sample's interval, and where measured the share of it its host waited for
+// its GPU (inject/host_blocked.h); 0 between samples that do not touch.
 void append_launch_counter(const TraceContext& ctx, size_t ri, std::vector<LaunchSample>* samples,
                            TraceSink* sink) {
   std::sort(samples->begin(), samples->end(),
             [](const LaunchSample& a, const LaunchSample& b) { return a.start < b.start; });
-  auto add = [&](int64_t t, double per_ms) {
-    sink->add(json{{"name", "kernel launches per ms"},
+  auto add = [&](const char* name, const char* arg, int64_t t, double value) {
+    sink->add(json{{"name", name},
                    {"ph", "C"},
                    {"pid", ctx.pid(ri)},
                    {"ts", ctx.us(t)},
-                   {"args", {{"launches", per_ms}}}});
+                   {"args", {{arg, value}}}});
   };
+  constexpr const char* kLaunches = "kernel launches per ms";
+  constexpr const char* kBlocked = "host waiting for its GPU (%)";
   for (size_t i = 0; i < samples->size(); ++i) {
     const LaunchSample& s = (*samples)[i];
-    add(s.start,
-        static_cast<double>(s.launches) * 1e6 /
-            static_cast<double>(static_cast<uint64_t>(s.end) - static_cast<uint64_t>(s.start)));
-    if (i + 1 == samples->size() || (*samples)[i + 1].start > s.end) add(s.end, 0);
+    const auto span =
+        static_cast<double>(static_cast<uint64_t>(s.end) - static_cast<uint64_t>(s.start));
+    add(kLaunches, "launches", s.start, static_cast<double>(s.launches) * 1e6 / span);
+    if (s.blocked_ns >= 0) {
+      add(kBlocked, "percent", s.start,
+          std::min(100.0, 100.0 * static_cast<double>(s.blocked_ns) / span));
+    }
+    if (i + 1 == samples->size() || (*samples)[i + 1].start > s.end) {
+      add(kLaunches, "launches", s.end, 0);
+      if (s.blocked_ns >= 0) add(kBlocked, "percent", s.end, 0);
+    }
   }
 }
 
@@ -390,7 +402,12 @@ TraceSummary write_trace(const LoadedDumps& dumps, const TraceOptions& options, 
           ++unplaced;
           continue;
         }
-        launches[ri].push_back(LaunchSample{*rs, *re, r.count});
+        const bool measured = (r.flags & recorder::kRecMeasured) != 0;
+        launches[ri].push_back(LaunchSample{
+            *rs, *re, r.count,
+            measured ? static_cast<int64_t>(std::min<uint64_t>(
+                           r.bytes, static_cast<uint64_t>(std::numeric_limits<int64_t>::max())))
+                     : -1});
         first = std::min(first, *rs);
         last = std::max(last, *re);
         continue;

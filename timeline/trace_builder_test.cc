@@ -526,6 +526,12 @@ TEST(Trace, HostEventsAreSlicesAndLaunchSamplesACounter) {
   add_host_record(&s, proto::OpName::kKernelLaunches, -1, 0, 0, 100).count = 500;    // 5 per us
   add_host_record(&s, proto::OpName::kKernelLaunches, -1, 0, 100, 200).count = 100;  // adjacent
   add_host_record(&s, proto::OpName::kKernelLaunches, -1, 0, 300, 400).count = 200;  // after a gap
+  // One that measured its host's time blocked on its GPU: 25 of its 100 us.
+  recorder::RecordData& measured =
+      add_host_record(&s, proto::OpName::kKernelLaunches, -1, 0, 500, 600);
+  measured.count = 100;
+  measured.flags |= recorder::kRecMeasured;
+  measured.bytes = 25'000;
   HostTrace t(dir, s);
   ASSERT_EQ(t.by_name.size(), 6u) << t.trace.dump(1);
   auto& by_name = t.by_name;
@@ -555,18 +561,26 @@ TEST(Trace, HostEventsAreSlicesAndLaunchSamplesACounter) {
   EXPECT_EQ(track_names, (std::set<std::string>{"Python thread 42",
                                                 "cudaMalloc/cudaFree thread 43"}));
   std::vector<std::pair<double, double>> counter;  // (ts us, launches per ms)
+  std::vector<std::pair<double, double>> blocked;  // (ts us, percent)
   for (const json& e : events_with(trace, "C")) {
+    if (e["name"] == "host waiting for its GPU (%)") {
+      blocked.emplace_back(e["ts"].get<double>(), e["args"]["percent"].get<double>());
+      continue;
+    }
     ASSERT_EQ(e["name"], "kernel launches per ms");
     counter.emplace_back(e["ts"].get<double>(), e["args"]["launches"].get<double>());
   }
   const std::vector<std::pair<double, double>> want = {
-      {0, 5000}, {100, 1000}, {200, 0}, {300, 2000}, {400, 0}};
+      {0, 5000}, {100, 1000}, {200, 0}, {300, 2000}, {400, 0}, {500, 1000}, {600, 0}};
   EXPECT_EQ(counter, want);
   double launched = 0;  // the counter's integral: launches per ms x ms
   for (size_t i = 0; i + 1 < counter.size(); ++i) {
     launched += counter[i].second * (counter[i + 1].first - counter[i].first) / 1000.0;
   }
-  EXPECT_DOUBLE_EQ(launched, 800.0);
+  EXPECT_DOUBLE_EQ(launched, 900.0);
+  // Only the measured sample has the host's share: none for the others.
+  const std::vector<std::pair<double, double>> want_blocked = {{500, 25}, {600, 0}};
+  EXPECT_EQ(blocked, want_blocked);
 }
 
 }  // namespace
