@@ -133,7 +133,10 @@ struct RuntimeCounters {
   uint64_t malloc_bytes;
   uint64_t frees;       // successful cudaFree, cudaFreeAsync of a pointer not null
   uint64_t free_bytes;  // of the frees whose allocation we saw
-  uint64_t reserved;
+  // The time the rank's host blocked on its GPU (inject/host_blocked.h):
+  // synchronisations, copies to the host, launches into a full queue (one in
+  // 16 timed). 0 from a library before it (the slot was reserved).
+  uint64_t host_blocked_ns;
 };
 
 // What the rank's Python interpreter did (inject/python_probes.py), counted

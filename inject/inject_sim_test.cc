@@ -514,6 +514,12 @@ TEST_F(InjectSimTest, ASynchronisationOrACopyToTheHostIsTimeTheHostBlockedOnItsG
         std::chrono::seconds(static_cast<int>(kTimeoutS))))
         << error << " blocked " << blocked << " of " << sync_ns;
     EXPECT_LE(blocked, run_ns);
+    // The page's counter (xpu_timer_host_blocked_seconds_total) holds the same.
+    auto p = wait_page(*ranks[0], [&](const proto::StatusPage& page) {
+      return page.runtime.host_blocked_ns >= sync_ns / 2;
+    });
+    ASSERT_NE(p, nullptr) << job->output();
+    EXPECT_LE(p->runtime.host_blocked_ns, run_ns);
     job->close_stdin();
     EXPECT_EQ(job->wait_exit_code(kTimeout), 0) << job->output();
     ranks.clear();

@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "common/status_page_layout.h"
+#include "inject/host_blocked.h"
 #include "inject/per_thread_counter.h"
 
 namespace xpu_timer::inject {
@@ -33,6 +34,7 @@ struct RuntimeCallCounters {
     c.malloc_bytes = malloc_bytes.load(std::memory_order_relaxed);
     c.frees = frees.load(std::memory_order_relaxed);
     c.free_bytes = free_bytes.load(std::memory_order_relaxed);
+    c.host_blocked_ns = HostBlocked::total_ns();
     return c;
   }
 };

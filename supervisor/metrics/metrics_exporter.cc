@@ -80,6 +80,10 @@ constexpr FamilyInfo kFamilies[] = {
     {"xpu_timer_kernel_launches_total", "counter",
      "Kernels launched through the application's CUDA runtime (cudaLaunchKernel*); not those "
      "that cuBLAS, NCCL or Triton launch themselves."},
+    {"xpu_timer_host_blocked_seconds_total", "counter",
+     "Time the rank's host waited for its GPU in the CUDA runtime: synchronisations, copies to "
+     "the host, launches into a full launch queue (one in 16 timed, scaled). A host that never "
+     "waits sets its GPU's pace."},
     {"xpu_timer_device_memory_allocations_total", "counter",
      "Successful cudaMalloc, cudaMallocAsync and cudaMallocFromPoolAsync calls."},
     {"xpu_timer_device_memory_allocated_bytes_total", "counter",
@@ -290,6 +294,7 @@ void MetricsWriter::add_rank(const RankMetricsInput& in) {
   gauge(kSkipped, p->skipped_capture);
   gauge(kHookErrors, p->hook_errors);
   gauge(kKernelLaunches, p->runtime.kernel_launches);
+  seconds_of(kHostBlocked, p->runtime.host_blocked_ns);
   gauge(kDeviceMallocs, p->runtime.mallocs);
   gauge(kDeviceMallocBytes, p->runtime.malloc_bytes);
   gauge(kDeviceFrees, p->runtime.frees);

@@ -101,6 +101,7 @@ class MetricsWriter {
     kMemcpyBytes,
     kMemcpyBw,
     kKernelLaunches,
+    kHostBlocked,
     kDeviceMallocs,
     kDeviceMallocBytes,
     kDeviceFrees,

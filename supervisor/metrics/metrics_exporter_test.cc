@@ -222,6 +222,7 @@ TEST(MetricsExporter, HistogramsPerNodeByDefaultPerRankOnRequest) {
       {"xpu_timer_skipped_capture_total", 2},
       {"xpu_timer_hook_errors_total", 2},
       {"xpu_timer_kernel_launches_total", 2},
+      {"xpu_timer_host_blocked_seconds_total", 2},
       {"xpu_timer_device_memory_allocations_total", 2},
       {"xpu_timer_device_memory_allocated_bytes_total", 2},
       {"xpu_timer_device_memory_frees_total", 2},
@@ -483,6 +484,7 @@ TEST(MetricsExporter, CopiesAndRuntimeCounters) {
   page->runtime.malloc_bytes = 3u << 30;
   page->runtime.frees = 1;
   page->runtime.free_bytes = 1u << 30;
+  page->runtime.host_blocked_ns = 2500000000ull;
   page->nmetrics = 1;
   proto::MetricSlot& cp = page->metrics[0];
   cp.name = static_cast<uint16_t>(proto::OpName::kMemcpyH2D);
@@ -511,6 +513,9 @@ TEST(MetricsExporter, CopiesAndRuntimeCounters) {
       << text;
   EXPECT_TRUE(has_line(text, "xpu_timer_kernel_launches_total{" + l + "} 123456"));
   EXPECT_TRUE(has_line(text, "# TYPE xpu_timer_kernel_launches_total counter"));
+  EXPECT_TRUE(has_line(text, "xpu_timer_host_blocked_seconds_total{" + l + "} 2.500000000"))
+      << text;
+  EXPECT_TRUE(has_line(text, "# TYPE xpu_timer_host_blocked_seconds_total counter"));
   EXPECT_TRUE(has_line(text, "xpu_timer_device_memory_allocations_total{" + l + "} 3"));
   EXPECT_TRUE(
       has_line(text, "xpu_timer_device_memory_allocated_bytes_total{" + l + "} 3221225472"));
