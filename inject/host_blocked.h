@@ -12,7 +12,12 @@
 // one launch in kLaunchTimedEvery of each thread is timed (two clock reads),
 // and one that took kBlockedLaunchNs or more counts kLaunchTimedEvery times
 // its time. Not seen: launches inside cuBLAS and NCCL (their own runtime),
-// and spinning on cudaEventQuery.
+// synchronous copies from the host or between GPUs, and spinning on
+// cudaEventQuery. Counted though not a wait for the GPU: a thread
+// descheduled inside a timed launch (a starved CPU), a kernel's first launch
+// loading its module. Threads add up: two waiting at once count twice (the
+// analysis never counts more than the time itself). A wait counts when its
+// call returns, into the sample of that moment.
 //
 // Threads: any thread adds; the Poller reads the total into its launch
 // samples (common/recorder_ring.h kRecMeasured).

@@ -283,61 +283,65 @@ HangReport classify_snapshot(const Snapshot& snap, double timeout_s) {
   r.hung = !r.groups.empty();
   if (!r.hung) return r;
 
-  // Pass 3: who the stuck ranks wait for. A rank behind on several of the
-  // groups' communicators is told first by the one of its own last completed
-  // collective: what it did last, the same whichever of its waiters passed the
-  // timeout first (the groups' order, by lowest rank, follows that).
+  // Pass 3: who the stuck ranks wait for. A rank that runs a collective its
+  // peers are stuck in is stuck with them, whatever else it is behind on. A
+  // rank behind on several of the groups' communicators is told first by the
+  // one of its own last completed collective: what it did last, the same
+  // whichever of its waiters passed the timeout first (the groups' order, by
+  // lowest rank, follows that).
   std::vector<StuckGroup*> order;
   for (size_t i = 0; i < r.ranks.size(); ++i) {
     RankVerdict& v = r.ranks[i];
     if (v.state != RankState::kOk) continue;
     const RankSample& s = snap.ranks[i];
     order.clear();
-    for (StuckGroup& g : r.groups) order.push_back(&g);
+    for (StuckGroup& g : r.groups) {
+      if (g.kind == static_cast<uint8_t>(proto::OpKind::kNccl) &&
+          comm_slot_of(s, g.comm_hash) != nullptr) {
+        order.push_back(&g);
+      }
+    }
     if (s.page_ok && s.completed_total > 0 && is_collective_op(s.last_completed)) {
       std::stable_partition(order.begin(), order.end(), [&](const StuckGroup* g) {
         return g->comm_hash == s.last_completed.comm_hash;
       });
     }
+    const auto note_comm = [&](const StuckGroup& g) {
+      const proto::CommSlot* slot = comm_slot_of(s, g.comm_hash);
+      v.has_comm = true;
+      v.comm_hash = g.comm_hash;
+      v.comm_name = g.comm_name;
+      v.waited_seq = g.seq;
+      v.issued_seq = slot->issued_seq;
+      v.last_completed_seq = slot->completed_seq;
+    };
+    // Issued and not completed, yet not stuck: either it runs the collective
+    // and has not waited for the timeout (then it is in it, like the stuck
+    // ranks: it arrived later, or its first look fell between two samples;
+    // left "ok" it would read as healthy in the report), or its GPU never got
+    // to it: the work before it on its stream has not finished (a stopped
+    // GPU, queued work that does not drain), which keeps the stuck ranks
+    // waiting.
+    const auto running = std::find_if(order.begin(), order.end(), [&](const StuckGroup* g) {
+      return s.oldest_inflight.started_ns != 0 && is_collective_op(s.oldest_inflight) &&
+             s.oldest_inflight.comm_hash == g->comm_hash && s.oldest_inflight.seq == g->seq;
+    });
+    if (running != order.end()) {
+      StuckGroup& g = **running;
+      note_comm(g);
+      v.state = RankState::kStuck;
+      g.ranks.insert(std::upper_bound(g.ranks.begin(), g.ranks.end(), v.rank), v.rank);
+      continue;
+    }
     for (StuckGroup* gp : order) {
       StuckGroup& g = *gp;
-      if (g.kind != static_cast<uint8_t>(proto::OpKind::kNccl)) continue;
       const proto::CommSlot* slot = comm_slot_of(s, g.comm_hash);
-      if (slot == nullptr) continue;
-      if (!v.has_comm) {
-        v.has_comm = true;
-        v.comm_hash = g.comm_hash;
-        v.comm_name = g.comm_name;
-        v.waited_seq = g.seq;
-        v.issued_seq = slot->issued_seq;
-        v.last_completed_seq = slot->completed_seq;
-      }
-      // Issued and not completed, yet not stuck: either it runs the
-      // collective and has not waited for the timeout (then it is in it,
-      // like the stuck ranks), or its GPU never got to it: the work before
-      // it on its stream has not finished (a stopped GPU, queued work that
-      // does not drain). The second keeps the stuck ranks waiting.
-      const bool running_it =
-          s.oldest_inflight.started_ns != 0 && is_collective_op(s.oldest_inflight) &&
-          s.oldest_inflight.comm_hash == g.comm_hash && s.oldest_inflight.seq == g.seq;
-      if (running_it) {
-        // In the collective its peers have waited in past the timeout, only
-        // for less time (it arrived later, or its first look fell between
-        // two samples): it waits for the same missing ranks, so it is stuck
-        // with them. Left "ok" it would read as healthy in the report.
-        v.state = RankState::kStuck;
-        g.ranks.insert(std::upper_bound(g.ranks.begin(), g.ranks.end(), v.rank), v.rank);
-        break;
-      }
+      if (!v.has_comm) note_comm(g);
       const bool not_started = slot->issued_seq >= g.seq && slot->completed_seq < g.seq;
       if (slot->issued_seq < g.seq || not_started) {
+        note_comm(g);
         v.state = RankState::kMissing;
         v.reason = not_started ? MissingReason::kNotStarted : MissingReason::kBehind;
-        v.comm_hash = g.comm_hash;
-        v.comm_name = g.comm_name;
-        v.waited_seq = g.seq;
-        v.issued_seq = slot->issued_seq;
-        v.last_completed_seq = slot->completed_seq;
         g.missing.push_back(v.rank);
         break;
       }

@@ -136,8 +136,13 @@ void StragglerAnalyzer::expire(uint64_t now_ns) {
   for (auto& [rank, d] : timed_ops_) {
     while (!d.empty() && d.front().end_ns < from) d.pop_front();
   }
+  // Samples come in order of their ends, but one may have been moved back
+  // (a long wait) and a forged one may lie in the future: all are looked at.
   for (auto& [rank, d] : blocked_) {
-    while (!d.empty() && d.front().end_ns < from) d.pop_front();
+    d.erase(
+        std::remove_if(d.begin(), d.end(),
+                       [&](const Blocked& b) { return b.end_ns < from || b.start_ns > now_ns; }),
+        d.end());
   }
 }
 

@@ -273,9 +273,10 @@ class StragglerAnalyzer {
     uint64_t start_ns, end_ns, blocked_ns;
   };
   std::map<int, std::deque<Blocked>> blocked_;
-  // Seconds `rank`'s host blocked on its GPU within [from_ns, now_ns], the
-  // samples that straddle from_ns prorated; -1 without any sample.
-  double host_blocked_s(int rank, uint64_t from_ns) const;
+  // Seconds `rank`'s host blocked on its GPU within [from_ns, now_ns] (at
+  // most that long), the samples that straddle either end prorated; -1
+  // without any sample.
+  double host_blocked_s(int rank, uint64_t from_ns, uint64_t now_ns) const;
   // The bound on a late host's cost (see the method above), as a share of
   // `span_s` ending at now_ns; sets the evidence; -1 when not every member
   // measured it.

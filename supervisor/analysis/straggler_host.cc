@@ -11,21 +11,25 @@ namespace xpu_timer::supervisor {
 void StragglerAnalyzer::add_host_blocked(int rank, uint64_t blocked_ns, uint64_t start_ns,
                                          uint64_t end_ns) {
   if (end_ns <= start_ns) return;
-  // Never more than the interval: a forged or corrupt record is clamped.
+  // A wait counts when its call returns: one that outlasted the sample (the
+  // Poller moves a sample's start on while nothing changes) began at least
+  // that long before the sample's end.
+  if (blocked_ns > end_ns - start_ns) start_ns = blocked_ns < end_ns ? end_ns - blocked_ns : 0;
   blocked_[rank].push_back(Blocked{start_ns, end_ns, std::min(blocked_ns, end_ns - start_ns)});
 }
 
-double StragglerAnalyzer::host_blocked_s(int rank, uint64_t from_ns) const {
+double StragglerAnalyzer::host_blocked_s(int rank, uint64_t from_ns, uint64_t now_ns) const {
   const auto it = blocked_.find(rank);
-  if (it == blocked_.end() || it->second.empty()) return -1;
+  if (it == blocked_.end() || it->second.empty() || now_ns <= from_ns) return -1;
   double sum_ns = 0;
   for (const Blocked& b : it->second) {
-    if (b.end_ns <= from_ns) continue;
-    const double whole = static_cast<double>(b.end_ns - b.start_ns);
-    const double inside = static_cast<double>(b.end_ns - std::max(b.start_ns, from_ns));
-    sum_ns += static_cast<double>(b.blocked_ns) * inside / whole;
+    const uint64_t lo = std::max(b.start_ns, from_ns), hi = std::min(b.end_ns, now_ns);
+    if (hi <= lo) continue;
+    sum_ns += static_cast<double>(b.blocked_ns) * static_cast<double>(hi - lo) /
+              static_cast<double>(b.end_ns - b.start_ns);
   }
-  return sum_ns / 1e9;
+  // Threads that waited at once add up: never more than the time itself.
+  return std::min(sum_ns, static_cast<double>(now_ns - from_ns)) / 1e9;
 }
 
 double StragglerAnalyzer::host_cost_bound(Straggler* s, uint64_t now_ns, double span_s) const {
@@ -39,11 +43,11 @@ double StragglerAnalyzer::host_cost_bound(Straggler* s, uint64_t now_ns, double 
   }
   const auto span_ns = static_cast<uint64_t>(span_s * 1e9);
   const uint64_t from_ns = now_ns > span_ns ? now_ns - span_ns : 0;
-  const double own = host_blocked_s(s->rank, from_ns);
+  const double own = host_blocked_s(s->rank, from_ns, now_ns);
   if (own < 0 || peers.empty()) return -1;
   std::vector<double> theirs;
   for (int p : peers) {
-    const double b = host_blocked_s(p, from_ns);
+    const double b = host_blocked_s(p, from_ns, now_ns);
     if (b < 0) return -1;
     theirs.push_back(b);
   }

@@ -142,6 +142,31 @@ TEST(WaitGraph, AMissingRankIsToldByItsLastCompletedCollective) {
   }
 }
 
+// A rank that runs a collective its peers are stuck in is stuck with them,
+// even when it is behind on the communicator of its last collective, where
+// another rank waits for it: rank 2 entered world #7 a second ago (rank 0
+// has waited there 15 s) and never issued split #6 (rank 1 waits there).
+TEST(WaitGraph, ARankInTheStuckCollectiveIsStuckThoughBehindElsewhere) {
+  constexpr uint64_t kWorld = 0x5151515151515151ull;
+  RankSample r0 = rank_sample(0), r1 = rank_sample(1), r2 = rank_sample(2);
+  r0.comms = {slot(kWorld, 0, 7, 6, "world")};
+  r1.comms = {slot(kWorld, 1, 6, 6, "world"), slot(kDp13, 0, 6, 5, "split")};
+  r2.comms = {slot(kWorld, 2, 7, 6, "world"), slot(kDp13, 1, 5, 5, "split")};
+  stuck_in(&r0, kWorld, 7);
+  stuck_in(&r1, kDp13, 6);
+  stuck_in(&r2, kDp13, 5);  // its last collective: split #5, then world #7
+  r2.last_completed = r2.oldest_inflight;
+  r2.completed_total = 60;
+  stuck_in(&r2, kWorld, 7);
+  r2.oldest_inflight.started_ns = kNow - kSec;
+  const HangReport r = classify_snapshot(snapshot({r0, r1, r2}), 5.0);
+  ASSERT_TRUE(r.hung);
+  EXPECT_EQ(r.ranks[2].state, RankState::kStuck) << r.summary;
+  EXPECT_EQ(r.ranks[1].state, RankState::kStuck) << r.summary;
+  ASSERT_EQ(r.ranks[2].waits_for.size(), 1u) << r.summary;
+  EXPECT_EQ(r.ranks[2].waits_for[0].rank, 1) << r.summary;
+}
+
 // A deadlock by order: rank 0 waits for rank 1 in tp while rank 1 waits for
 // rank 0 in dp, each having issued the other collective after its own.
 TEST(WaitGraph, ACycleIsADeadlockByOrder) {
