@@ -209,6 +209,23 @@ TEST(Straggler, ALateHostCostsAtMostItsPeersTimeBlockedOnTheirGpus) {
   }
 }
 
+// A forged or corrupt sample of an hour blocked, an hour from now, says
+// nothing about the window: the phase between equal hosts stays unnamed.
+TEST(Straggler, ABlockedSampleFromTheFutureChangesNothing) {
+  Job job;
+  job.slow = 5;
+  job.late_ms = 5;
+  job.cause = SlowCause::kHost;
+  job.blocked = Job::Blocked::kNever;
+  StragglerAnalyzer a = analyzer();
+  constexpr uint64_t kHour = 3600ull * 1000 * kMs;
+  for (int r = 0; r < 8; ++r) {
+    if (r != job.slow) a.add_host_blocked(r, kHour, job.t + kHour, job.t + 2 * kHour);
+  }
+  const SlowReport rep = run(job, a, 300);
+  EXPECT_TRUE(rep.stragglers.empty()) << rep.summary;
+}
+
 TEST(Straggler, SlowGpuIsNamedByItsGemms) {
   Job job;
   job.slow = 2;
