@@ -103,7 +103,14 @@ bool count_launch() {
 
 // The hooks below pass an untimed launch on as a tail call (a jump, the
 // same arguments in the same places: nothing of ours stays on the stack),
-// and time the one count_launch() chose around a call of their own.
+// and time the one count_launch() chose around this call of their own.
+template <typename Fn, typename... Args>
+cudaError_t timed_launch(Fn fn, Args... args) {
+  const uint64_t start_ns = monotonic_ns();
+  const cudaError_t status = fn(args...);
+  HostBlocked::add_timed_launch(monotonic_ns() - start_ns);
+  return status;
+}
 
 // A synchronisation: the application's (not one of ours inside a hook, nor
 // while timing is off) counts its whole time as blocked on the GPU.
@@ -331,10 +338,7 @@ XPU_TIMER_HOOK cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 bl
   const auto fn = real_launch.get();
   if (fn == nullptr) return kNoRealFunction;
   if (!count_launch()) return fn(func, grid, block, args, shared_mem, stream);
-  const uint64_t start_ns = monotonic_ns();
-  const cudaError_t status = fn(func, grid, block, args, shared_mem, stream);
-  HostBlocked::add_timed_launch(monotonic_ns() - start_ns);
-  return status;
+  return timed_launch(fn, func, grid, block, args, shared_mem, stream);
 }
 
 XPU_TIMER_HOOK cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block,
@@ -342,10 +346,7 @@ XPU_TIMER_HOOK cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, di
   const auto fn = real_nvcc_launch.get();
   if (fn == nullptr) return kNoRealFunction;
   if (!count_launch()) return fn(kernel, grid, block, args, shared_mem, stream);
-  const uint64_t start_ns = monotonic_ns();
-  const cudaError_t status = fn(kernel, grid, block, args, shared_mem, stream);
-  HostBlocked::add_timed_launch(monotonic_ns() - start_ns);
-  return status;
+  return timed_launch(fn, kernel, grid, block, args, shared_mem, stream);
 }
 
 XPU_TIMER_HOOK cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, dim3 block,
@@ -354,10 +355,7 @@ XPU_TIMER_HOOK cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gri
   const auto fn = real_nvcc_launch_ptsz.get();
   if (fn == nullptr) return kNoRealFunction;
   if (!count_launch()) return fn(kernel, grid, block, args, shared_mem, stream);
-  const uint64_t start_ns = monotonic_ns();
-  const cudaError_t status = fn(kernel, grid, block, args, shared_mem, stream);
-  HostBlocked::add_timed_launch(monotonic_ns() - start_ns);
-  return status;
+  return timed_launch(fn, kernel, grid, block, args, shared_mem, stream);
 }
 
 XPU_TIMER_HOOK cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func,
@@ -365,10 +363,7 @@ XPU_TIMER_HOOK cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config,
   const auto fn = real_launch_ex.get();
   if (fn == nullptr) return kNoRealFunction;
   if (!count_launch()) return fn(config, func, args);
-  const uint64_t start_ns = monotonic_ns();
-  const cudaError_t status = fn(config, func, args);
-  HostBlocked::add_timed_launch(monotonic_ns() - start_ns);
-  return status;
+  return timed_launch(fn, config, func, args);
 }
 
 XPU_TIMER_HOOK cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 grid, dim3 block,
@@ -377,10 +372,7 @@ XPU_TIMER_HOOK cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 gr
   const auto fn = real_launch_coop.get();
   if (fn == nullptr) return kNoRealFunction;
   if (!count_launch()) return fn(func, grid, block, args, shared_mem, stream);
-  const uint64_t start_ns = monotonic_ns();
-  const cudaError_t status = fn(func, grid, block, args, shared_mem, stream);
-  HostBlocked::add_timed_launch(monotonic_ns() - start_ns);
-  return status;
+  return timed_launch(fn, func, grid, block, args, shared_mem, stream);
 }
 
 XPU_TIMER_HOOK cudaError_t cudaMalloc(void** ptr, size_t bytes) {

@@ -218,19 +218,11 @@ uint64_t Poller::record_range(const RangeRecord& r, uint16_t op_name) {
       ++ring_names_;
     }
   }
-  recorder::RecordData d;
-  d.name = op_name;
-  d.kind = static_cast<uint8_t>(proto::OpKind::kRange);
-  d.state = static_cast<uint8_t>(recorder::OpState::kCompleted);
-  d.flags = recorder::kRecHost;
-  d.device = -1;
+  recorder::RecordData d = host_record(op_name, r.start_ns, r.end_ns);
   d.peer = r.depth;
   d.stream = r.tid;
   d.seq = named ? r.name_id : 0;
   d.bytes = r.value;  // GC: objects freed; allocations: bytes
-  d.launch_ns = r.start_ns;
-  d.host_start_ns = r.start_ns;
-  d.host_end_ns = r.end_ns;
   const uint64_t pos = ring.append(d);
   if (op_name == static_cast<uint16_t>(proto::OpName::kStep)) {
     if (step_records_.size() >= StepBubbles::kMaxPendingSteps) {

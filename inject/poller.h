@@ -78,6 +78,8 @@ class Poller {
   static constexpr uint64_t kLaunchSampleNs = 100'000'000;
   // A step: its counters, its flight-recorder record, its GPU idle window.
   void add_step(const RangeRecord& r);
+  // A completed host range's flight-recorder record over [start_ns, end_ns].
+  static recorder::RecordData host_record(uint16_t op_name, uint64_t start_ns, uint64_t end_ns);
   // Appends the flight-recorder record of a host event; its position
   // (kNoRingPos without a recorder).
   uint64_t record_range(const RangeRecord& r, uint16_t op_name);

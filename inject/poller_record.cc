@@ -84,6 +84,19 @@ void Poller::map_gpu_times(Pending& p, cudaEvent_t start, cudaEvent_t end, uint6
   }
 }
 
+recorder::RecordData Poller::host_record(uint16_t op_name, uint64_t start_ns, uint64_t end_ns) {
+  recorder::RecordData d;
+  d.name = op_name;
+  d.kind = static_cast<uint8_t>(proto::OpKind::kRange);
+  d.state = static_cast<uint8_t>(recorder::OpState::kCompleted);
+  d.flags = recorder::kRecHost;
+  d.device = -1;
+  d.launch_ns = start_ns;
+  d.host_start_ns = start_ns;
+  d.host_end_ns = end_ns;
+  return d;
+}
+
 void Poller::sample_launches(uint64_t now_ns, bool force) {
   recorder::RingWriter& ring = state_->ring;
   if (!ring.ok()) return;        // no recorder: the counter is on the page anyway
@@ -102,17 +115,11 @@ void Poller::sample_launches(uint64_t now_ns, bool force) {
     launch_sample_ns_ = now_ns;
     return;
   }
-  recorder::RecordData d;
-  d.name = static_cast<uint16_t>(proto::OpName::kKernelLaunches);
-  d.kind = static_cast<uint8_t>(proto::OpKind::kRange);
-  d.state = static_cast<uint8_t>(recorder::OpState::kCompleted);
-  d.flags = recorder::kRecHost | recorder::kRecMeasured;
-  d.device = -1;
+  recorder::RecordData d =
+      host_record(static_cast<uint16_t>(proto::OpName::kKernelLaunches), launch_sample_ns_, now_ns);
+  d.flags |= recorder::kRecMeasured;
   d.count = launches - launches_sampled_;
   d.bytes = blocked - blocked_sampled_ns_;
-  d.launch_ns = launch_sample_ns_;
-  d.host_start_ns = launch_sample_ns_;
-  d.host_end_ns = now_ns;
   ring.append(d);
   launch_sample_ns_ = now_ns;
   launches_sampled_ = launches;

@@ -41,7 +41,6 @@
 // A step ending in *N runs N times (gemm:gemmex:64:64:64:1*500).
 #include <dlfcn.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -51,13 +50,11 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
+
 namespace {
 
-uint64_t monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
+using xpu_timer::monotonic_ns;
 uint64_t g_main_ns = 0;
 
 struct Api {

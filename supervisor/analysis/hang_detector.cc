@@ -336,7 +336,6 @@ HangReport classify_snapshot(const Snapshot& snap, double timeout_s) {
     for (StuckGroup* gp : order) {
       StuckGroup& g = *gp;
       const proto::CommSlot* slot = comm_slot_of(s, g.comm_hash);
-      if (!v.has_comm) note_comm(g);
       const bool not_started = slot->issued_seq >= g.seq && slot->completed_seq < g.seq;
       if (slot->issued_seq < g.seq || not_started) {
         note_comm(g);
@@ -345,6 +344,7 @@ HangReport classify_snapshot(const Snapshot& snap, double timeout_s) {
         g.missing.push_back(v.rank);
         break;
       }
+      if (!v.has_comm) note_comm(g);
     }
     if (v.state == RankState::kOk && s.page_ok && s.inflight_count == 0) {
       if (s.page_flags & proto::kPageFlagTimingDisabled) {

@@ -7,20 +7,12 @@
 
 #include "common/comm_names.h"
 #include "common/last_arrival.h"
+#include "supervisor/analysis/median.h"
 
 namespace xpu_timer::supervisor {
 namespace {
 
 constexpr double kNsPerS = 1e9;
-
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<long>(mid), v.end());
-  const double hi = v[mid];
-  if (v.size() % 2 != 0) return hi;
-  return (hi + *std::max_element(v.begin(), v.begin() + static_cast<long>(mid))) / 2;
-}
 
 double mad_of(const std::vector<double>& v, double center) {
   std::vector<double> dev;

@@ -2,8 +2,10 @@
 // hosts blocked on their GPUs, which a host as busy as theirs never does.
 #include <algorithm>
 #include <set>
+#include <utility>
 #include <vector>
 
+#include "supervisor/analysis/median.h"
 #include "supervisor/analysis/straggler.h"
 
 namespace xpu_timer::supervisor {
@@ -51,9 +53,7 @@ double StragglerAnalyzer::host_cost_bound(Straggler* s, uint64_t now_ns, double 
     if (b < 0) return -1;
     theirs.push_back(b);
   }
-  std::sort(theirs.begin(), theirs.end());
-  const size_t mid = theirs.size() / 2;
-  const double median = theirs.size() % 2 != 0 ? theirs[mid] : (theirs[mid - 1] + theirs[mid]) / 2;
+  const double median = median_of(std::move(theirs));
   s->evidence.host_blocked_s = own;
   s->evidence.peer_host_blocked_s = median;
   return std::max(0.0, median - own) / span_s;
